@@ -1,0 +1,90 @@
+"""The Python API: ``load_model("mnist").predict(image)``."""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Sequence
+from pathlib import Path
+
+import numpy as np
+import torch
+
+from vit_demo.device import resolve_device
+from vit_demo.model import VisionTransformer
+from vit_demo.preprocess import ImageInput, preprocess_drawing, preprocess_photo
+from vit_demo.weights import WeightsInfo, load_weights
+
+
+@dataclasses.dataclass(frozen=True)
+class Prediction:
+    label: str
+    probs: dict[str, float]  # class name -> probability, in class order
+    attention: np.ndarray | None  # (layers, heads, tokens, tokens); token 0 is [CLS]
+    input: np.ndarray  # what the model saw, in [0, 1]: (28, 28) for digits, (32, 32, 3) for photos
+
+    @property
+    def confidence(self) -> float:
+        return self.probs[self.label]
+
+    def top(self, k: int = 3) -> list[tuple[str, float]]:
+        return sorted(self.probs.items(), key=lambda item: item[1], reverse=True)[:k]
+
+
+class Classifier:
+    """A trained ViT with the preprocessing that suits its dataset."""
+
+    def __init__(self, info: WeightsInfo, model: VisionTransformer) -> None:
+        self.info = info
+        self.model = model
+        self.device = next(model.parameters()).device
+        self.classes = info.dataset.classes
+        self.preprocess = preprocess_drawing if info.dataset.name == "mnist" else preprocess_photo
+
+    @property
+    def name(self) -> str:
+        return self.info.folder.name
+
+    def predict(self, image: ImageInput) -> Prediction:
+        """Classify one image: a path, file bytes, a PIL image or a numpy array.
+
+        Raises:
+            NothingDrawn: blank input.
+            InputError: anything that is not a usable image.
+        """
+        return self.predict_preprocessed([self.preprocess(image)])[0]
+
+    @torch.no_grad()
+    def predict_preprocessed(self, inputs: Sequence[np.ndarray], attention: bool = True) -> list[Prediction]:
+        """Classify already preprocessed images in one forward pass (attention=False takes the fast path)."""
+        batch = torch.from_numpy(np.stack([_to_chw(x) for x in inputs])).to(self.device)  # (B, C, H, W)
+        if attention:
+            logits, attn = self.model(batch, return_attention=True)  # (B, classes), (B, L, H, T, T)
+            attn = attn.float().cpu().numpy()
+        else:
+            logits, attn = self.model(batch), None
+        probs = logits.float().softmax(dim=-1).cpu().numpy()  # (B, classes)
+        return [
+            Prediction(
+                label=self.classes[int(p.argmax())],
+                probs={c: float(v) for c, v in zip(self.classes, p)},
+                attention=None if attn is None else attn[i],
+                input=inputs[i],
+            )
+            for i, p in enumerate(probs)
+        ]
+
+
+def _to_chw(image: np.ndarray) -> np.ndarray:
+    """(H, W) or (H, W, C) float image -> (C, H, W) float32."""
+    image = np.asarray(image, dtype=np.float32)
+    return image[None] if image.ndim == 2 else np.ascontiguousarray(image.transpose(2, 0, 1))
+
+
+def load_model(name_or_path: str | Path = "mnist", device: str = "auto") -> Classifier:
+    """Load a shipped model by name (``mnist``, ``cifar10``) or a weights folder by path.
+
+    Raises:
+        WeightsError: missing or corrupt weights; the message names the file and the command that makes it.
+    """
+    info, model = load_weights(name_or_path, resolve_device(device))
+    return Classifier(info, model)

@@ -1,0 +1,87 @@
+"""``python -m vit_demo predict|evaluate``: the command line over the same functions as the app."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+import time
+from collections.abc import Sequence
+
+from vit_demo.classifier import Classifier, load_model
+from vit_demo.data import SPLITS, DatasetNotFound, load_split
+from vit_demo.evaluation import evaluate
+from vit_demo.preprocess import InputError
+from vit_demo.weights import WeightsError
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="python -m vit_demo", description=__doc__)
+    commands = parser.add_subparsers(dest="command", required=True)
+
+    predict = commands.add_parser("predict", help="classify image files; one JSON object per line per file")
+    predict.add_argument("--model", default="mnist", help="mnist, cifar10, or a path to a weights folder")
+    predict.add_argument("--device", default="auto")
+    predict.add_argument("--top", type=int, default=3, help="how many classes to list in 'top'")
+    predict.add_argument("--batch-size", type=int, default=256, help="files per forward pass")
+    predict.add_argument("files", nargs="+", metavar="FILE")
+
+    ev = commands.add_parser("evaluate", help="accuracy on a dataset split; one JSON line")
+    ev.add_argument("--model", default="mnist", help="mnist, cifar10, or a path to a weights folder")
+    ev.add_argument("--data-dir", required=True, help="dataset root (MNIST/raw/ or cifar10/<split>/<class>/)")
+    ev.add_argument("--split", default="test", choices=SPLITS)
+    ev.add_argument("--limit", type=int, help="only the first N images")
+    ev.add_argument("--device", default="auto")
+    ev.add_argument("--batch-size", type=int, default=500)
+    return parser
+
+
+def predict_files(classifier: Classifier, files: Sequence[str], top: int, batch_size: int) -> int:
+    """Print one JSON line per file, in order; return how many files could not be classified."""
+    failures = 0
+    for start in range(0, len(files), batch_size):
+        chunk = files[start : start + batch_size]
+        records: list[dict] = []
+        inputs = []
+        for name in chunk:
+            try:
+                inputs.append(classifier.preprocess(name))
+                records.append({"file": name})
+            except InputError as exc:
+                records.append({"file": name, "error": str(exc)})
+                failures += 1
+        predictions = iter(classifier.predict_preprocessed(inputs, attention=False) if inputs else [])
+        for record in records:
+            if "error" not in record:
+                p = next(predictions)
+                record.update(label=p.label, confidence=round(p.confidence, 6),
+                              top=[[label, round(prob, 6)] for label, prob in p.top(top)])
+            print(json.dumps(record), flush=False)
+        sys.stdout.flush()
+    return failures
+
+
+def run_evaluate(args: argparse.Namespace) -> dict:
+    classifier = load_model(args.model, args.device)
+    dataset = classifier.info.dataset.name
+    images, labels = load_split(dataset, args.data_dir, args.split)
+    if args.limit is not None:
+        images, labels = images[: args.limit], labels[: args.limit]
+    started = time.perf_counter()
+    _, correct, n = evaluate(classifier.model, images, labels, args.batch_size)
+    return {"model": args.model, "dataset": dataset, "split": args.split, "n": n, "correct": correct,
+            "accuracy": correct / n, "seconds": round(time.perf_counter() - started, 2),
+            "device": str(classifier.device)}
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    args = build_parser().parse_args(argv)
+    try:
+        if args.command == "predict":
+            classifier = load_model(args.model, args.device)
+            return 1 if predict_files(classifier, args.files, args.top, args.batch_size) else 0
+        print(json.dumps(run_evaluate(args)))
+        return 0
+    except (WeightsError, DatasetNotFound, ValueError, OSError) as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 2

@@ -1,0 +1,175 @@
+"""A Vision Transformer written from scratch, as in Dosovitskiy et al. (2021),
+"An Image is Worth 16x16 Words".
+
+Names follow the paper (and timm): ``patch_embed``, ``cls_token``, ``pos_embed``, ``blocks``,
+``norm``, ``head``; inside a block ``norm1 / attn / norm2 / mlp``.
+
+The model takes images with pixel values in [0, 1] and normalises them itself with the mean and
+standard deviation stored in its config, so the weights carry everything needed to use them.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from typing import Any
+
+import torch
+import torch.nn.functional as F
+from torch import nn
+
+
+@dataclasses.dataclass(frozen=True)
+class ViTConfig:
+    """The architecture, saved next to the weights so that loading never guesses."""
+
+    image_size: int = 28
+    patch_size: int = 4
+    in_channels: int = 1
+    num_classes: int = 10
+    dim: int = 64
+    depth: int = 6
+    heads: int = 4
+    mlp_dim: int = 128
+    dropout: float = 0.0
+    mean: tuple[float, ...] = (0.1307,)
+    std: tuple[float, ...] = (0.3081,)
+
+    def __post_init__(self) -> None:
+        assert self.image_size % self.patch_size == 0, (
+            f"image_size {self.image_size} must be divisible by patch_size {self.patch_size}"
+        )
+        assert self.dim % self.heads == 0, f"dim {self.dim} must be divisible by heads {self.heads}"
+        assert len(self.mean) == len(self.std) == self.in_channels, (
+            "mean and std need one value per input channel"
+        )
+
+    @property
+    def grid_size(self) -> int:
+        """Patches along one side of the image."""
+        return self.image_size // self.patch_size
+
+    @property
+    def num_tokens(self) -> int:
+        """Sequence length: one token per patch plus the [CLS] token (index 0)."""
+        return self.grid_size**2 + 1
+
+    def to_dict(self) -> dict[str, Any]:
+        return dataclasses.asdict(self)
+
+    @classmethod
+    def from_dict(cls, values: dict[str, Any]) -> ViTConfig:
+        known = {f.name for f in dataclasses.fields(cls)}
+        unknown = set(values) - known
+        if unknown:
+            raise ValueError(f"unknown ViTConfig fields: {sorted(unknown)}")
+        values = {k: tuple(v) if isinstance(v, list) else v for k, v in values.items()}
+        return cls(**values)
+
+
+class Attention(nn.Module):
+    """Multi-head self-attention with an explicit path that can hand back its weights."""
+
+    def __init__(self, dim: int, heads: int, dropout: float) -> None:
+        super().__init__()
+        self.heads = heads
+        self.head_dim = dim // heads
+        self.scale = self.head_dim**-0.5
+        self.dropout = dropout
+        self.qkv = nn.Linear(dim, 3 * dim)
+        self.proj = nn.Linear(dim, dim)
+        self.proj_drop = nn.Dropout(dropout)
+
+    def forward(self, x: torch.Tensor, need_weights: bool = False) -> tuple[torch.Tensor, torch.Tensor | None]:
+        B, T, C = x.shape
+        qkv = self.qkv(x).reshape(B, T, 3, self.heads, self.head_dim).permute(2, 0, 3, 1, 4)  # (3, B, H, T, hd)
+        q, k, v = qkv.unbind(0)  # each (B, H, T, hd)
+        dropout_p = self.dropout if self.training else 0.0
+        if need_weights:
+            attn = (q @ k.transpose(-2, -1)) * self.scale  # (B, H, T, T)
+            attn = attn.softmax(dim=-1)
+            out = F.dropout(attn, dropout_p) @ v  # (B, H, T, hd)
+        else:
+            attn = None
+            out = F.scaled_dot_product_attention(q, k, v, dropout_p=dropout_p)  # (B, H, T, hd)
+        out = out.transpose(1, 2).reshape(B, T, C)  # (B, T, C)
+        return self.proj_drop(self.proj(out)), attn
+
+
+class MLP(nn.Module):
+    def __init__(self, dim: int, hidden_dim: int, dropout: float) -> None:
+        super().__init__()
+        self.fc1 = nn.Linear(dim, hidden_dim)
+        self.act = nn.GELU()
+        self.fc2 = nn.Linear(hidden_dim, dim)
+        self.drop = nn.Dropout(dropout)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return self.drop(self.fc2(self.drop(self.act(self.fc1(x)))))
+
+
+class Block(nn.Module):
+    """A pre-norm encoder block: x + attn(norm(x)), then x + mlp(norm(x))."""
+
+    def __init__(self, config: ViTConfig) -> None:
+        super().__init__()
+        self.norm1 = nn.LayerNorm(config.dim)
+        self.attn = Attention(config.dim, config.heads, config.dropout)
+        self.norm2 = nn.LayerNorm(config.dim)
+        self.mlp = MLP(config.dim, config.mlp_dim, config.dropout)
+
+    def forward(self, x: torch.Tensor, need_weights: bool = False) -> tuple[torch.Tensor, torch.Tensor | None]:
+        attn_out, attn = self.attn(self.norm1(x), need_weights)
+        x = x + attn_out
+        x = x + self.mlp(self.norm2(x))
+        return x, attn
+
+
+class VisionTransformer(nn.Module):
+    def __init__(self, config: ViTConfig) -> None:
+        super().__init__()
+        self.config = config
+        self.register_buffer("mean", torch.tensor(config.mean).view(1, -1, 1, 1), persistent=False)
+        self.register_buffer("std", torch.tensor(config.std).view(1, -1, 1, 1), persistent=False)
+        # A convolution with kernel = stride = patch size is a linear projection of each flattened patch.
+        self.patch_embed = nn.Conv2d(config.in_channels, config.dim, config.patch_size, stride=config.patch_size)
+        self.cls_token = nn.Parameter(torch.zeros(1, 1, config.dim))
+        self.pos_embed = nn.Parameter(torch.zeros(1, config.num_tokens, config.dim))
+        self.pos_drop = nn.Dropout(config.dropout)
+        self.blocks = nn.ModuleList(Block(config) for _ in range(config.depth))
+        self.norm = nn.LayerNorm(config.dim)
+        self.head = nn.Linear(config.dim, config.num_classes)
+        self._init_weights()
+
+    def _init_weights(self) -> None:
+        # Linear and conv layers keep PyTorch's default init: at this small width it trained markedly faster
+        # than the truncated-normal(0.02) init used for large ViTs (67% vs 38% after 3 short epochs on MNIST).
+        nn.init.trunc_normal_(self.pos_embed, std=0.02)
+        nn.init.trunc_normal_(self.cls_token, std=0.02)
+
+    def forward(
+        self, images: torch.Tensor, return_attention: bool = False
+    ) -> torch.Tensor | tuple[torch.Tensor, torch.Tensor]:
+        """Classify a batch of images with pixel values in [0, 1].
+
+        Args:
+            images: (B, C, H, W), values in [0, 1].
+            return_attention: also return every layer's and head's attention weights.
+
+        Returns:
+            logits (B, num_classes), and with ``return_attention`` the attention weights
+            (B, layers, heads, tokens, tokens), where token 0 is [CLS] and token 1 + i is patch i
+            in row-major order.
+        """
+        x = (images - self.mean) / self.std  # (B, C, H, W)
+        x = self.patch_embed(x).flatten(2).transpose(1, 2)  # (B, N, D), N = grid_size**2
+        cls = self.cls_token.expand(x.shape[0], -1, -1)  # (B, 1, D)
+        x = torch.cat([cls, x], dim=1) + self.pos_embed  # (B, T, D), T = N + 1
+        x = self.pos_drop(x)
+        attentions = []
+        for block in self.blocks:
+            x, attn = block(x, return_attention)
+            attentions.append(attn)
+        logits = self.head(self.norm(x)[:, 0])  # (B, num_classes)
+        if return_attention:
+            return logits, torch.stack(attentions, dim=1)  # (B, L, H, T, T)
+        return logits

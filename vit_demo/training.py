@@ -1,0 +1,291 @@
+"""The training loop behind ``train.py``: one process, or several under ``torchrun`` with DDP."""
+
+from __future__ import annotations
+
+import argparse
+import dataclasses
+import json
+import math
+import os
+import shlex
+import sys
+import time
+from pathlib import Path
+
+import torch
+import torch.distributed as dist
+import torch.nn.functional as F
+from torch import nn
+from torch.nn.parallel import DistributedDataParallel
+from tqdm import tqdm
+
+from vit_demo.atomic import atomic_write, atomic_write_text
+from vit_demo.augment import AUGMENTATIONS
+from vit_demo.data import DATASETS, DatasetSpec, dataset_spec, load_split
+from vit_demo.device import resolve_device
+from vit_demo.evaluation import evaluate
+from vit_demo.model import ViTConfig, VisionTransformer
+from vit_demo.weights import CURVES_FILE, METRICS_FILE, WEIGHTS_ROOT, save_weights
+
+CHECKPOINT_FILE = "checkpoint.pt"
+
+
+@dataclasses.dataclass(frozen=True)
+class Recipe:
+    """Architecture and optimisation settings for one dataset; command-line flags override them."""
+
+    vit: ViTConfig
+    epochs: int
+    batch_size: int
+    lr: float
+    weight_decay: float
+    warmup_epochs: float
+    label_smoothing: float
+
+
+def _vit_for(spec: DatasetSpec, **arch: int | float) -> ViTConfig:
+    return ViTConfig(image_size=spec.image_size, in_channels=spec.channels, num_classes=len(spec.classes),
+                     mean=spec.mean, std=spec.std, **arch)
+
+
+RECIPES = {
+    "mnist": Recipe(
+        vit=_vit_for(DATASETS["mnist"], patch_size=4, dim=64, depth=6, heads=4, mlp_dim=128),
+        epochs=40, batch_size=128, lr=1e-3, weight_decay=0.05, warmup_epochs=2, label_smoothing=0.1,
+    ),
+    "cifar10": Recipe(
+        vit=_vit_for(DATASETS["cifar10"], patch_size=4, dim=192, depth=6, heads=6, mlp_dim=384, dropout=0.1),
+        epochs=100, batch_size=128, lr=1e-3, weight_decay=0.05, warmup_epochs=5, label_smoothing=0.1,
+    ),
+}
+
+
+def build_parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(
+        prog="train.py",
+        description="Train the ViT on MNIST or CIFAR-10 and write a weights folder "
+        "(config.json, model.safetensors, metrics.json, training_curves.png).",
+    )
+    p.add_argument("--dataset", required=True, choices=sorted(RECIPES))
+    p.add_argument("--data-dir", default="data", help="dataset root; downloaded there if not found (default: data)")
+    p.add_argument("--out", type=Path, help="weights folder to write (default: weights/<dataset>)")
+    p.add_argument("--checkpoint-dir", type=Path, help="where resumable checkpoints go (default: runs/<dataset>)")
+    p.add_argument("--resume", action="store_true", help="continue from the checkpoint in --checkpoint-dir")
+    p.add_argument("--epochs", type=int)
+    p.add_argument("--batch-size", type=int, help="global batch size (split across torchrun processes)")
+    p.add_argument("--lr", type=float)
+    p.add_argument("--weight-decay", type=float)
+    p.add_argument("--warmup-epochs", type=float)
+    p.add_argument("--label-smoothing", type=float)
+    p.add_argument("--patch-size", type=int, help="override the patch size (must divide the image size)")
+    p.add_argument("--dim", type=int, help="override the model width")
+    p.add_argument("--depth", type=int, help="override the number of encoder blocks")
+    p.add_argument("--heads", type=int, help="override the number of attention heads")
+    p.add_argument("--mlp-dim", type=int, help="override the MLP hidden width")
+    p.add_argument("--train-limit", type=int, help="train on a random subset of this many images")
+    p.add_argument("--test-limit", type=int, help="evaluate on a random subset of this many images")
+    p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--device", default="auto", help="auto (CUDA, else MPS, else CPU), cpu, cuda, cuda:1, mps")
+    p.add_argument("--no-progress", action="store_true", help="no progress bars (one summary line per epoch)")
+    return p
+
+
+def recipe_from_args(args: argparse.Namespace) -> Recipe:
+    recipe = RECIPES[args.dataset]
+    arch = {k: getattr(args, k) for k in ("patch_size", "dim", "depth", "heads", "mlp_dim") if getattr(args, k) is not None}
+    hyper = {k: getattr(args, k) for k in ("epochs", "batch_size", "lr", "weight_decay", "warmup_epochs",
+                                           "label_smoothing") if getattr(args, k) is not None}
+    return dataclasses.replace(recipe, vit=dataclasses.replace(recipe.vit, **arch), **hyper)
+
+
+def _subset(images: torch.Tensor, labels: torch.Tensor, limit: int | None, seed: int):
+    if limit is None or limit >= len(images):
+        return images, labels
+    keep = torch.randperm(len(images), generator=torch.Generator().manual_seed(seed))[:limit]
+    return images[keep], labels[keep]
+
+
+def _param_groups(model: nn.Module, weight_decay: float) -> list[dict]:
+    """No weight decay on biases, norms, the [CLS] token and position embeddings."""
+    decay, no_decay = [], []
+    for name, param in model.named_parameters():
+        (no_decay if param.ndim < 2 or name in ("cls_token", "pos_embed") else decay).append(param)
+    return [{"params": decay, "weight_decay": weight_decay}, {"params": no_decay, "weight_decay": 0.0}]
+
+
+def _warmup_cosine(warmup_steps: int, total_steps: int):
+    def factor(step: int) -> float:
+        if step < warmup_steps:
+            return (step + 1) / warmup_steps
+        progress = (step - warmup_steps) / max(1, total_steps - warmup_steps)
+        return 0.5 * (1.0 + math.cos(math.pi * min(1.0, progress)))
+
+    return factor
+
+
+def _all_reduce_sum(values: list[float], device: torch.device) -> list[float]:
+    if not dist.is_initialized():
+        return values
+    t = torch.tensor(values, dtype=torch.float64, device=device)
+    dist.all_reduce(t)
+    return t.tolist()
+
+
+def plot_training_curves(history: list[dict], path: Path, title: str) -> None:
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    epochs = [h["epoch"] for h in history]
+    fig, (ax_loss, ax_acc) = plt.subplots(1, 2, figsize=(10, 4), dpi=100)
+    ax_loss.plot(epochs, [h["train_loss"] for h in history], label="train")
+    ax_loss.plot(epochs, [h["test_loss"] for h in history], label="test")
+    ax_loss.set(xlabel="epoch", ylabel="cross-entropy loss", title="Loss")
+    ax_acc.plot(epochs, [100 * h["train_accuracy"] for h in history], label="train (augmented)")
+    ax_acc.plot(epochs, [100 * h["test_accuracy"] for h in history], label="test")
+    ax_acc.set(xlabel="epoch", ylabel="accuracy (%)", title="Accuracy")
+    for ax in (ax_loss, ax_acc):
+        ax.grid(alpha=0.3)
+        ax.legend()
+    fig.suptitle(title)
+    fig.tight_layout()
+    atomic_write(path, lambda f: fig.savefig(f, format="png"))
+    plt.close(fig)
+
+
+def train(args: argparse.Namespace) -> dict | None:
+    """Train as ``args`` says; return the metrics on rank 0 (None on other ranks)."""
+    world_size = int(os.environ.get("WORLD_SIZE", "1"))
+    rank = int(os.environ.get("RANK", "0"))
+    device = resolve_device(args.device)
+    if world_size > 1:
+        if device.type == "cuda":
+            torch.cuda.set_device(device)
+        dist.init_process_group(backend="nccl" if device.type == "cuda" else "gloo")
+    try:
+        return _train(args, device, rank, world_size)
+    finally:
+        if dist.is_initialized():
+            dist.destroy_process_group()
+
+
+def _train(args: argparse.Namespace, device: torch.device, rank: int, world_size: int) -> dict | None:
+    is_main = rank == 0
+    spec = dataset_spec(args.dataset)
+    recipe = recipe_from_args(args)
+    out = args.out or WEIGHTS_ROOT / spec.name
+    checkpoint_path = (args.checkpoint_dir or Path("runs") / spec.name) / CHECKPOINT_FILE
+    augment = AUGMENTATIONS[spec.name]
+
+    train_x, train_y = _subset(*load_split(spec.name, args.data_dir, "train"), args.train_limit, args.seed)
+    test_x, test_y = _subset(*load_split(spec.name, args.data_dir, "test"), args.test_limit, args.seed + 1)
+    if device.type == "cuda":  # uint8 images are small enough to live on the GPU
+        train_x, train_y, test_x, test_y = (t.to(device) for t in (train_x, train_y, test_x, test_y))
+    # Each process takes an equal share so that all of them run the same number of steps.
+    per_rank = len(train_x) // world_size
+    rank_batch = max(1, recipe.batch_size // world_size)
+    steps_per_epoch = math.ceil(per_rank / rank_batch)
+    test_shard = slice(rank * len(test_x) // world_size, (rank + 1) * len(test_x) // world_size)
+
+    torch.manual_seed(args.seed)
+    model = VisionTransformer(recipe.vit).to(device)
+    n_params = sum(p.numel() for p in model.parameters())
+    optimizer = torch.optim.AdamW(_param_groups(model, recipe.weight_decay), lr=recipe.lr)
+    scheduler = torch.optim.lr_scheduler.LambdaLR(
+        optimizer, _warmup_cosine(round(recipe.warmup_epochs * steps_per_epoch), recipe.epochs * steps_per_epoch)
+    )
+    start_epoch, history, elapsed_before = 0, [], 0.0
+    if args.resume:
+        if not checkpoint_path.is_file():
+            raise SystemExit(f"--resume: no checkpoint at {checkpoint_path}")
+        ckpt = torch.load(checkpoint_path, map_location=device, weights_only=True)
+        if ckpt["vit"] != recipe.vit.to_dict() or ckpt["dataset"] != spec.name:
+            raise SystemExit(f"--resume: {checkpoint_path} was made with another dataset or architecture")
+        model.load_state_dict(ckpt["model"])
+        optimizer.load_state_dict(ckpt["optimizer"])
+        scheduler.load_state_dict(ckpt["scheduler"])
+        start_epoch, history, elapsed_before = ckpt["epoch"], ckpt["history"], ckpt["elapsed_s"]
+        if is_main:
+            print(f"resumed from {checkpoint_path} after epoch {start_epoch}", file=sys.stderr)
+    train_model = DistributedDataParallel(model) if world_size > 1 else model
+    if is_main:
+        print(f"training {spec.name}: {n_params:,} parameters, {len(train_x):,} train / {len(test_x):,} test images, "
+              f"device {device}, {world_size} process(es)", file=sys.stderr)
+
+    started = time.perf_counter()
+    for epoch in range(start_epoch, recipe.epochs):
+        # Seeding from (seed, epoch, rank) makes a resumed run repeat exactly what an unbroken one does.
+        torch.manual_seed(args.seed * 100_003 + epoch * 101 + rank)
+        generator = torch.Generator().manual_seed(args.seed * 100_003 + epoch * 101 + rank)
+        order = torch.randperm(len(train_x), generator=torch.Generator().manual_seed(args.seed * 7919 + epoch))
+        mine = order[rank * per_rank : (rank + 1) * per_rank].to(train_x.device)
+        train_model.train()
+        loss_sum, correct, seen = 0.0, 0, 0
+        bar = tqdm(range(steps_per_epoch), desc=f"epoch {epoch + 1}/{recipe.epochs}",
+                   disable=not is_main or args.no_progress, leave=False, file=sys.stderr)
+        for step in bar:
+            idx = mine[step * rank_batch : (step + 1) * rank_batch]
+            x = augment(train_x[idx].float().div_(255), generator)  # (B, C, H, W) in [0, 1]
+            y = train_y[idx]  # (B,)
+            with torch.autocast(device.type, dtype=torch.bfloat16, enabled=device.type == "cuda"):
+                logits = train_model(x)  # (B, classes)
+            loss = F.cross_entropy(logits.float(), y, label_smoothing=recipe.label_smoothing)
+            optimizer.zero_grad(set_to_none=True)
+            loss.backward()
+            optimizer.step()
+            scheduler.step()
+            loss_sum += loss.item() * len(y)
+            correct += (logits.argmax(1) == y).sum().item()
+            seen += len(y)
+            bar.set_postfix(loss=f"{loss_sum / seen:.4f}", acc=f"{correct / seen:.4f}")
+        bar.close()
+        test_loss, test_correct, test_n = evaluate(model, test_x[test_shard], test_y[test_shard])
+        loss_sum, correct, seen, test_loss, test_correct, test_n = _all_reduce_sum(
+            [loss_sum, correct, seen, test_loss, test_correct, test_n], device)
+        history.append({
+            "epoch": epoch + 1,
+            "train_loss": loss_sum / seen,
+            "train_accuracy": correct / seen,
+            "test_loss": test_loss / test_n,
+            "test_accuracy": test_correct / test_n,
+            "lr": scheduler.get_last_lr()[0],
+        })
+        if is_main:
+            h = history[-1]
+            print(f"epoch {epoch + 1}/{recipe.epochs}: train loss {h['train_loss']:.4f} acc {h['train_accuracy']:.4f}"
+                  f" | test loss {h['test_loss']:.4f} acc {h['test_accuracy']:.4f}"
+                  f" | {time.perf_counter() - started:.0f}s", file=sys.stderr, flush=True)
+            checkpoint_path.parent.mkdir(parents=True, exist_ok=True)
+            state = {"dataset": spec.name, "vit": recipe.vit.to_dict(), "epoch": epoch + 1, "history": history,
+                     "elapsed_s": elapsed_before + time.perf_counter() - started, "model": model.state_dict(),
+                     "optimizer": optimizer.state_dict(), "scheduler": scheduler.state_dict()}
+            atomic_write(checkpoint_path, lambda f: torch.save(state, f))
+
+    if not is_main:
+        return None
+    wall = elapsed_before + time.perf_counter() - started
+    metrics = {
+        "dataset": spec.name,
+        "test_accuracy": history[-1]["test_accuracy"],
+        "test_images": len(test_x),
+        "train_images": len(train_x),
+        "epochs": recipe.epochs,
+        "wall_time_s": round(wall, 1),
+        "seconds_per_epoch": round(wall / max(1, recipe.epochs), 1),
+        "device": str(device),
+        "device_name": torch.cuda.get_device_name(device) if device.type == "cuda" else f"CPU ({os.cpu_count()} cores)",
+        "processes": world_size,
+        "parameters": n_params,
+        "recipe": {k: v for k, v in dataclasses.asdict(recipe).items() if k != "vit"},
+        "seed": args.seed,
+        "torch": torch.__version__,
+        "command": shlex.join(["python", "train.py", *sys.argv[1:]]),
+        "history": history,
+    }
+    save_weights(out, model, spec)
+    atomic_write_text(out / METRICS_FILE, json.dumps(metrics, indent=2) + "\n")
+    plot_training_curves(history, out / CURVES_FILE,
+                         f"ViT on {spec.name}: {100 * metrics['test_accuracy']:.2f}% test accuracy")
+    print(json.dumps({k: metrics[k] for k in ("dataset", "test_accuracy", "epochs", "wall_time_s", "parameters")}))
+    return metrics
