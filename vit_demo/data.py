@@ -172,7 +172,7 @@ def _load_image_folder_cached(
     images = torch.empty(len(files), spec.channels, spec.image_size, spec.image_size, dtype=torch.uint8)
     for i, (path, _) in enumerate(files):
         with Image.open(path) as image:
-            array = np.asarray(image.convert("RGB" if spec.channels == 3 else "L"))
+            array = np.array(image.convert("RGB" if spec.channels == 3 else "L"))
         if array.shape[:2] != (spec.image_size, spec.image_size):
             raise ValueError(f"{path} is {array.shape[1]}x{array.shape[0]}, expected {spec.image_size}x{spec.image_size}")
         images[i] = torch.from_numpy(array.reshape(spec.image_size, spec.image_size, -1)).permute(2, 0, 1)

@@ -154,8 +154,14 @@ def plot_training_curves(history: list[dict], path: Path, title: str) -> None:
     plt.close(fig)
 
 
-def train(args: argparse.Namespace) -> dict | None:
-    """Train as ``args`` says; return the metrics on rank 0 (None on other ranks)."""
+def main(argv: list[str] | None = None) -> dict | None:
+    """Parse ``train.py`` arguments and train; return the metrics on rank 0 (None on other ranks)."""
+    argv = sys.argv[1:] if argv is None else argv
+    return train(build_parser().parse_args(argv), command=shlex.join(["python", "train.py", *argv]))
+
+
+def train(args: argparse.Namespace, command: str = "") -> dict | None:
+    """Train as ``args`` says; ``command`` is recorded in metrics.json. Returns the metrics on rank 0."""
     world_size = int(os.environ.get("WORLD_SIZE", "1"))
     rank = int(os.environ.get("RANK", "0"))
     device = resolve_device(args.device)
@@ -164,13 +170,13 @@ def train(args: argparse.Namespace) -> dict | None:
             torch.cuda.set_device(device)
         dist.init_process_group(backend="nccl" if device.type == "cuda" else "gloo")
     try:
-        return _train(args, device, rank, world_size)
+        return _train(args, command, device, rank, world_size)
     finally:
         if dist.is_initialized():
             dist.destroy_process_group()
 
 
-def _train(args: argparse.Namespace, device: torch.device, rank: int, world_size: int) -> dict | None:
+def _train(args: argparse.Namespace, command: str, device: torch.device, rank: int, world_size: int) -> dict | None:
     is_main = rank == 0
     spec = dataset_spec(args.dataset)
     recipe = recipe_from_args(args)
@@ -280,7 +286,7 @@ def _train(args: argparse.Namespace, device: torch.device, rank: int, world_size
         "recipe": {k: v for k, v in dataclasses.asdict(recipe).items() if k != "vit"},
         "seed": args.seed,
         "torch": torch.__version__,
-        "command": shlex.join(["python", "train.py", *sys.argv[1:]]),
+        "command": command,
         "history": history,
     }
     save_weights(out, model, spec)

@@ -1,0 +1,96 @@
+"""Shared fixtures: real datasets from ../shared/data when they are there, small generated ones otherwise."""
+
+from __future__ import annotations
+
+import gzip
+import shutil
+import struct
+from pathlib import Path
+
+import numpy as np
+import pytest
+from PIL import Image, ImageDraw, ImageFont
+
+REPO = Path(__file__).resolve().parents[1]
+SHARED_DATA = REPO.parent / "shared" / "data"
+HAS_SHARED_MNIST = (SHARED_DATA / "MNIST" / "raw" / "t10k-images-idx3-ubyte.gz").is_file()
+HAS_SHARED_CIFAR = (SHARED_DATA / "cifar10" / "test" / "airplane").is_dir()
+CIFAR_CLASSES = ("airplane", "automobile", "bird", "cat", "deer", "dog", "frog", "horse", "ship", "truck")
+
+
+def _write_idx(path: Path, array: np.ndarray) -> None:
+    header = bytes([0, 0, 0x08, array.ndim]) + b"".join(struct.pack(">I", n) for n in array.shape)
+    with gzip.open(path, "wb") as f:
+        f.write(header + array.astype(np.uint8).tobytes())
+
+
+def render_digits(n: int, seed: int) -> tuple[np.ndarray, np.ndarray]:
+    """n synthetic MNIST-like digits (white on black, 28x28) drawn with a font at random sizes and places."""
+    rng = np.random.default_rng(seed)
+    labels = rng.integers(0, 10, n)
+    images = np.zeros((n, 28, 28), dtype=np.uint8)
+    for i, label in enumerate(labels):
+        font = ImageFont.load_default(size=int(rng.integers(16, 24)))
+        canvas = Image.new("L", (28, 28), 0)
+        ImageDraw.Draw(canvas).text((14 + rng.integers(-2, 3), 14 + rng.integers(-2, 3)), str(label),
+                                    fill=255, font=font, anchor="mm", stroke_width=int(rng.integers(0, 2)),
+                                    stroke_fill=255)
+        images[i] = np.asarray(canvas.rotate(float(rng.uniform(-12, 12)), resample=Image.BILINEAR))
+    return images, labels
+
+
+@pytest.fixture(scope="session")
+def mnist_root(tmp_path_factory) -> Path:
+    """A data dir with MNIST/raw/: the real files (read in place, never written) or generated ones."""
+    if HAS_SHARED_MNIST:
+        return SHARED_DATA
+    root = tmp_path_factory.mktemp("mnist")
+    raw = root / "MNIST" / "raw"
+    raw.mkdir(parents=True)
+    for split, n, seed in (("train", 3000, 0), ("t10k", 1000, 1)):
+        images, labels = render_digits(n, seed)
+        _write_idx(raw / f"{split}-images-idx3-ubyte.gz", images)
+        _write_idx(raw / f"{split}-labels-idx1-ubyte.gz", labels)
+    return root
+
+
+@pytest.fixture(scope="session")
+def cifar_root(tmp_path_factory) -> Path:
+    """A small CIFAR-10 ImageFolder (a copy of real images when available, else generated shapes)."""
+    root = tmp_path_factory.mktemp("cifar")
+    rng = np.random.default_rng(0)
+    for split, per_class in (("train", 60), ("test", 20)):
+        for label, name in enumerate(CIFAR_CLASSES):
+            folder = root / "cifar10" / split / name
+            folder.mkdir(parents=True)
+            if HAS_SHARED_CIFAR:
+                for src in sorted((SHARED_DATA / "cifar10" / split / name).glob("*.png"))[:per_class]:
+                    shutil.copy(src, folder / src.name)
+                continue
+            for i in range(per_class):
+                # Each class is a colour and a position, so a model can learn it from little data.
+                image = rng.integers(0, 60, (32, 32, 3), dtype=np.uint8)
+                y, x = divmod(label, 5)
+                image[4 + 12 * y : 16 + 12 * y, 2 + 6 * x : 8 + 6 * x] = [(label * 97) % 256, (label * 53) % 256, 200]
+                Image.fromarray(image).save(folder / f"{i:04d}.png")
+    return root
+
+
+def mnist_test_digits(mnist_root: Path, n: int) -> tuple[np.ndarray, np.ndarray]:
+    """The first n test digits as uint8 (n, 28, 28) and their labels."""
+    from vit_demo.data import load_split
+
+    images, labels = load_split("mnist", mnist_root, "test", download=False)
+    return images[:n, 0].numpy(), labels[:n].numpy()
+
+
+def draw_on_canvas(digit: np.ndarray, canvas: int = 800, size: int = 300, at: tuple[int, int] = (50, 50),
+                   ink: str = "black") -> Image.Image:
+    """Paste an MNIST digit (white on black, 28x28) onto a sketchpad-like RGBA canvas, scaled to size px."""
+    big = np.asarray(Image.fromarray(digit).resize((size, size), Image.BILINEAR), dtype=np.float32) / 255
+    background = 1.0 if ink == "black" else 0.0
+    grey = np.full((canvas, canvas), background, dtype=np.float32)
+    y, x = at
+    grey[y : y + size, x : x + size] = np.abs(background - big)
+    rgba = np.dstack([grey] * 3 + [np.ones_like(grey)])
+    return Image.fromarray((rgba * 255).round().astype(np.uint8), "RGBA")

@@ -1,0 +1,114 @@
+import json
+import subprocess
+import sys
+
+import pytest
+from conftest import HAS_SHARED_MNIST, REPO, draw_on_canvas, mnist_test_digits
+
+import vit_demo.training as training
+
+
+def run_cli(*args: str) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, "-m", "vit_demo", *args], cwd=REPO, capture_output=True, text=True,
+                          timeout=300)
+
+
+@pytest.fixture(scope="module")
+def digit_files(mnist_root, tmp_path_factory):
+    folder = tmp_path_factory.mktemp("digits")
+    images, labels = mnist_test_digits(mnist_root, 12)
+    paths = []
+    for i, (digit, label) in enumerate(zip(images, labels)):
+        path = folder / f"digit{i}_{label}.png"
+        draw_on_canvas(digit, canvas=400, size=250, at=(40 + 5 * i, 60)).save(path)
+        paths.append(path)
+    return paths, [str(int(y)) for y in labels]
+
+
+@pytest.fixture(scope="module")
+def bad_files(tmp_path_factory):
+    folder = tmp_path_factory.mktemp("bad")
+    (folder / "notes.png").write_text("not an image")
+    (folder / "cut.png").write_bytes(b"\x89PNG\r\n\x1a\n\0\0\0\rIHDR\0\0\0\x20")
+    blank = folder / "blank.png"
+    from PIL import Image
+
+    Image.new("RGB", (300, 300), "white").save(blank)
+    return {"notes.png": "not an image", "cut.png": "damaged", "blank.png": "Nothing to classify",
+            "missing.png": "no such file"}, folder
+
+
+def test_predict_prints_one_json_line_per_file_in_order(digit_files, bad_files):
+    paths, labels = digit_files
+    expected_errors, folder = bad_files
+    bad_paths = [str(folder / name) for name in expected_errors]
+    files = [str(paths[0]), *bad_paths, *map(str, paths[1:])]
+    result = run_cli("predict", "--model", "mnist", *files)
+    assert result.returncode == 1, result.stderr
+    lines = [json.loads(line) for line in result.stdout.splitlines()]
+    assert [line["file"] for line in lines] == files
+    for line in lines:
+        name = line["file"].rsplit("/", 1)[-1]
+        if name in expected_errors:
+            assert set(line) == {"file", "error"} and expected_errors[name] in line["error"]
+            continue
+        assert set(line) == {"file", "label", "confidence", "top"}
+        assert len(line["top"]) == 3 and line["top"][0] == [line["label"], line["confidence"]]
+        probs = [p for _, p in line["top"]]
+        assert probs == sorted(probs, reverse=True) and 0 < sum(probs) <= 1.0001
+    predicted = [line["label"] for line in lines if "label" in line]
+    assert sum(p == y for p, y in zip(predicted, labels)) >= len(labels) - 1
+
+
+def test_predict_exits_zero_when_every_file_is_classified_and_batches_agree(digit_files):
+    paths = [str(p) for p in digit_files[0]]
+    whole = run_cli("predict", "--model", "mnist", "--top", "2", *paths)
+    assert whole.returncode == 0, whole.stderr
+    batched = run_cli("predict", "--model", "mnist", "--top", "2", "--batch-size", "5", *paths)
+    assert batched.returncode == 0
+    for a, b in zip(whole.stdout.splitlines(), batched.stdout.splitlines()):
+        a, b = json.loads(a), json.loads(b)
+        assert a["label"] == b["label"] and len(a["top"]) == 2
+        assert a["confidence"] == pytest.approx(b["confidence"], abs=1e-5)
+
+
+def test_predict_with_missing_weights_names_the_file_and_the_command(tmp_path, digit_files):
+    result = run_cli("predict", "--model", str(tmp_path / "nowhere"), str(digit_files[0][0]))
+    assert result.returncode == 2
+    assert "nowhere/config.json not found" in result.stderr and "python train.py" in result.stderr
+    assert "Traceback" not in result.stderr
+
+
+def test_evaluate_mnist(mnist_root):
+    result = run_cli("evaluate", "--model", "mnist", "--data-dir", str(mnist_root), "--limit", "2000")
+    assert result.returncode == 0, result.stderr
+    report = json.loads(result.stdout)
+    assert {"model", "dataset", "split", "n", "accuracy"} <= set(report)
+    assert report["dataset"] == "mnist" and report["split"] == "test" and report["n"] == 2000
+    assert report["accuracy"] > (0.98 if HAS_SHARED_MNIST else 0.5)
+
+
+def test_train_and_evaluate_cifar10_on_an_image_folder(cifar_root, tmp_path):
+    weights = tmp_path / "cifar-tiny"
+    training.main(["--dataset", "cifar10", "--data-dir", str(cifar_root), "--out", str(weights),
+                   "--checkpoint-dir", str(tmp_path / "ckpt"), "--epochs", "8", "--patch-size", "8", "--dim", "32",
+                   "--depth", "1", "--heads", "2", "--mlp-dim", "64", "--batch-size", "32", "--lr", "3e-3",
+                   "--warmup-epochs", "1", "--no-progress"])
+    result = run_cli("evaluate", "--model", str(weights), "--data-dir", str(cifar_root))
+    assert result.returncode == 0, result.stderr
+    report = json.loads(result.stdout)
+    assert report["dataset"] == "cifar10" and report["n"] == 200
+    assert report["accuracy"] > 0.2  # chance is 0.1
+    photo = next((cifar_root / "cifar10" / "test" / "ship").glob("*.png"))
+    line = json.loads(run_cli("predict", "--model", str(weights), str(photo)).stdout)
+    assert line["label"] in {"airplane", "automobile", "bird", "cat", "deer", "dog", "frog", "horse", "ship", "truck"}
+
+
+def test_evaluate_on_damaged_data_is_a_clear_error(tmp_path):
+    raw = tmp_path / "MNIST" / "raw"
+    raw.mkdir(parents=True)
+    for name in ("t10k-images-idx3-ubyte", "t10k-labels-idx1-ubyte"):
+        (raw / name).write_bytes(b"\0\0\x08\x01\0\0\0\x09abc")
+    result = run_cli("evaluate", "--model", "mnist", "--data-dir", str(tmp_path))
+    assert result.returncode == 2, result.stderr
+    assert result.stderr.startswith("error:") and "truncated" in result.stderr and "Traceback" not in result.stderr

@@ -1,0 +1,170 @@
+"""The MNIST weights that ship in weights/mnist: accuracy, hand-drawn digits, the Python API, bad weights."""
+
+import hashlib
+import json
+import shutil
+
+import numpy as np
+import pytest
+from conftest import HAS_SHARED_MNIST, SHARED_DATA, draw_on_canvas, mnist_test_digits
+from PIL import Image, ImageDraw
+
+from vit_demo import InputError, NothingDrawn, WeightsError, load_model
+from vit_demo.data import load_split
+from vit_demo.evaluation import evaluate
+from vit_demo.weights import CONFIG_FILE, CURVES_FILE, METRICS_FILE, WEIGHTS_FILE, WEIGHTS_ROOT
+
+
+@pytest.fixture(scope="module")
+def clf():
+    return load_model("mnist", device="cpu")
+
+
+def test_shipped_folder_is_complete():
+    folder = WEIGHTS_ROOT / "mnist"
+    for name in (CONFIG_FILE, WEIGHTS_FILE, METRICS_FILE, CURVES_FILE):
+        assert (folder / name).is_file(), name
+    metrics = json.loads((folder / METRICS_FILE).read_text())
+    assert metrics["test_accuracy"] >= 0.995 and metrics["test_images"] == 10_000
+    assert metrics["command"].startswith("python train.py --dataset mnist")
+
+
+@pytest.mark.skipif(not HAS_SHARED_MNIST, reason="the real MNIST test set is not in ../shared/data")
+def test_shipped_model_reaches_99_5_percent_on_the_mnist_test_set(clf):
+    images, labels = load_split("mnist", SHARED_DATA, "test", download=False)
+    _, correct, n = evaluate(clf.model, images, labels)
+    assert n == 10_000 and correct / n >= 0.995
+
+
+def _pen(draw, width):
+    return {"fill": "black", "width": width}
+
+
+# Digits drawn with strokes, on a 100x100 grid, the way people draw them with a mouse.
+STROKES = {
+    "0": lambda d, w: d.ellipse((25, 10, 75, 90), outline="black", width=w),
+    "1": lambda d, w: d.line([(45, 20), (55, 10), (55, 90)], **_pen(d, w), joint="curve"),
+    "2": lambda d, w: (d.arc((25, 10, 75, 55), 180, 40, fill="black", width=w),
+                       d.line([(70, 45), (25, 90), (78, 90)], **_pen(d, w), joint="curve")),
+    "3": lambda d, w: (d.arc((28, 10, 72, 50), 200, 90, fill="black", width=w),
+                       d.arc((25, 48, 75, 92), 270, 160, fill="black", width=w)),
+    "4": lambda d, w: (d.line([(60, 90), (60, 10), (22, 65), (80, 65)], **_pen(d, w), joint="curve")),
+    "5": lambda d, w: (d.line([(72, 10), (32, 10), (29, 48)], **_pen(d, w), joint="curve"),
+                       d.arc((24, 38, 76, 92), 220, 150, fill="black", width=w)),
+    "6": lambda d, w: (d.arc((25, 8, 95, 120), 180, 270, fill="black", width=w),
+                       d.ellipse((25, 50, 72, 92), outline="black", width=w)),
+    "7": lambda d, w: d.line([(25, 12), (75, 12), (42, 90)], **_pen(d, w), joint="curve"),
+    "8": lambda d, w: (d.ellipse((30, 8, 70, 48), outline="black", width=w),
+                       d.ellipse((25, 48, 75, 92), outline="black", width=w)),
+    "9": lambda d, w: (d.ellipse((28, 10, 72, 50), outline="black", width=w),
+                       d.line([(72, 30), (68, 90)], **_pen(d, w))),
+}
+
+
+def draw_digit(digit: str, canvas: int, box: tuple[int, int, int], pen: float) -> Image.Image:
+    """Draw a digit with strokes in a box (left, top, size) of a white canvas; pen is a fraction of the box."""
+    left, top, size = box
+    sketch = Image.new("L", (100, 100), 255)
+    STROKES[digit](ImageDraw.Draw(sketch), max(1, round(pen * 100)))
+    image = Image.new("RGB", (canvas, canvas), "white")
+    image.paste(sketch.resize((size, size), Image.LANCZOS).convert("RGB"), (left, top))
+    return image
+
+
+@pytest.mark.parametrize("canvas,box,pen", [
+    (800, (100, 100, 500), 0.08),  # a normal brush, centred
+    (800, (20, 500, 250), 0.03),  # a thin pen, small, in a corner
+    (400, (150, 20, 240), 0.18),  # a thick brush
+    (1000, (600, 600, 380), 0.005),  # the thinnest line, bottom right
+    (200, (0, 0, 200), 0.10),  # the whole of a small canvas
+])
+def test_drawn_digits_anywhere_at_any_size_with_any_pen(clf, canvas, box, pen):
+    wrong = {}
+    for digit in STROKES:
+        result = clf.predict(draw_digit(digit, canvas, box, pen))
+        if result.label != digit:
+            wrong[digit] = result.label
+    assert len(wrong) <= 1, f"misread (drawn: read as): {wrong}"
+
+
+def test_mnist_digits_moved_and_scaled_on_a_canvas(clf, mnist_root):
+    images, labels = mnist_test_digits(mnist_root, 200)
+    rng = np.random.default_rng(0)
+    correct = 0
+    for digit, label in zip(images, labels):
+        canvas = int(rng.integers(200, 1001))
+        size = int(rng.integers(canvas // 5, canvas))
+        at = tuple(int(v) for v in rng.integers(0, canvas - size + 1, 2))
+        ink = "black" if rng.random() < 0.7 else "white"
+        correct += clf.predict(draw_on_canvas(digit, canvas=canvas, size=size, at=at, ink=ink)).label == str(label)
+    assert correct / len(labels) >= (0.97 if HAS_SHARED_MNIST else 0.6)
+
+
+def test_prediction_result(clf, tmp_path):
+    image = draw_digit("7", 600, (100, 100, 400), 0.08)
+    path = tmp_path / "seven.png"
+    image.save(path)
+    results = [clf.predict(source) for source in (image, path, str(path), np.asarray(image))]
+    for r in results:
+        assert r.label == "7" and r.confidence == max(r.probs.values()) > 0.5
+        assert list(r.probs) == [str(d) for d in range(10)] and sum(r.probs.values()) == pytest.approx(1, abs=1e-5)
+        assert r.attention.shape == (6, 4, 50, 50)
+        np.testing.assert_allclose(r.attention.sum(-1), 1, atol=1e-5)
+        assert r.input.shape == (28, 28)
+        assert r.top(2)[0] == ("7", r.confidence)
+    np.testing.assert_allclose(results[0].attention, results[3].attention, atol=1e-6)
+
+
+def test_blank_and_broken_inputs(clf):
+    with pytest.raises(NothingDrawn):
+        clf.predict(Image.new("RGB", (400, 400), "white"))
+    with pytest.raises(InputError):
+        clf.predict(b"GIF89a truncated")
+
+
+# ---- Missing or corrupt weights ----------------------------------------------------------------
+
+
+@pytest.fixture
+def weights_copy(tmp_path):
+    folder = tmp_path / "mnist-copy"
+    shutil.copytree(WEIGHTS_ROOT / "mnist", folder)
+    return folder
+
+
+def test_missing_weights_name_the_file_and_the_command(tmp_path, weights_copy):
+    with pytest.raises(WeightsError, match=r"nothing/config.json not found\. Make it with: python train.py"):
+        load_model(tmp_path / "nothing")
+    (weights_copy / WEIGHTS_FILE).unlink()
+    with pytest.raises(WeightsError, match=rf"{WEIGHTS_FILE} not found.*python train.py --dataset mnist --out"):
+        load_model(weights_copy)
+
+
+def test_corrupt_weights_are_refused(weights_copy):
+    blob = bytearray((weights_copy / WEIGHTS_FILE).read_bytes())
+    blob[len(blob) // 2] ^= 0xFF
+    (weights_copy / WEIGHTS_FILE).write_bytes(bytes(blob))
+    with pytest.raises(WeightsError, match="is corrupt: its SHA-256 does not match"):
+        load_model(weights_copy)
+
+
+def test_corrupt_config_is_refused(weights_copy):
+    (weights_copy / CONFIG_FILE).write_text("{ not json")
+    with pytest.raises(WeightsError, match="config.json is not a valid weights config"):
+        load_model(weights_copy)
+
+
+def test_weights_that_do_not_fit_the_config_are_refused(weights_copy):
+    config = json.loads((weights_copy / CONFIG_FILE).read_text())
+    config["vit"]["depth"] = 3
+    (weights_copy / CONFIG_FILE).write_text(json.dumps(config))
+    with pytest.raises(WeightsError, match="does not fit its config"):
+        load_model(weights_copy)
+
+
+def test_safetensors_holds_no_code():
+    blob = (WEIGHTS_ROOT / "mnist" / WEIGHTS_FILE).read_bytes()
+    header_len = int.from_bytes(blob[:8], "little")
+    header = json.loads(blob[8 : 8 + header_len])
+    assert all(v["dtype"] == "F32" for k, v in header.items() if k != "__metadata__")
+    assert hashlib.sha256(blob).hexdigest() == json.loads((WEIGHTS_ROOT / "mnist" / CONFIG_FILE).read_text())["weights_sha256"]

@@ -1,0 +1,126 @@
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+
+import pytest
+import torch
+from conftest import REPO
+from safetensors.torch import load_file
+
+import vit_demo.training as training
+from vit_demo import load_model
+from vit_demo.atomic import atomic_write
+from vit_demo.weights import CONFIG_FILE, CURVES_FILE, METRICS_FILE, WEIGHTS_FILE
+
+TINY = ["--patch-size", "7", "--dim", "32", "--depth", "1", "--heads", "2", "--mlp-dim", "64", "--no-progress"]
+
+
+def run_train(data_dir, tmp_path, *extra: str, name: str = "run") -> dict:
+    return training.main(["--dataset", "mnist", "--data-dir", str(data_dir), "--out", str(tmp_path / name),
+                          "--checkpoint-dir", str(tmp_path / f"{name}-ckpt"), *extra])
+
+
+def test_short_training_run_beats_chance_by_far(mnist_root, tmp_path):
+    metrics = run_train(mnist_root, tmp_path, "--train-limit", "5000", "--test-limit", "1000", "--epochs", "4",
+                        "--patch-size", "7", "--dim", "64", "--depth", "2", "--heads", "4", "--mlp-dim", "128",
+                        "--lr", "2e-3", "--warmup-epochs", "0.3", "--batch-size", "64", "--no-progress")
+    assert metrics["test_accuracy"] > 0.5  # chance is 0.1
+    out = tmp_path / "run"
+    assert {p.name for p in out.iterdir()} == {CONFIG_FILE, WEIGHTS_FILE, METRICS_FILE, CURVES_FILE}
+    saved = json.loads((out / METRICS_FILE).read_text())
+    for key in ("test_accuracy", "epochs", "wall_time_s", "device", "parameters", "command", "history"):
+        assert key in saved
+    assert saved["epochs"] == 4 and len(saved["history"]) == 4
+    assert saved["command"].startswith("python train.py --dataset mnist")
+    assert (out / CURVES_FILE).read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+    # The written weights load through the public API and agree with the training run.
+    from vit_demo.data import load_split
+
+    images, labels = load_split("mnist", mnist_root, "test", download=False)
+    clf = load_model(out, device="cpu")
+    predictions = clf.predict_preprocessed([img[0].numpy() / 255.0 for img in images[:300]], attention=False)
+    accuracy = sum(p.label == str(int(y)) for p, y in zip(predictions, labels[:300])) / 300
+    assert accuracy > 0.5
+
+
+def test_resume_continues_exactly_where_it_stopped(mnist_root, tmp_path, monkeypatch):
+    common = ["--train-limit", "600", "--test-limit", "200", "--epochs", "2", *TINY]
+    run_train(mnist_root, tmp_path, *common, name="straight")
+
+    real_write = training.atomic_write
+
+    def write_then_die(path, write):
+        real_write(path, write)
+        if path.name == training.CHECKPOINT_FILE:
+            raise KeyboardInterrupt  # as if the run were stopped right after the first epoch
+
+    monkeypatch.setattr(training, "atomic_write", write_then_die)
+    with pytest.raises(KeyboardInterrupt):
+        run_train(mnist_root, tmp_path, *common, name="broken")
+    assert not (tmp_path / "broken").exists()
+    monkeypatch.setattr(training, "atomic_write", real_write)
+    metrics = run_train(mnist_root, tmp_path, *common, "--resume", name="broken")
+
+    assert [h["epoch"] for h in metrics["history"]] == [1, 2]
+    straight = load_file(tmp_path / "straight" / WEIGHTS_FILE)
+    resumed = load_file(tmp_path / "broken" / WEIGHTS_FILE)
+    for key in straight:
+        torch.testing.assert_close(resumed[key], straight[key], rtol=1e-5, atol=1e-6)
+
+
+def test_resume_without_checkpoint_says_so(mnist_root, tmp_path):
+    with pytest.raises(SystemExit, match="no checkpoint"):
+        run_train(mnist_root, tmp_path, "--resume", "--epochs", "1", *TINY)
+
+
+def test_atomic_write_keeps_the_old_file_when_writing_fails(tmp_path):
+    target = tmp_path / "model.safetensors"
+    target.write_bytes(b"old weights")
+
+    def fail_halfway(f):
+        f.write(b"half of the new")
+        raise OSError("disk full")
+
+    with pytest.raises(OSError, match="disk full"):
+        atomic_write(target, fail_halfway)
+    assert target.read_bytes() == b"old weights"
+    assert list(tmp_path.iterdir()) == [target]
+
+
+def test_atomic_write_survives_a_killed_process(tmp_path):
+    target = tmp_path / "weights.bin"
+    target.write_bytes(b"old weights")
+    code = (
+        "import sys, time\n"
+        "from vit_demo.atomic import atomic_write\n"
+        "def slow(f):\n"
+        "    f.write(b'partial'); f.flush(); print('writing', flush=True); time.sleep(60)\n"
+        f"atomic_write({str(target)!r}, slow)\n"
+    )
+    proc = subprocess.Popen([sys.executable, "-c", code], cwd=REPO, stdout=subprocess.PIPE)
+    assert proc.stdout.readline().strip() == b"writing"
+    proc.send_signal(signal.SIGKILL)
+    proc.wait()
+    assert target.read_bytes() == b"old weights"
+
+
+def test_two_process_ddp_on_cpu(mnist_root, tmp_path):
+    out = tmp_path / "ddp"
+    env = {**os.environ, "OMP_NUM_THREADS": "1"}
+    started = time.perf_counter()
+    result = subprocess.run(
+        [sys.executable, "-m", "torch.distributed.run", "--standalone", "--nproc_per_node=2", "train.py",
+         "--dataset", "mnist", "--data-dir", str(mnist_root), "--out", str(out),
+         "--checkpoint-dir", str(tmp_path / "ddp-ckpt"), "--train-limit", "512", "--test-limit", "256",
+         "--epochs", "2", "--device", "cpu", *TINY],
+        cwd=REPO, env=env, capture_output=True, text=True, timeout=300,
+    )
+    assert result.returncode == 0, result.stderr[-3000:]
+    metrics = json.loads((out / METRICS_FILE).read_text())
+    assert metrics["processes"] == 2 and metrics["epochs"] == 2
+    assert metrics["test_images"] == 256 and 0 <= metrics["test_accuracy"] <= 1
+    assert "2 process(es)" in result.stderr
+    assert time.perf_counter() - started < 300
