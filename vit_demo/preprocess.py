@@ -254,7 +254,7 @@ def _centre_by_mass(digit: np.ndarray) -> np.ndarray:
     canvas[top : top + h + 1, left : left + w + 1] = padded
     canvas = canvas[:DIGIT_CANVAS, :DIGIT_CANVAS]
     # Scale so that typical ink is at full strength, as in MNIST, even where a thin line left grey pixels.
-    return np.clip(canvas / np.quantile(canvas[canvas > 0.05], 0.9), 0, 1)
+    return np.clip(canvas / np.quantile(canvas[canvas > 0.05], 0.9), 0, 1).astype(np.float32)
 
 
 # ---- Photos -> CIFAR-10 --------------------------------------------------------------------------

@@ -1,0 +1,69 @@
+import numpy as np
+import pytest
+import torch
+
+from vit_demo import explain, render
+from vit_demo.model import ViTConfig, VisionTransformer
+
+
+@pytest.fixture(scope="module")
+def attention() -> np.ndarray:
+    torch.manual_seed(0)
+    model = VisionTransformer(ViTConfig(dim=32, depth=3, heads=2, mlp_dim=64)).eval()
+    _, attn = model(torch.rand(1, 1, 28, 28), return_attention=True)
+    return attn[0].detach().numpy()  # (3, 2, 50, 50)
+
+
+def test_cls_and_patch_maps(attention):
+    maps = explain.token_attention_maps(attention)
+    assert maps.shape == (3, 2, 7, 7)
+    np.testing.assert_allclose(maps.sum(axis=(-1, -2)), 1, atol=1e-5)
+    # Patch 10's map is that patch's attention row, without the [CLS] column.
+    patch = explain.token_attention_maps(attention, token=1 + 10)
+    row = attention[1, 0, 11, 1:]
+    np.testing.assert_allclose(patch[1, 0].ravel(), row / row.sum(), atol=1e-6)
+
+
+def test_rollout_by_hand():
+    # Two layers, one head, [CLS] + a 2x2 grid of patches.
+    T = 5
+    first = np.full((T, T), 1 / T)  # everyone attends uniformly
+    second = np.eye(T)  # everyone attends to itself
+    attention = np.stack([first, second])[:, None]  # (2, 1, T, T)
+    rollout = explain.attention_rollout(attention)
+    assert rollout.shape == (2, 2)
+    np.testing.assert_allclose(rollout, np.full((2, 2), 0.25))
+    # [CLS] attending only to patch 3 in the last layer puts most of the rollout there.
+    last = np.eye(T)
+    last[0] = [0, 0, 0, 0, 1]
+    rollout = explain.attention_rollout(np.stack([first, last])[:, None])
+    assert rollout.argmax() == 3 and rollout.sum() == pytest.approx(1)
+
+
+def test_grid_size_checks_the_token_count():
+    with pytest.raises(AssertionError, match="square grid"):
+        explain.grid_size(np.zeros((1, 1, 11, 11)))
+
+
+def test_overlays_show_where_the_map_is_hot():
+    image = np.zeros((28, 28), np.float32)
+    heat = np.zeros((7, 7))
+    heat[0, 6] = 1.0  # top-right patch
+    picture = np.asarray(render.overlay(image, heat, size=140))
+    assert picture.shape == (140, 140, 3)
+    hot, cold = picture[5:15, 125:135].mean(), picture[125:135, 5:15].mean()
+    assert hot > cold + 100
+
+
+def test_attention_grid_has_a_tile_per_layer_and_head_plus_mean(attention):
+    picture = render.attention_grid(np.random.rand(28, 28).astype(np.float32),
+                                    explain.token_attention_maps(attention), thumb=50)
+    assert picture.size == (64 + 3 * 54 + 4, 24 + 3 * 54)
+
+
+def test_patch_grid_and_photos():
+    photo = np.random.rand(32, 32, 3).astype(np.float32)
+    picture = render.patch_grid(photo, grid=8, size=320, selected=9)
+    assert picture.size == (320, 320)
+    # The selected patch (row 1, column 1) is outlined in green.
+    assert tuple(np.asarray(picture)[41, 60]) == (0, 255, 120)

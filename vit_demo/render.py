@@ -1,0 +1,119 @@
+"""Pictures from explanation maps, with numpy and PIL (no matplotlib figure per request).
+
+Every function takes the model's input image (values in [0, 1]; (H, W) grey or (H, W, 3) RGB) and
+returns a PIL image ready for the UI.
+"""
+
+from __future__ import annotations
+
+import functools
+
+import numpy as np
+import torch
+import torch.nn.functional as F
+from PIL import Image, ImageDraw, ImageFont
+
+BACKGROUND = (255, 255, 255)
+TEXT = (20, 20, 20)
+GRID_LINE = (0, 170, 255)
+
+
+@functools.cache
+def colormap(name: str = "inferno") -> np.ndarray:
+    """A matplotlib colormap as a (256, 3) uint8 lookup table."""
+    import matplotlib
+
+    return (matplotlib.colormaps[name](np.linspace(0, 1, 256))[:, :3] * 255).round().astype(np.uint8)
+
+
+@functools.cache
+def font(size: int) -> ImageFont.ImageFont:
+    return ImageFont.load_default(size=size)
+
+
+def _upsample(images: np.ndarray, size: int, smooth: bool) -> np.ndarray:
+    """(N, C, h, w) float -> (N, C, size, size), bicubic when smooth, else nearest (crisp pixels)."""
+    t = torch.from_numpy(np.ascontiguousarray(images, dtype=np.float32))
+    if smooth:
+        return F.interpolate(t, size=(size, size), mode="bicubic", align_corners=False).clamp_(0, 1).numpy()
+    return F.interpolate(t, size=(size, size), mode="nearest").numpy()
+
+
+def base_image(image: np.ndarray, size: int) -> np.ndarray:
+    """The input image as (size, size, 3) floats; digits stay crisp, photos are smoothed."""
+    chw = image[None] if image.ndim == 2 else image.transpose(2, 0, 1)
+    up = _upsample(chw[None], size, smooth=image.ndim == 3)[0]  # (C, size, size)
+    return np.broadcast_to(up.transpose(1, 2, 0), (size, size, 3))
+
+
+def overlays(image: np.ndarray, maps: np.ndarray, size: int, cmap: str = "inferno") -> np.ndarray:
+    """Heatmaps over the image: (N, g, g) maps -> (N, size, size, 3) uint8.
+
+    Each map is scaled to its own maximum and upsampled smoothly; the image shows through underneath.
+    """
+    maps = maps / np.maximum(maps.reshape(len(maps), -1).max(axis=1), 1e-12)[:, None, None]
+    heat = _upsample(maps[:, None], size, smooth=True)[:, 0]  # (N, size, size)
+    colours = colormap(cmap)[(heat * 255).astype(np.uint8)].astype(np.float32)  # (N, size, size, 3)
+    base = base_image(image, size) * 255  # (size, size, 3)
+    return (0.4 * base + 0.6 * colours).round().astype(np.uint8)
+
+
+def overlay(image: np.ndarray, heatmap: np.ndarray, size: int = 336, cmap: str = "inferno") -> Image.Image:
+    """One heatmap (g, g) over the image, as a size x size picture."""
+    return Image.fromarray(overlays(image, heatmap[None], size, cmap)[0])
+
+
+def mark_patch(picture: Image.Image, patch: int, grid: int, colour=(0, 255, 120)) -> Image.Image:
+    """Outline patch ``patch`` (row-major on a grid x grid) on a picture of the whole image."""
+    step = picture.width / grid
+    row, col = divmod(patch, grid)
+    ImageDraw.Draw(picture).rectangle(
+        (col * step, row * step, (col + 1) * step - 1, (row + 1) * step - 1), outline=colour, width=3)
+    return picture
+
+
+def patch_grid(image: np.ndarray, grid: int, size: int = 336, selected: int | None = None) -> Image.Image:
+    """The input as the model sees it: cut into grid x grid patches, each numbered in reading order."""
+    picture = Image.fromarray((base_image(image, size) * 255).round().astype(np.uint8))
+    draw = ImageDraw.Draw(picture)
+    step = size / grid
+    for i in range(1, grid):
+        draw.line((0, i * step, size, i * step), fill=GRID_LINE, width=1)
+        draw.line((i * step, 0, i * step, size), fill=GRID_LINE, width=1)
+    label_font = font(max(9, int(step / 3.5)))
+    for index in range(grid * grid):
+        row, col = divmod(index, grid)
+        draw.text((col * step + 3, row * step + 1), str(index), fill=GRID_LINE, font=label_font)
+    if selected is not None:
+        mark_patch(picture, selected, grid)
+    return picture
+
+
+def attention_grid(image: np.ndarray, maps: np.ndarray, thumb: int = 96, cmap: str = "inferno") -> Image.Image:
+    """One thumbnail per layer (rows) and head (columns), plus each layer's mean over heads (last column).
+
+    ``maps``: (L, H, g, g), e.g. where [CLS] attends in every layer and head.
+    """
+    L, H = maps.shape[:2]
+    with_mean = np.concatenate([maps, maps.mean(axis=1, keepdims=True)], axis=1)  # (L, H + 1, g, g)
+    tiles = overlays(image, with_mean.reshape(L * (H + 1), *maps.shape[2:]), thumb, cmap)
+    tiles = tiles.reshape(L, H + 1, thumb, thumb, 3)
+    gap, left, top = 4, 64, 24
+    width = left + (H + 1) * (thumb + gap) + gap
+    height = top + L * (thumb + gap)
+    canvas = np.full((height, width, 3), 255, dtype=np.uint8)
+    for layer in range(L):
+        for head in range(H + 1):
+            y = top + layer * (thumb + gap)
+            x = left + head * (thumb + gap) + (gap if head == H else 0)
+            canvas[y : y + thumb, x : x + thumb] = tiles[layer, head]
+    picture = Image.fromarray(canvas)
+    draw = ImageDraw.Draw(picture)
+    label_font = font(15)
+    for head in range(H + 1):
+        x = left + head * (thumb + gap) + thumb // 2 + (gap if head == H else 0)
+        draw.text((x, top // 2), "mean" if head == H else f"head {head + 1}", fill=TEXT, font=label_font, anchor="mm")
+    for layer in range(L):
+        y = top + layer * (thumb + gap) + thumb // 2
+        draw.text((left // 2 - 2, y), f"layer {layer + 1}", fill=TEXT, font=label_font, anchor="mm")
+    return picture
