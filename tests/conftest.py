@@ -94,3 +94,79 @@ def draw_on_canvas(digit: np.ndarray, canvas: int = 800, size: int = 300, at: tu
     grey[y : y + size, x : x + size] = np.abs(background - big)
     rgba = np.dstack([grey] * 3 + [np.ones_like(grey)])
     return Image.fromarray((rgba * 255).round().astype(np.uint8), "RGBA")
+
+
+def _pen(width: int) -> dict:
+    return {"fill": "black", "width": width}
+
+
+# Digits drawn with strokes, on a 100x100 grid, the way people draw them with a mouse.
+STROKES = {
+    "0": lambda d, w: d.ellipse((25, 10, 75, 90), outline="black", width=w),
+    "1": lambda d, w: d.line([(45, 20), (55, 10), (55, 90)], **_pen(w), joint="curve"),
+    "2": lambda d, w: (d.arc((25, 10, 75, 55), 180, 40, fill="black", width=w),
+                       d.line([(70, 45), (25, 90), (78, 90)], **_pen(w), joint="curve")),
+    "3": lambda d, w: (d.arc((28, 10, 72, 50), 200, 90, fill="black", width=w),
+                       d.arc((25, 48, 75, 92), 270, 160, fill="black", width=w)),
+    "4": lambda d, w: (d.line([(60, 90), (60, 10), (22, 65), (80, 65)], **_pen(w), joint="curve")),
+    "5": lambda d, w: (d.line([(72, 10), (32, 10), (29, 48)], **_pen(w), joint="curve"),
+                       d.arc((24, 38, 76, 92), 220, 150, fill="black", width=w)),
+    "6": lambda d, w: (d.arc((25, 8, 95, 120), 180, 270, fill="black", width=w),
+                       d.ellipse((25, 50, 72, 92), outline="black", width=w)),
+    "7": lambda d, w: d.line([(25, 12), (75, 12), (42, 90)], **_pen(w), joint="curve"),
+    "8": lambda d, w: (d.ellipse((30, 8, 70, 48), outline="black", width=w),
+                       d.ellipse((25, 48, 75, 92), outline="black", width=w)),
+    "9": lambda d, w: (d.ellipse((28, 10, 72, 50), outline="black", width=w),
+                       d.line([(72, 30), (68, 90)], **_pen(w))),
+}
+
+
+def draw_digit(digit: str, canvas: int, box: tuple[int, int, int], pen: float) -> Image.Image:
+    """Draw a digit with strokes in a box (left, top, size) of a white canvas; pen is a fraction of the box."""
+    left, top, size = box
+    sketch = Image.new("L", (100, 100), 255)
+    STROKES[digit](ImageDraw.Draw(sketch), max(1, round(pen * 100)))
+    image = Image.new("RGB", (canvas, canvas), "white")
+    image.paste(sketch.resize((size, size), Image.LANCZOS).convert("RGB"), (left, top))
+    return image
+
+
+def _free_port() -> int:
+    import socket
+
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+@pytest.fixture(scope="session")
+def app_url():
+    """The real app (python app.py) running on a free local port; stopped after the tests."""
+    import os
+    import subprocess
+    import sys
+    import time
+    import urllib.request
+
+    port = _free_port()
+    env = {**os.environ, "GRADIO_SERVER_NAME": "127.0.0.1", "GRADIO_SERVER_PORT": str(port),
+           "VIT_DEMO_DEVICE": "cpu"}
+    server = subprocess.Popen([sys.executable, "app.py"], cwd=REPO, env=env, stdout=subprocess.PIPE,
+                              stderr=subprocess.STDOUT, text=True)
+    url = f"http://127.0.0.1:{port}/"
+    deadline = time.monotonic() + 120
+    try:
+        while True:
+            try:
+                with urllib.request.urlopen(url, timeout=2) as response:
+                    if response.status == 200:
+                        break
+            except OSError:
+                pass
+            if server.poll() is not None or time.monotonic() > deadline:
+                raise RuntimeError(f"the app did not start:\n{server.stdout.read()}")
+            time.sleep(0.3)
+        yield url
+    finally:
+        server.terminate()
+        server.wait(timeout=30)

@@ -6,8 +6,8 @@ import shutil
 
 import numpy as np
 import pytest
-from conftest import HAS_SHARED_MNIST, SHARED_DATA, draw_on_canvas, mnist_test_digits
-from PIL import Image, ImageDraw
+from conftest import HAS_SHARED_MNIST, SHARED_DATA, STROKES, draw_digit, draw_on_canvas, mnist_test_digits
+from PIL import Image
 
 from vit_demo import InputError, NothingDrawn, WeightsError, load_model
 from vit_demo.data import load_split
@@ -34,41 +34,6 @@ def test_shipped_model_reaches_99_5_percent_on_the_mnist_test_set(clf):
     images, labels = load_split("mnist", SHARED_DATA, "test", download=False)
     _, correct, n = evaluate(clf.model, images, labels)
     assert n == 10_000 and correct / n >= 0.995
-
-
-def _pen(draw, width):
-    return {"fill": "black", "width": width}
-
-
-# Digits drawn with strokes, on a 100x100 grid, the way people draw them with a mouse.
-STROKES = {
-    "0": lambda d, w: d.ellipse((25, 10, 75, 90), outline="black", width=w),
-    "1": lambda d, w: d.line([(45, 20), (55, 10), (55, 90)], **_pen(d, w), joint="curve"),
-    "2": lambda d, w: (d.arc((25, 10, 75, 55), 180, 40, fill="black", width=w),
-                       d.line([(70, 45), (25, 90), (78, 90)], **_pen(d, w), joint="curve")),
-    "3": lambda d, w: (d.arc((28, 10, 72, 50), 200, 90, fill="black", width=w),
-                       d.arc((25, 48, 75, 92), 270, 160, fill="black", width=w)),
-    "4": lambda d, w: (d.line([(60, 90), (60, 10), (22, 65), (80, 65)], **_pen(d, w), joint="curve")),
-    "5": lambda d, w: (d.line([(72, 10), (32, 10), (29, 48)], **_pen(d, w), joint="curve"),
-                       d.arc((24, 38, 76, 92), 220, 150, fill="black", width=w)),
-    "6": lambda d, w: (d.arc((25, 8, 95, 120), 180, 270, fill="black", width=w),
-                       d.ellipse((25, 50, 72, 92), outline="black", width=w)),
-    "7": lambda d, w: d.line([(25, 12), (75, 12), (42, 90)], **_pen(d, w), joint="curve"),
-    "8": lambda d, w: (d.ellipse((30, 8, 70, 48), outline="black", width=w),
-                       d.ellipse((25, 48, 75, 92), outline="black", width=w)),
-    "9": lambda d, w: (d.ellipse((28, 10, 72, 50), outline="black", width=w),
-                       d.line([(72, 30), (68, 90)], **_pen(d, w))),
-}
-
-
-def draw_digit(digit: str, canvas: int, box: tuple[int, int, int], pen: float) -> Image.Image:
-    """Draw a digit with strokes in a box (left, top, size) of a white canvas; pen is a fraction of the box."""
-    left, top, size = box
-    sketch = Image.new("L", (100, 100), 255)
-    STROKES[digit](ImageDraw.Draw(sketch), max(1, round(pen * 100)))
-    image = Image.new("RGB", (canvas, canvas), "white")
-    image.paste(sketch.resize((size, size), Image.LANCZOS).convert("RGB"), (left, top))
-    return image
 
 
 @pytest.mark.parametrize("canvas,box,pen", [

@@ -1,0 +1,69 @@
+"""The app's two API endpoints, through gradio_client against the running server."""
+
+from pathlib import Path
+
+import pytest
+from conftest import draw_digit
+from gradio_client import Client, handle_file
+from gradio_client.exceptions import AppError
+from PIL import Image
+
+from vit_demo.weights import WEIGHTS_ROOT
+
+
+@pytest.fixture(scope="module")
+def client(app_url):
+    return Client(app_url, verbose=False)
+
+
+def sketch(path: Path) -> dict:
+    return {"background": None, "layers": [], "composite": handle_file(str(path)), "id": None}
+
+
+@pytest.mark.parametrize("digit", ["0", "3", "4", "7"])
+def test_predict_digit_reads_clear_digits_and_returns_pictures(client, tmp_path, digit):
+    path = tmp_path / f"{digit}.png"
+    draw_digit(digit, 600, (100, 80, 420), 0.08).save(path)
+    label, info, patches, cls_grid, selected, rollout, query, query_note = client.predict(
+        sketch(path), api_name="/predict_digit")
+    assert label["label"] == digit
+    assert label["confidences"][0]["label"] == digit and label["confidences"][0]["confidence"] > 0.5
+    assert "on `cpu`" in info and "ms" in info
+    sizes = {name: Image.open(picture).size for name, picture in
+             (("patches", patches), ("cls_grid", cls_grid), ("selected", selected), ("rollout", rollout),
+              ("query", query))}
+    assert sizes["patches"] == sizes["selected"] == sizes["rollout"] == (336, 336)
+    assert sizes["cls_grid"][0] > 400 and sizes["query"] == sizes["cls_grid"]
+    assert "Where patch" in query_note
+
+
+def test_predict_digit_on_a_blank_canvas_guesses_nothing(client, tmp_path):
+    path = tmp_path / "blank.png"
+    Image.new("RGB", (400, 400), "white").save(path)
+    label, info, *pictures, _ = client.predict(sketch(path), api_name="/predict_digit")
+    assert label is None or not label.get("label")
+    assert "Draw a digit" in info
+    assert all(p is None for p in pictures)
+
+
+def test_bad_files_get_a_clear_error_and_the_server_keeps_serving(client, tmp_path):
+    bad = tmp_path / "notes.png"
+    bad.write_text("this is not an image")
+    with pytest.raises(AppError, match="Can't read this image"):
+        client.predict(sketch(bad), api_name="/predict_digit")
+    with pytest.raises(AppError, match="Can't read this image|train.py --dataset cifar10"):
+        client.predict(handle_file(str(bad)), api_name="/predict_image")
+    good = tmp_path / "one.png"
+    draw_digit("1", 300, (20, 20, 260), 0.1).save(good)
+    assert client.predict(sketch(good), api_name="/predict_digit")[0]["label"] == "1"
+
+
+def test_predict_image(client):
+    photo = Path(__file__).resolve().parents[1] / "examples" / "photos" / "ship.png"
+    if not (WEIGHTS_ROOT / "cifar10" / "config.json").is_file():
+        with pytest.raises(AppError, match=r"cifar10/config.json not found\. Make it with: python train.py"):
+            client.predict(handle_file(str(photo)), api_name="/predict_image")
+        return
+    label, info, patches, *_ = client.predict(handle_file(str(photo)), api_name="/predict_image")
+    assert label["label"] == "ship"
+    assert Image.open(patches).size == (336, 336)

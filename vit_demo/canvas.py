@@ -1,0 +1,68 @@
+"""The light drawing canvas of the app: a ``gr.HTML`` widget with its own JS (``assets/canvas.js``).
+
+Gradio's stock Sketchpad uploads the full canvas image after each stroke (0.8-2.4 s here); this
+canvas sends a 112x112 greyscale copy as base64 while the user draws, so the prediction keeps up.
+"""
+
+from __future__ import annotations
+
+import base64
+import binascii
+import html
+from pathlib import Path
+
+import gradio as gr
+import numpy as np
+
+from vit_demo.preprocess import InputError
+
+ASSETS = Path(__file__).resolve().parent / "assets"
+CANVAS_SIZE = 112  # the side, in pixels, of the copy the browser sends (SMALL in canvas.js)
+DRAWING_PIXELS = 336  # the canvas' own resolution; CSS scales it to the page
+PENS = (("thin pen", 8), ("pen", 18), ("brush", 34))
+
+
+def _template(examples: list[Path]) -> str:
+    pens = "".join(
+        f'<button type="button" class="vd-pen" data-width="{width}" aria-pressed="{str(i == 1).lower()}">{name}</button>'
+        for i, (name, width) in enumerate(PENS)
+    )
+    thumbs = "".join(
+        f'<button type="button" title="example: {html.escape(p.stem)}"><img alt="example {html.escape(p.stem)}" '
+        f'src="data:image/png;base64,{base64.b64encode(p.read_bytes()).decode()}"></button>'
+        for p in examples
+    )
+    return (
+        '<div class="vd-pad">'
+        f'<canvas class="vd-draw" width="{DRAWING_PIXELS}" height="{DRAWING_PIXELS}" '
+        'aria-label="drawing canvas: draw a digit with the mouse, a finger or a pen"></canvas>'
+        f'<div class="vd-bar">{pens}<button type="button" class="vd-clear">Clear</button></div>'
+        f'<div class="vd-examples"><span>Examples:</span>{thumbs}</div>'
+        "</div>"
+    )
+
+
+def drawing_canvas(examples: list[Path], elem_id: str = "canvas") -> gr.HTML:
+    """The canvas component; its value is the drawing as base64 (see :func:`decode_drawing`)."""
+    return gr.HTML(
+        value="",
+        html_template=_template(examples),
+        css_template=(ASSETS / "canvas.css").read_text(encoding="utf-8"),
+        js_on_load=(ASSETS / "canvas.js").read_text(encoding="utf-8"),
+        elem_id=elem_id,
+    )
+
+
+def decode_drawing(value: object) -> np.ndarray | None:
+    """The canvas value -> a (112, 112) uint8 ink image (ink is bright), or None for an empty canvas."""
+    if not value:
+        return None
+    if not isinstance(value, str):
+        raise InputError("the drawing must be a base64 string")
+    try:
+        raw = base64.b64decode(value, validate=True)
+    except (binascii.Error, ValueError):
+        raise InputError("the drawing is not valid base64") from None
+    if len(raw) != CANVAS_SIZE * CANVAS_SIZE:
+        raise InputError(f"the drawing must be {CANVAS_SIZE}x{CANVAS_SIZE} bytes, not {len(raw)}")
+    return np.frombuffer(raw, dtype=np.uint8).reshape(CANVAS_SIZE, CANVAS_SIZE)

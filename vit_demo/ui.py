@@ -1,0 +1,347 @@
+"""The Gradio app: draw a digit or upload a photo, and see what every layer and head of the ViT looks at.
+
+The UI only wires components to functions; the work is done by the classifier (model), ``explain``
+(maps) and ``render`` (pictures), the same functions the CLI and the tests use.
+"""
+
+from __future__ import annotations
+
+import os
+
+os.environ.setdefault("GRADIO_ANALYTICS_ENABLED", "False")  # a talk must work offline: no calls home
+
+import dataclasses
+import functools
+import time
+from pathlib import Path
+from collections.abc import Callable
+from typing import Any
+
+import gradio as gr
+import numpy as np
+import torch
+from PIL import Image
+
+from vit_demo import explain, render
+from vit_demo.canvas import decode_drawing, drawing_canvas
+from vit_demo.classifier import Classifier, load_model
+from vit_demo.preprocess import InputError, NothingDrawn
+from vit_demo.training import RECIPES
+from vit_demo.weights import WeightsError
+
+REPO = Path(__file__).resolve().parent.parent
+EXAMPLES = REPO / "examples"
+MEAN = "mean"
+LARGE = 336  # pixels a side of the large views
+VIEW_BUTTONS = ["fullscreen", "download"]  # no "share": nothing leaves the server
+
+CSS = """
+#digit-label .output-class, #photo-label .output-class { font-size: 3rem !important; }
+.vd-note { font-size: 0.95rem; opacity: 0.85; }
+"""
+
+
+@functools.cache
+def classifier(name: str) -> Classifier:
+    """A shipped model, loaded once per process on ``VIT_DEMO_DEVICE`` (default: auto)."""
+    return load_model(name, device=os.environ.get("VIT_DEMO_DEVICE", "auto"))
+
+
+def model_problem(name: str) -> str | None:
+    """Why a shipped model can't be used (missing or corrupt weights), or None when it can."""
+    try:
+        classifier(name)
+    except WeightsError as exc:
+        return str(exc)
+    return None
+
+
+@dataclasses.dataclass(frozen=True)
+class Analysis:
+    """One image through the model: what it saw, what it said, and its attention."""
+
+    model: str
+    input: np.ndarray  # (28, 28) or (32, 32, 3), in [0, 1]
+    attention: np.ndarray  # (layers, heads, tokens, tokens)
+    probs: dict[str, float]
+    model_ms: float
+    device: str
+
+    @property
+    def grid(self) -> int:
+        return explain.grid_size(self.attention)
+
+    @property
+    def rollout(self) -> np.ndarray:
+        return explain.attention_rollout(self.attention)
+
+
+def analyse(model: str, image: Any) -> Analysis:
+    """Preprocess ``image`` for ``model`` and run it, timing the model alone."""
+    clf = classifier(model)
+    preprocessed = clf.preprocess(image)
+    if clf.device.type == "cuda":
+        torch.cuda.synchronize(clf.device)
+    started = time.perf_counter()
+    prediction = clf.predict_preprocessed([preprocessed])[0]
+    model_ms = (time.perf_counter() - started) * 1000
+    return Analysis(model=model, input=prediction.input, attention=prediction.attention, probs=prediction.probs,
+                    model_ms=model_ms, device=str(clf.device))
+
+
+# ---- Views ---------------------------------------------------------------------------------------
+
+
+def head_index(head: str | int, heads: int) -> int | None:
+    """The radio's choice ("head 3" or "mean") -> a 0-based head index, or None for the mean."""
+    if head in (MEAN, None):
+        return None
+    index = int(str(head).split()[-1]) - 1
+    return index if 0 <= index < heads else None
+
+
+def selected_view(analysis: Analysis, layer: int, head: str) -> Image.Image:
+    """Where [CLS] attends in one layer and head (or the layer's mean over heads), shown large."""
+    maps = explain.token_attention_maps(analysis.attention)  # (L, H, g, g)
+    layer_index = min(max(int(layer), 1), len(maps)) - 1
+    h = head_index(head, maps.shape[1])
+    chosen = maps[layer_index].mean(axis=0) if h is None else maps[layer_index, h]
+    return render.overlay(analysis.input, chosen, LARGE)
+
+
+def query_views(analysis: Analysis, patch: int) -> tuple[Image.Image, Image.Image]:
+    """The patch grid with ``patch`` outlined, and where that patch attends in every layer and head."""
+    grid = render.patch_grid(analysis.input, analysis.grid, LARGE, selected=patch)
+    where = render.attention_grid(analysis.input, explain.token_attention_maps(analysis.attention, 1 + patch))
+    return grid, where
+
+
+def query_title(patch: int | None) -> str:
+    if patch is None:
+        return "### Where a patch looks"
+    return (f"### Where patch {patch} looks\nIn every layer and head; click a patch in "
+            "*What the model sees* to choose another.")
+
+
+def info_text(analysis: Analysis) -> str:
+    top, p = max(analysis.probs.items(), key=lambda item: item[1])
+    return f"**{top}** ({100 * p:.1f}%) · model {analysis.model_ms:.1f} ms on `{analysis.device}`"
+
+
+def all_views(analysis: Analysis, layer: int, head: str) -> tuple:
+    """Every output of a prediction, in the order of ``Panel.outputs``."""
+    patch = int(analysis.rollout.argmax())  # start the query-patch view where [CLS] draws most
+    grid, where = query_views(analysis, patch)
+    return (
+        analysis.probs,
+        info_text(analysis),
+        grid,
+        render.attention_grid(analysis.input, explain.token_attention_maps(analysis.attention)),
+        selected_view(analysis, layer, head),
+        render.overlay(analysis.input, analysis.rollout, LARGE),
+        where,
+        query_title(patch),
+        analysis,
+    )
+
+
+def empty_views(message: str) -> tuple:
+    return (None, message, None, None, None, None, None, query_title(None), None)
+
+
+# ---- Handlers (browser and API) ------------------------------------------------------------------
+
+
+def views_for(model: str, image: Any, layer: int, head: str, blank_message: str) -> tuple:
+    problem = model_problem(model)
+    if problem:
+        raise gr.Error(problem)
+    try:
+        return all_views(analyse(model, image), layer, head)
+    except NothingDrawn:
+        return empty_views(blank_message)
+    except InputError as exc:
+        raise gr.Error(f"Can't read this image: {exc}") from None
+
+
+def on_drawing(value: str, layer: int, head: str) -> tuple:
+    """Browser: the canvas sent a (partial) drawing."""
+    drawing = decode_drawing(value)
+    if drawing is None:
+        return empty_views(DRAW_PROMPT)
+    return views_for("mnist", drawing, layer, head, DRAW_PROMPT)
+
+
+def predict_digit(path: str | None) -> tuple:
+    """API: classify a drawn digit, given as a sketch value's composite image."""
+    if path is None:
+        return empty_views(DRAW_PROMPT)
+    layers = RECIPES["mnist"].vit.depth if model_problem("mnist") else classifier("mnist").info.config.depth
+    return views_for("mnist", path, layers, MEAN, DRAW_PROMPT)
+
+
+def predict_image(path: str | None, layer: int | None = None, head: str = MEAN) -> tuple:
+    """Browser and API: classify an uploaded photo."""
+    if path is None:
+        return empty_views(UPLOAD_PROMPT)
+    if layer is None:
+        layer = RECIPES["cifar10"].vit.depth if model_problem("cifar10") else classifier("cifar10").info.config.depth
+    return views_for("cifar10", path, layer, head, "This image is blank: there is nothing to classify.")
+
+
+def on_layer_or_head(analysis: Analysis | None, layer: int, head: str) -> Image.Image | None:
+    return None if analysis is None else selected_view(analysis, layer, head)
+
+
+def on_patch_click(analysis: Analysis | None, event: gr.SelectData) -> tuple:
+    if analysis is None:
+        return None, None, query_title(None)
+    x, y = event.index
+    step = LARGE / analysis.grid
+    patch = int(min(y // step, analysis.grid - 1) * analysis.grid + min(x // step, analysis.grid - 1))
+    grid, where = query_views(analysis, patch)
+    return grid, where, query_title(patch)
+
+
+DRAW_PROMPT = "Draw a digit (0-9) on the canvas: the prediction follows your pen."
+UPLOAD_PROMPT = "Upload a photo, or pick an example below."
+
+
+# ---- Layout --------------------------------------------------------------------------------------
+
+
+class UndecodedImage(gr.Image):
+    """An image input whose upload reaches Python as a file path, undecoded.
+
+    Gradio's own preprocessing opens images with PIL before our code runs, so a bad file would fail
+    there with a generic error; this way only our decoder, with its size limits, reads uploads.
+    """
+
+    is_template = True  # use gr.Image's frontend
+
+    def preprocess(self, payload):
+        return None if payload is None else payload.path
+
+
+class UndecodedSketch(gr.ImageEditor):
+    """A sketch input (an ImageEditor value) whose composite reaches Python as a file path, undecoded."""
+
+    is_template = True  # use gr.ImageEditor's frontend
+
+    def preprocess(self, payload):
+        if payload is None:
+            return None
+        image = payload.composite or payload.background
+        return None if image is None else image.path
+
+
+@dataclasses.dataclass
+class Panel:
+    """The outputs shared by the digit and photo tabs."""
+
+    label: gr.Label
+    info: gr.Markdown
+    patches: gr.Image
+    cls_grid: gr.Image
+    layer: gr.Slider
+    head: gr.Radio
+    selected: gr.Image
+    rollout: gr.Image
+    query: gr.Image
+    query_note: gr.Markdown
+    state: gr.State
+
+    @property
+    def outputs(self) -> list:
+        return [self.label, self.info, self.patches, self.cls_grid, self.selected, self.rollout, self.query,
+                self.query_note, self.state]
+
+
+def build_panel(prefix: str, model: str, prompt: str, build_input: Callable[[], Any]) -> tuple[Panel, Any]:
+    """One tab: the input (made by ``build_input``) beside the prediction, then every view below."""
+    problem = model_problem(model)
+    # Until the weights exist, lay the panel out for the architecture train.py will give them.
+    config = RECIPES[model].vit if problem else classifier(model).info.config
+    with gr.Row(equal_height=False):
+        with gr.Column(scale=1, min_width=300):
+            source = build_input()
+        with gr.Column(scale=1, min_width=260):
+            label = gr.Label(num_top_classes=3, label="Prediction", elem_id=f"{prefix}-label")
+            info = gr.Markdown(problem or prompt, elem_id=f"{prefix}-info")
+        with gr.Column(scale=1, min_width=300):
+            gr.Markdown("### What the model sees\nClick a patch to see where it looks.")
+            patches = gr.Image(show_label=False, type="pil", interactive=False, elem_id=f"{prefix}-patches",
+                               height=LARGE, buttons=[])
+            gr.Markdown(
+                f"The {config.image_size}x{config.image_size} input is cut into {config.grid_size}x{config.grid_size} "
+                f"patches of {config.patch_size}x{config.patch_size} pixels, numbered in reading order; each becomes "
+                f"a token, and a learned **[CLS]** token is added in front ({config.num_tokens} tokens). "
+                "The prediction is read from [CLS].",
+                elem_classes="vd-note")
+    with gr.Row(equal_height=False):
+        with gr.Column(scale=3):
+            gr.Markdown("### Where [CLS] looks\nEvery layer (rows) and head (columns), and each layer's mean.")
+            cls_grid = gr.Image(show_label=False, type="pil", interactive=False, elem_id=f"{prefix}-cls-grid",
+                                buttons=VIEW_BUTTONS)
+        with gr.Column(scale=2):
+            gr.Markdown("### One layer and head, large")
+            layer = gr.Slider(1, config.depth, value=config.depth, step=1, label="Layer", elem_id=f"{prefix}-layer")
+            head = gr.Radio([MEAN] + [f"head {h + 1}" for h in range(config.heads)], value=MEAN, label="Head",
+                            elem_id=f"{prefix}-head")
+            selected = gr.Image(show_label=False, type="pil", interactive=False, elem_id=f"{prefix}-selected",
+                                height=LARGE, buttons=VIEW_BUTTONS)
+    with gr.Row(equal_height=False):
+        with gr.Column(scale=2):
+            gr.Markdown("### Attention rollout\n[CLS] through all layers, residuals included "
+                        "(Abnar & Zuidema, 2020).")
+            rollout = gr.Image(show_label=False, type="pil", interactive=False, elem_id=f"{prefix}-rollout",
+                               height=LARGE, buttons=VIEW_BUTTONS)
+        with gr.Column(scale=3):
+            query_note = gr.Markdown("### Where a patch looks", elem_id=f"{prefix}-query-note")
+            query = gr.Image(show_label=False, type="pil", interactive=False, elem_id=f"{prefix}-query",
+                             buttons=VIEW_BUTTONS)
+    panel = Panel(label, info, patches, cls_grid, layer, head, selected, rollout, query, query_note, gr.State())
+    return panel, source
+
+
+def wire_view_controls(panel: Panel) -> None:
+    for control in (panel.layer, panel.head):
+        control.change(on_layer_or_head, [panel.state, panel.layer, panel.head], panel.selected,
+                       api_visibility="private", show_progress="hidden")
+    panel.patches.select(on_patch_click, panel.state, [panel.patches, panel.query, panel.query_note],
+                         api_visibility="private", show_progress="hidden")
+
+
+def photo_input() -> gr.Image:
+    photo = UndecodedImage(type="filepath", label="Photo", sources=["upload", "clipboard"], elem_id="photo-input",
+                     height=LARGE)
+    gr.Examples(sorted(str(p) for p in (EXAMPLES / "photos").glob("*.png")), photo,
+                label="Examples (CIFAR-10 test set)")
+    return photo
+
+
+def build_demo() -> gr.Blocks:
+    with gr.Blocks(title="ViT demo: what a Vision Transformer looks at") as demo:
+        gr.Markdown("# What does a Vision Transformer look at?\n"
+                    "A ViT written from scratch in PyTorch. Draw a digit or upload a photo: see its prediction, "
+                    "the patches it reads, and where every layer and attention head looks.")
+        with gr.Tabs():
+            with gr.Tab("Draw a digit (MNIST)", id="digit"):
+                digit, canvas = build_panel("digit", "mnist", DRAW_PROMPT,
+                                            lambda: drawing_canvas(sorted((EXAMPLES / "digits").glob("*.png"))))
+                canvas.change(on_drawing, [canvas, digit.layer, digit.head], digit.outputs,
+                              api_visibility="private", show_progress="hidden", trigger_mode="always_last")
+                wire_view_controls(digit)
+                # API only: a sketch value (or an image as its composite) for scripts.
+                sketch = UndecodedSketch(visible=False)
+                sketch.change(predict_digit, sketch, digit.outputs, api_name="predict_digit")
+            with gr.Tab("Upload a photo (CIFAR-10)", id="photo"):
+                photos, photo = build_panel("photo", "cifar10", UPLOAD_PROMPT, photo_input)
+                photo.change(predict_image, [photo, photos.layer, photos.head], photos.outputs,
+                             api_name="predict_image", show_progress="minimal")
+                wire_view_controls(photos)
+    return demo
+
+
+def launch() -> None:
+    build_demo().queue().launch(css=CSS, theme=gr.themes.Default())
