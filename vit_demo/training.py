@@ -51,7 +51,7 @@ def _vit_for(spec: DatasetSpec, **arch: int | float) -> ViTConfig:
 RECIPES = {
     "mnist": Recipe(
         vit=_vit_for(DATASETS["mnist"], patch_size=4, dim=64, depth=6, heads=4, mlp_dim=128),
-        epochs=40, batch_size=128, lr=1e-3, weight_decay=0.05, warmup_epochs=2, label_smoothing=0.1,
+        epochs=60, batch_size=128, lr=1e-3, weight_decay=0.05, warmup_epochs=2, label_smoothing=0.1,
     ),
     "cifar10": Recipe(
         vit=_vit_for(DATASETS["cifar10"], patch_size=4, dim=192, depth=6, heads=6, mlp_dim=384, dropout=0.1),
