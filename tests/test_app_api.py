@@ -51,8 +51,9 @@ def test_bad_files_get_a_clear_error_and_the_server_keeps_serving(client, tmp_pa
     bad.write_text("this is not an image")
     with pytest.raises(AppError, match="Can't read this image"):
         client.predict(sketch(bad), api_name="/predict_digit")
-    with pytest.raises(AppError, match="Can't read this image|train.py --dataset cifar10"):
-        client.predict(handle_file(str(bad)), api_name="/predict_image")
+    if (WEIGHTS_ROOT / "cifar10" / "config.json").is_file():
+        with pytest.raises(AppError, match="Can't read this image"):
+            client.predict(handle_file(str(bad)), api_name="/predict_image")
     good = tmp_path / "one.png"
     draw_digit("1", 300, (20, 20, 260), 0.1).save(good)
     assert client.predict(sketch(good), api_name="/predict_digit")[0]["label"] == "1"
@@ -61,8 +62,11 @@ def test_bad_files_get_a_clear_error_and_the_server_keeps_serving(client, tmp_pa
 def test_predict_image(client):
     photo = Path(__file__).resolve().parents[1] / "examples" / "photos" / "ship.png"
     if not (WEIGHTS_ROOT / "cifar10" / "config.json").is_file():
-        with pytest.raises(AppError, match=r"cifar10/config.json not found\. Make it with: python train.py"):
-            client.predict(handle_file(str(photo)), api_name="/predict_image")
+        # Until the CIFAR-10 weights exist, the endpoint says so plainly instead of failing.
+        label, info, *pictures, _ = client.predict(handle_file(str(photo)), api_name="/predict_image")
+        assert label is None or not label.get("label")
+        assert info.startswith("weights/cifar10/config.json not found. Make it with: python train.py --dataset cifar10")
+        assert all(p is None for p in pictures)
         return
     label, info, patches, *_ = client.predict(handle_file(str(photo)), api_name="/predict_image")
     assert label["label"] == "ship"

@@ -154,8 +154,8 @@ def empty_views(message: str) -> tuple:
 
 def views_for(model: str, image: Any, layer: int, head: str, blank_message: str) -> tuple:
     problem = model_problem(model)
-    if problem:
-        raise gr.Error(problem)
+    if problem:  # say so plainly, in the page and to API clients, rather than fail
+        return empty_views(problem)
     try:
         return all_views(analyse(model, image), layer, head)
     except NothingDrawn:

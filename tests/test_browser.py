@@ -1,0 +1,134 @@
+"""The app in a real browser: Playwright driving Debian's Chromium against the running server."""
+
+import os
+import shutil
+import time
+from pathlib import Path
+
+import pytest
+
+playwright = pytest.importorskip("playwright.sync_api", reason="playwright is not installed")
+CHROMIUM = shutil.which("chromium") or "/usr/bin/chromium"
+if not os.path.exists(CHROMIUM):
+    pytest.skip("Chromium is not installed (apt-get install -y chromium)", allow_module_level=True)
+
+CHROMIUM_ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
+                 "--disable-background-networking", "--disable-component-update", "--disable-sync"]
+REPO = Path(__file__).resolve().parents[1]
+LABEL = "#digit-label [data-testid='label-output-value']"
+
+
+@pytest.fixture(scope="module")
+def browser():
+    with playwright.sync_playwright() as p:
+        browser = p.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
+        yield browser
+        browser.close()
+
+
+@pytest.fixture
+def page(browser, app_url):
+    context = browser.new_context(viewport={"width": 1400, "height": 1000})
+    page = context.new_page()
+    page.outside_requests = []
+    page.console_errors = []
+    local = app_url.rstrip("/")
+    page.on("request", lambda r: None if r.url.startswith((local, "data:", "blob:"))
+            else page.outside_requests.append(r.url))
+    page.on("console", lambda m: page.console_errors.append(m.text) if m.type == "error" else None)
+    page.goto(app_url)
+    page.wait_for_selector("#canvas canvas.vd-draw")
+    yield page
+    context.close()
+
+
+def draw(page, points, steps=3):
+    """Draw one stroke through points given as fractions of the canvas."""
+    box = page.locator("#canvas canvas.vd-draw").bounding_box()
+    xy = [(box["x"] + fx * box["width"], box["y"] + fy * box["height"]) for fx, fy in points]
+    page.mouse.move(*xy[0])
+    page.mouse.down()
+    for x, y in xy[1:]:
+        page.mouse.move(x, y, steps=steps)
+    page.mouse.up()
+
+
+def label_text(page) -> str:
+    element = page.locator(LABEL)
+    return element.inner_text().strip() if element.count() else ""
+
+
+def wait_for_label(page, expected: str, timeout: float = 20) -> float:
+    started = time.perf_counter()
+    while label_text(page) != expected:
+        assert time.perf_counter() - started < timeout, f"label is {label_text(page)!r}, expected {expected!r}"
+        time.sleep(0.02)
+    return time.perf_counter() - started
+
+
+def image_src(page, elem_id: str) -> str:
+    image = page.locator(f"#{elem_id} img")
+    return image.first.get_attribute("src") if image.count() else ""
+
+
+def test_draw_a_digit_and_explore_its_attention(page, tmp_path):
+    draw(page, [(0.25, 0.2), (0.75, 0.2), (0.45, 0.85)])  # a 7
+    wait_for_label(page, "7")
+    for view in ("digit-patches", "digit-cls-grid", "digit-selected", "digit-rollout", "digit-query"):
+        page.wait_for_function(f"() => document.querySelector('#{view} img')?.complete", timeout=10000)
+        assert image_src(page, view), view
+    assert "ms on" in page.locator("#digit-info").inner_text()
+
+    # Another layer and head: the large view changes.
+    before = image_src(page, "digit-selected")
+    page.locator("#digit-head label", has_text="head 2").click()
+    page.wait_for_function(f"() => document.querySelector('#digit-selected img')?.src !== {before!r}")
+    before = image_src(page, "digit-selected")
+    page.locator("#digit-layer input[type='number']").fill("2")
+    page.locator("#digit-layer input[type='number']").press("Enter")
+    page.wait_for_function(f"() => document.querySelector('#digit-selected img')?.src !== {before!r}")
+
+    # Click the top-left patch of "what the model sees": the query view follows it.
+    box = page.locator("#digit-patches img").bounding_box()
+    page.mouse.click(box["x"] + 5, box["y"] + 5)
+    page.wait_for_function("() => document.querySelector('#digit-query-note')?.innerText.includes('patch 0 looks')")
+
+    screenshot = Path(os.environ.get("VIT_DEMO_SCREENSHOT", tmp_path / "app.png"))
+    page.screenshot(path=str(screenshot), full_page=True)
+    assert screenshot.stat().st_size > 10_000
+    assert page.outside_requests == [], "the page must not call any outside server"
+    assert page.console_errors == []
+
+
+def test_the_prediction_follows_the_pen_and_clear_clears(page):
+    draw(page, [(0.5, 0.15), (0.5, 0.85)])  # a 1
+    wait_for_label(page, "1")
+    draw(page, [(0.5, 0.15), (0.3, 0.5), (0.7, 0.5)])  # add strokes to make a 4
+    draw(page, [(0.62, 0.3), (0.62, 0.85)])
+    wait_for_label(page, "4")
+    page.locator("#canvas button.vd-clear").click()
+    wait_for_label(page, "")
+    assert "Draw a digit" in page.locator("#digit-info").inner_text()
+    assert image_src(page, "digit-cls-grid") in ("", None)
+
+
+def test_examples_are_one_click_away(page):
+    page.locator("#canvas .vd-examples button[title='example: 3']").click()
+    wait_for_label(page, "3")
+
+
+def test_upload_a_photo(page):
+    page.get_by_role("tab", name="Upload a photo (CIFAR-10)").click()
+    page.locator("#photo-input input[type='file']").set_input_files(str(REPO / "examples" / "photos" / "ship.png"))
+    if not (REPO / "weights" / "cifar10" / "config.json").is_file():
+        # The tab says plainly that the model is not trained yet, and nothing fails.
+        assert "python train.py --dataset cifar10" in page.locator("#photo-info").inner_text()
+        time.sleep(2)
+        assert page.locator(".toast-body").count() == 0
+        assert page.locator("#photo-info").is_visible()
+        return
+    page.wait_for_function(
+        "() => document.querySelector(\"#photo-label [data-testid='label-output-value']\")?.innerText.trim() === 'ship'",
+        timeout=20000)
+    assert image_src(page, "photo-rollout")
+    assert page.outside_requests == []
