@@ -18,6 +18,20 @@ HAS_SHARED_CIFAR = (SHARED_DATA / "cifar10" / "test" / "airplane").is_dir()
 CIFAR_CLASSES = ("airplane", "automobile", "bird", "cat", "deer", "dog", "frog", "horse", "ship", "truck")
 
 
+@pytest.fixture(scope="session", autouse=True)
+def private_cache(tmp_path_factory):
+    """Decoded-dataset caches go to a temporary folder, for this process and the ones it starts."""
+    import os
+
+    previous = os.environ.get("XDG_CACHE_HOME")
+    os.environ["XDG_CACHE_HOME"] = str(tmp_path_factory.mktemp("cache"))
+    yield
+    if previous is None:
+        del os.environ["XDG_CACHE_HOME"]
+    else:
+        os.environ["XDG_CACHE_HOME"] = previous
+
+
 def _write_idx(path: Path, array: np.ndarray) -> None:
     header = bytes([0, 0, 0x08, array.ndim]) + b"".join(struct.pack(">I", n) for n in array.shape)
     with gzip.open(path, "wb") as f:

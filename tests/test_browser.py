@@ -101,8 +101,12 @@ def test_draw_a_digit_and_explore_its_attention(page, tmp_path):
 
 
 def test_the_prediction_follows_the_pen_and_clear_clears(page):
-    draw(page, [(0.5, 0.15), (0.5, 0.85)])  # a 1
-    wait_for_label(page, "1")
+    box = page.locator("#canvas canvas.vd-draw").bounding_box()
+    page.mouse.move(box["x"] + 0.5 * box["width"], box["y"] + 0.15 * box["height"])
+    page.mouse.down()
+    page.mouse.move(box["x"] + 0.5 * box["width"], box["y"] + 0.85 * box["height"], steps=4)
+    wait_for_label(page, "1")  # a 1, read while the pen is still down
+    page.mouse.up()
     draw(page, [(0.5, 0.15), (0.3, 0.5), (0.7, 0.5)])  # add strokes to make a 4
     draw(page, [(0.62, 0.3), (0.62, 0.85)])
     wait_for_label(page, "4")
@@ -132,3 +136,20 @@ def test_upload_a_photo(page):
         timeout=20000)
     assert image_src(page, "photo-rollout")
     assert page.outside_requests == []
+
+
+@pytest.mark.parametrize("pointer", ["touch", "pen"])
+def test_fingers_and_pens_draw_too(page, pointer):
+    """Pointer events of another type (as a phone or a tablet pen sends them) draw like the mouse."""
+    page.evaluate("""([pointer]) => {
+        const canvas = document.querySelector('#canvas canvas.vd-draw');
+        const box = canvas.getBoundingClientRect();
+        const at = (fx, fy, type) => canvas.dispatchEvent(new PointerEvent(type, {
+            pointerId: 7, pointerType: pointer, isPrimary: true, bubbles: true,
+            clientX: box.left + fx * box.width, clientY: box.top + fy * box.height}));
+        at(0.25, 0.2, 'pointerdown');
+        for (let i = 1; i <= 10; i++) at(0.25 + 0.05 * i, 0.2, 'pointermove');
+        for (let i = 1; i <= 10; i++) at(0.75 - 0.03 * i, 0.2 + 0.065 * i, 'pointermove');
+        at(0.45, 0.85, 'pointerup');
+    }""", [pointer])
+    wait_for_label(page, "7")

@@ -40,10 +40,6 @@ class Classifier:
         self.classes = info.dataset.classes
         self.preprocess = preprocess_drawing if info.dataset.name == "mnist" else preprocess_photo
 
-    @property
-    def name(self) -> str:
-        return self.info.folder.name
-
     def predict(self, image: ImageInput) -> Prediction:
         """Classify one image: a path, file bytes, a PIL image or a numpy array.
 

@@ -13,8 +13,8 @@ os.environ.setdefault("GRADIO_ANALYTICS_ENABLED", "False")  # a talk must work o
 import dataclasses
 import functools
 import time
-from pathlib import Path
 from collections.abc import Callable
+from pathlib import Path
 from typing import Any
 
 import gradio as gr
@@ -25,6 +25,7 @@ from PIL import Image
 from vit_demo import explain, render
 from vit_demo.canvas import decode_drawing, drawing_canvas
 from vit_demo.classifier import Classifier, load_model
+from vit_demo.model import ViTConfig
 from vit_demo.preprocess import InputError, NothingDrawn
 from vit_demo.training import RECIPES
 from vit_demo.weights import WeightsError
@@ -47,6 +48,11 @@ def classifier(name: str) -> Classifier:
     return load_model(name, device=os.environ.get("VIT_DEMO_DEVICE", "auto"))
 
 
+def model_config(name: str) -> ViTConfig:
+    """The model's architecture; until its weights exist, the one train.py will give them."""
+    return RECIPES[name].vit if model_problem(name) else classifier(name).info.config
+
+
 def model_problem(name: str) -> str | None:
     """Why a shipped model can't be used (missing or corrupt weights), or None when it can."""
     try:
@@ -60,7 +66,6 @@ def model_problem(name: str) -> str | None:
 class Analysis:
     """One image through the model: what it saw, what it said, and its attention."""
 
-    model: str
     input: np.ndarray  # (28, 28) or (32, 32, 3), in [0, 1]
     attention: np.ndarray  # (layers, heads, tokens, tokens)
     probs: dict[str, float]
@@ -71,8 +76,8 @@ class Analysis:
     def grid(self) -> int:
         return explain.grid_size(self.attention)
 
-    @property
-    def rollout(self) -> np.ndarray:
+    @functools.cached_property
+    def rollout(self) -> np.ndarray:  # (g, g)
         return explain.attention_rollout(self.attention)
 
 
@@ -85,7 +90,7 @@ def analyse(model: str, image: Any) -> Analysis:
     started = time.perf_counter()
     prediction = clf.predict_preprocessed([preprocessed])[0]
     model_ms = (time.perf_counter() - started) * 1000
-    return Analysis(model=model, input=prediction.input, attention=prediction.attention, probs=prediction.probs,
+    return Analysis(input=prediction.input, attention=prediction.attention, probs=prediction.probs,
                     model_ms=model_ms, device=str(clf.device))
 
 
@@ -166,7 +171,10 @@ def views_for(model: str, image: Any, layer: int, head: str, blank_message: str)
 
 def on_drawing(value: str, layer: int, head: str) -> tuple:
     """Browser: the canvas sent a (partial) drawing."""
-    drawing = decode_drawing(value)
+    try:
+        drawing = decode_drawing(value)
+    except InputError as exc:
+        raise gr.Error(f"Can't read this drawing: {exc}") from None
     if drawing is None:
         return empty_views(DRAW_PROMPT)
     return views_for("mnist", drawing, layer, head, DRAW_PROMPT)
@@ -176,8 +184,7 @@ def predict_digit(path: str | None) -> tuple:
     """API: classify a drawn digit, given as a sketch value's composite image."""
     if path is None:
         return empty_views(DRAW_PROMPT)
-    layers = RECIPES["mnist"].vit.depth if model_problem("mnist") else classifier("mnist").info.config.depth
-    return views_for("mnist", path, layers, MEAN, DRAW_PROMPT)
+    return views_for("mnist", path, model_config("mnist").depth, MEAN, DRAW_PROMPT)
 
 
 def predict_image(path: str | None, layer: int | None = None, head: str = MEAN) -> tuple:
@@ -185,7 +192,7 @@ def predict_image(path: str | None, layer: int | None = None, head: str = MEAN) 
     if path is None:
         return empty_views(UPLOAD_PROMPT)
     if layer is None:
-        layer = RECIPES["cifar10"].vit.depth if model_problem("cifar10") else classifier("cifar10").info.config.depth
+        layer = model_config("cifar10").depth
     return views_for("cifar10", path, layer, head, "This image is blank: there is nothing to classify.")
 
 
@@ -260,8 +267,7 @@ class Panel:
 def build_panel(prefix: str, model: str, prompt: str, build_input: Callable[[], Any]) -> tuple[Panel, Any]:
     """One tab: the input (made by ``build_input``) beside the prediction, then every view below."""
     problem = model_problem(model)
-    # Until the weights exist, lay the panel out for the architecture train.py will give them.
-    config = RECIPES[model].vit if problem else classifier(model).info.config
+    config = model_config(model)
     with gr.Row(equal_height=False):
         with gr.Column(scale=1, min_width=300):
             source = build_input()

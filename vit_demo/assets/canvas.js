@@ -54,7 +54,11 @@ function setPen(button) {
 
 canvas.addEventListener("pointerdown", (event) => {
   event.preventDefault();
-  canvas.setPointerCapture(event.pointerId);
+  try {
+    canvas.setPointerCapture(event.pointerId); // keep the stroke when the pointer leaves the canvas
+  } catch (error) {
+    // a pointer the browser does not track (synthetic events) cannot be captured; drawing still works
+  }
   drawing = true;
   last = position(event);
   ctx.beginPath();

@@ -1,0 +1,70 @@
+"""The app's handlers, called directly as the server calls them."""
+
+import base64
+
+import gradio as gr
+import numpy as np
+import pytest
+from PIL import Image, ImageDraw
+
+from vit_demo import ui
+from vit_demo.canvas import CANVAS_SIZE, decode_drawing
+from vit_demo.preprocess import InputError
+
+
+def canvas_value(digit_strokes) -> str:
+    """What the browser canvas sends: CANVAS_SIZE x CANVAS_SIZE bytes, ink = 255, base64."""
+    image = Image.new("L", (CANVAS_SIZE, CANVAS_SIZE), 0)
+    draw = ImageDraw.Draw(image)
+    for stroke in digit_strokes:
+        draw.line(stroke, fill=255, width=6, joint="curve")
+    return base64.b64encode(np.asarray(image).tobytes()).decode()
+
+
+SEVEN = [[(25, 20), (85, 20), (45, 95)]]
+
+
+def test_decode_drawing():
+    assert decode_drawing("") is None and decode_drawing(None) is None
+    drawing = decode_drawing(canvas_value(SEVEN))
+    assert drawing.shape == (CANVAS_SIZE, CANVAS_SIZE) and drawing.max() == 255
+    for bad, message in (("not base64!", "base64"), (base64.b64encode(b"123").decode(), "bytes"), (42, "string")):
+        with pytest.raises(InputError, match=message):
+            decode_drawing(bad)
+
+
+def test_on_drawing_gives_every_view():
+    label, info, patches, cls_grid, selected, rollout, query, query_note, analysis = ui.on_drawing(
+        canvas_value(SEVEN), 6, ui.MEAN)
+    assert max(label, key=label.get) == "7"
+    assert "ms on" in info
+    assert patches.size == selected.size == rollout.size == (ui.LARGE, ui.LARGE)
+    assert cls_grid.size == query.size
+    assert analysis.attention.shape == (6, 4, 50, 50)
+    assert "Where patch" in query_note
+
+
+def test_blank_and_cleared_canvas_guess_nothing():
+    for value in ("", canvas_value([])):
+        label, info, *pictures, analysis = ui.on_drawing(value, 6, ui.MEAN)
+        assert label is None and analysis is None
+        assert info == ui.DRAW_PROMPT
+        assert all(p is None for p in pictures[:-1])
+
+
+def test_a_malformed_canvas_value_is_a_clear_error():
+    with pytest.raises(gr.Error, match="Can't read this drawing"):
+        ui.on_drawing("@@@", 6, ui.MEAN)
+
+
+def test_layer_head_and_patch_choices():
+    analysis = ui.on_drawing(canvas_value(SEVEN), 6, ui.MEAN)[-1]
+    views = {(layer, head): np.asarray(ui.on_layer_or_head(analysis, layer, head))
+             for layer in (1, 6) for head in (ui.MEAN, "head 1", "head 4")}
+    assert not np.array_equal(views[(1, "head 1")], views[(6, "head 1")])
+    assert not np.array_equal(views[(6, "head 1")], views[(6, "head 4")])
+    assert ui.on_layer_or_head(None, 1, ui.MEAN) is None
+    # A click at (x, y) on the 336 px patch grid picks the patch under it: row 2, column 5 of 7.
+    event = gr.SelectData(target=None, data={"index": [5 * 48 + 10, 2 * 48 + 10], "value": None})
+    _, _, note = ui.on_patch_click(analysis, event)
+    assert "patch 19 looks" in note
