@@ -1,6 +1,6 @@
 """Server time for one drawing in the app, step by step, beside the bare model forward pass.
 
-    python benchmarks/views_latency.py [--repeat 100] [--format webp]
+    python benchmarks/views_latency.py [--repeat 100] [--format jpeg]
 
 It feeds the app's own handler the value the browser canvas sends (a 112x112 drawing) and then
 encodes the pictures as Gradio does before sending them (gr.Image's postprocess).
@@ -49,7 +49,7 @@ def canvas_value() -> str:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--repeat", type=int, default=100)
-    parser.add_argument("--format", default="webp", help="image format Gradio encodes outputs in")
+    parser.add_argument("--format", default=ui.VIEW_FORMAT, help="image format Gradio encodes the pictures in")
     args = parser.parse_args()
 
     value = canvas_value()
@@ -61,11 +61,10 @@ def main() -> None:
     views = ui.on_drawing(value, depth, ui.MEAN)
     pictures = [v for v in views if isinstance(v, Image.Image)]
     cache = tempfile.mkdtemp()
-    image_output = gr.Image(type="pil", format=args.format)
 
     def encode_all() -> None:
         for picture in pictures:
-            gr.processing_utils.save_pil_to_cache(picture, cache, format=image_output.format)
+            gr.processing_utils.save_pil_to_cache(picture, cache, format=args.format)
 
     with torch.inference_mode():
         forward = timed(lambda: clf.model(x), args.repeat)

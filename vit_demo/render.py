@@ -72,10 +72,11 @@ def mark_patch(picture: Image.Image, patch: int, grid: int, colour=(0, 255, 120)
     return picture
 
 
-def patch_grid(image: np.ndarray, grid: int, size: int = 336, selected: int | None = None) -> Image.Image:
-    """The input as the model sees it: cut into grid x grid patches, each numbered in reading order."""
-    picture = Image.fromarray((base_image(image, size) * 255).round().astype(np.uint8))
-    draw = ImageDraw.Draw(picture)
+@functools.cache
+def _patch_grid_layer(grid: int, size: int) -> Image.Image:
+    """Transparent RGBA layer with the patch borders and numbers, drawn once per grid and size."""
+    layer = Image.new("RGBA", (size, size), (0, 0, 0, 0))
+    draw = ImageDraw.Draw(layer)
     step = size / grid
     for i in range(1, grid):
         draw.line((0, i * step, size, i * step), fill=GRID_LINE, width=1)
@@ -84,9 +85,43 @@ def patch_grid(image: np.ndarray, grid: int, size: int = 336, selected: int | No
     for index in range(grid * grid):
         row, col = divmod(index, grid)
         draw.text((col * step + 3, row * step + 1), str(index), fill=GRID_LINE, font=label_font)
+    return layer
+
+
+def patch_grid(image: np.ndarray, grid: int, size: int = 336, selected: int | None = None) -> Image.Image:
+    """The input as the model sees it: cut into grid x grid patches, each numbered in reading order."""
+    picture = Image.fromarray((base_image(image, size) * 255).round().astype(np.uint8)).convert("RGBA")
+    picture = Image.alpha_composite(picture, _patch_grid_layer(grid, size)).convert("RGB")
     if selected is not None:
         mark_patch(picture, selected, grid)
     return picture
+
+
+_GAP, _LEFT, _TOP = 4, 64, 24  # attention_grid's spacing, label column and header row, in pixels
+
+
+def _tile_origin(layer: int, head: int, heads: int, thumb: int) -> tuple[int, int]:
+    """Top-left corner of a tile; the mean column (head == heads) stands a little apart."""
+    x = _LEFT + head * (thumb + _GAP) + (_GAP if head == heads else 0)
+    return x, _TOP + layer * (thumb + _GAP)
+
+
+@functools.cache
+def _grid_frame(layers: int, heads: int, thumb: int) -> np.ndarray:
+    """The white frame of attention_grid with its row and column labels, drawn once per shape."""
+    width = _LEFT + (heads + 1) * (thumb + _GAP) + _GAP
+    height = _TOP + layers * (thumb + _GAP)
+    frame = Image.new("RGB", (width, height), BACKGROUND)
+    draw = ImageDraw.Draw(frame)
+    label_font = font(15)
+    for head in range(heads + 1):
+        x, _ = _tile_origin(0, head, heads, thumb)
+        draw.text((x + thumb // 2, _TOP // 2), "mean" if head == heads else f"head {head + 1}", fill=TEXT,
+                  font=label_font, anchor="mm")
+    for layer in range(layers):
+        _, y = _tile_origin(layer, 0, heads, thumb)
+        draw.text((_LEFT // 2 - 2, y + thumb // 2), f"layer {layer + 1}", fill=TEXT, font=label_font, anchor="mm")
+    return np.asarray(frame)
 
 
 def attention_grid(image: np.ndarray, maps: np.ndarray, thumb: int = 96, cmap: str = "inferno") -> Image.Image:
@@ -98,22 +133,9 @@ def attention_grid(image: np.ndarray, maps: np.ndarray, thumb: int = 96, cmap: s
     with_mean = np.concatenate([maps, maps.mean(axis=1, keepdims=True)], axis=1)  # (L, H + 1, g, g)
     tiles = overlays(image, with_mean.reshape(L * (H + 1), *maps.shape[2:]), thumb, cmap)
     tiles = tiles.reshape(L, H + 1, thumb, thumb, 3)
-    gap, left, top = 4, 64, 24
-    width = left + (H + 1) * (thumb + gap) + gap
-    height = top + L * (thumb + gap)
-    canvas = np.full((height, width, 3), 255, dtype=np.uint8)
+    canvas = _grid_frame(L, H, thumb).copy()
     for layer in range(L):
         for head in range(H + 1):
-            y = top + layer * (thumb + gap)
-            x = left + head * (thumb + gap) + (gap if head == H else 0)
+            x, y = _tile_origin(layer, head, H, thumb)
             canvas[y : y + thumb, x : x + thumb] = tiles[layer, head]
-    picture = Image.fromarray(canvas)
-    draw = ImageDraw.Draw(picture)
-    label_font = font(15)
-    for head in range(H + 1):
-        x = left + head * (thumb + gap) + thumb // 2 + (gap if head == H else 0)
-        draw.text((x, top // 2), "mean" if head == H else f"head {head + 1}", fill=TEXT, font=label_font, anchor="mm")
-    for layer in range(L):
-        y = top + layer * (thumb + gap) + thumb // 2
-        draw.text((left // 2 - 2, y), f"layer {layer + 1}", fill=TEXT, font=label_font, anchor="mm")
-    return picture
+    return Image.fromarray(canvas)
