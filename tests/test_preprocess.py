@@ -218,7 +218,7 @@ def test_missing_file():
     (np.full((10, 10), np.nan, np.float32), "NaN"),
     (np.zeros((3, 4, 5, 6)), "must be"),
     (np.zeros((10, 10, 7)), "must be"),
-    (np.array([["a", "b"]]), "numbers"),
+    (np.array([["a", "b"]]), "real numbers"),
     (np.zeros((1, 50_000_000), np.uint8), "too large"),
 ])
 def test_unusable_arrays(array, message):

@@ -132,12 +132,12 @@ def _array_to_float(array: np.ndarray) -> np.ndarray:
         peak = 65535.0 if array.dtype == np.uint16 else max(255.0, float(array.max()))
         return np.clip(array.astype(np.float32) / peak, 0, 1)
     if not np.issubdtype(array.dtype, np.floating):
-        raise InputError(f"an image array must hold numbers, not {array.dtype}")
-    array = array.astype(np.float32)
+        raise InputError(f"an image array must hold real numbers, not {array.dtype}")
     if not np.isfinite(array).all():
         raise InputError("the image array holds NaN or infinite values")
     peak = float(array.max())
-    return np.clip(array / peak if peak > 1.0 else array, 0, 1)
+    scaled = array / peak if peak > 1.0 else array  # in the array's own precision: no overflow
+    return np.clip(scaled, 0, 1).astype(np.float32)
 
 
 # ---- Drawings -> MNIST ---------------------------------------------------------------------------
