@@ -111,7 +111,7 @@ def to_float_array(image: ImageInput) -> np.ndarray:
     if image.mode == "P":
         image = image.convert("RGBA" if "transparency" in image.info else "RGB")
     elif image.mode not in ("L", "LA", "RGB", "RGBA"):
-        image = image.convert("RGBA" if "A" in image.mode or image.mode == "PA" else "RGB")
+        image = image.convert("RGBA" if "A" in image.mode else "RGB")
     array = np.asarray(image, dtype=np.float32) / 255.0
     return array.reshape(image.height, image.width, -1)
 
