@@ -6,7 +6,8 @@ It starts two servers on local ports and drives each with the same strokes:
 - the app (python app.py), with its own light canvas;
 - a baseline: Gradio's stock Sketchpad wired to the same classifier and the same label output.
 For each stroke it records, in the page, the pointer-up time and the time of the last update of the
-prediction that follows it (the page settles for a second after each stroke).
+prediction that follows it (the page settles for --settle seconds after each stroke); a stroke after
+which nothing updates is counted in the "updated after" column.
 
 Needs Debian's Chromium (apt-get install -y chromium) and playwright (requirements-dev.txt).
 """
@@ -14,6 +15,7 @@ Needs Debian's Chromium (apt-get install -y chromium) and playwright (requiremen
 from __future__ import annotations
 
 import argparse
+import math
 import os
 import socket
 import statistics
@@ -88,7 +90,7 @@ def start(command: list[str]) -> tuple[subprocess.Popen, str]:
     raise RuntimeError(f"{command} did not start")
 
 
-def stroke_latencies(page, canvas_selector: str, strokes: int, prepare) -> list[float]:
+def stroke_latencies(page, canvas_selector: str, strokes: int, prepare, settle: float) -> list[float]:
     prepare(page)
     canvas = page.locator(canvas_selector)
     box = canvas.bounding_box()
@@ -100,7 +102,7 @@ def stroke_latencies(page, canvas_selector: str, strokes: int, prepare) -> list[
         page.mouse.down()
         page.mouse.move(x + 0.05 * box["width"], box["y"] + 0.8 * box["height"], steps=3)
         page.mouse.up()
-        time.sleep(3.0)  # let every update that follows this stroke arrive
+        time.sleep(settle)  # let every update that follows this stroke arrive
         up = page.evaluate("() => window.__ups[window.__ups.length - 1]")
         updates = page.evaluate("() => window.__updates")
         after = [t for t in updates if t > up]
@@ -117,6 +119,7 @@ def prepare_stock(page) -> None:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--strokes", type=int, default=10)
+    parser.add_argument("--settle", type=float, default=5.0, help="seconds to wait after each stroke")
     args = parser.parse_args()
     baseline_file = REPO / "benchmarks" / ".stock_sketchpad_app.py"
     baseline_file.write_text(BASELINE_APP)
@@ -134,7 +137,7 @@ def main() -> None:
                     page = browser.new_page(viewport={"width": 1400, "height": 1000})
                     page.goto(url)
                     page.wait_for_selector(selector)
-                    results[name] = stroke_latencies(page, selector, args.strokes, prepare)
+                    results[name] = stroke_latencies(page, selector, args.strokes, prepare, args.settle)
                     browser.close()
             finally:
                 server.terminate()
@@ -149,7 +152,7 @@ def main() -> None:
         if not values:
             print(f"| {name} | 0/{args.strokes} | - | - | - |")
             continue
-        p95 = values[int(0.95 * (len(values) - 1))]
+        p95 = values[math.ceil(0.95 * len(values)) - 1]  # nearest rank
         print(f"| {name} | {len(values)}/{args.strokes} | {statistics.median(values):.0f} | {p95:.0f} | {values[-1]:.0f} |")
 
 

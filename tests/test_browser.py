@@ -54,8 +54,8 @@ def draw(page, points, steps=3):
 
 
 def label_text(page) -> str:
-    element = page.locator(LABEL)
-    return element.inner_text().strip() if element.count() else ""
+    """The top label now, or "" when there is none (read in one step: the element may vanish at any time)."""
+    return page.evaluate(f"() => document.querySelector({LABEL!r})?.innerText.trim() ?? ''")
 
 
 def wait_for_label(page, expected: str, timeout: float = 20) -> float:
