@@ -6,9 +6,7 @@
 from __future__ import annotations
 
 import argparse
-import statistics
 import sys
-import time
 from pathlib import Path
 
 import numpy as np
@@ -16,19 +14,8 @@ import torch
 from PIL import Image, ImageDraw
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+from common import timed  # noqa: E402  (benchmarks/ is on sys.path: scripts run from it)
 from vit_demo import load_model  # noqa: E402
-
-
-def timed(fn, repeat: int) -> tuple[float, float]:
-    for _ in range(5):
-        fn()
-    times = []
-    for _ in range(repeat):
-        start = time.perf_counter()
-        fn()
-        times.append((time.perf_counter() - start) * 1000)
-    times.sort()
-    return statistics.median(times), times[int(0.95 * (len(times) - 1))]
 
 
 def main() -> None:

@@ -10,10 +10,8 @@ from __future__ import annotations
 
 import argparse
 import base64
-import statistics
 import sys
 import tempfile
-import time
 from pathlib import Path
 
 import numpy as np
@@ -21,21 +19,10 @@ import torch
 from PIL import Image, ImageDraw
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+from common import timed  # noqa: E402  (benchmarks/ is on sys.path: scripts run from it)
 import gradio as gr  # noqa: E402
 
 from vit_demo import explain, render, ui  # noqa: E402
-
-
-def timed(fn, repeat: int) -> tuple[float, float]:
-    for _ in range(3):
-        fn()
-    times = []
-    for _ in range(repeat):
-        start = time.perf_counter()
-        fn()
-        times.append((time.perf_counter() - start) * 1000)
-    times.sort()
-    return statistics.median(times), times[int(0.95 * (len(times) - 1))]
 
 
 def canvas_value() -> str:
