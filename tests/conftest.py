@@ -61,7 +61,7 @@ def mnist_root(tmp_path_factory) -> Path:
     root = tmp_path_factory.mktemp("mnist")
     raw = root / "MNIST" / "raw"
     raw.mkdir(parents=True)
-    for split, n, seed in (("train", 3000, 0), ("t10k", 1000, 1)):
+    for split, n, seed in (("train", 6000, 0), ("t10k", 1000, 1)):
         images, labels = render_digits(n, seed)
         _write_idx(raw / f"{split}-images-idx3-ubyte.gz", images)
         _write_idx(raw / f"{split}-labels-idx1-ubyte.gz", labels)

@@ -80,11 +80,11 @@ def test_predict_with_missing_weights_names_the_file_and_the_command(tmp_path, d
 
 
 def test_evaluate_mnist(mnist_root):
-    result = run_cli("evaluate", "--model", "mnist", "--data-dir", str(mnist_root), "--limit", "2000")
+    result = run_cli("evaluate", "--model", "mnist", "--data-dir", str(mnist_root), "--limit", "1000")
     assert result.returncode == 0, result.stderr
     report = json.loads(result.stdout)
     assert {"model", "dataset", "split", "n", "accuracy"} <= set(report)
-    assert report["dataset"] == "mnist" and report["split"] == "test" and report["n"] == 2000
+    assert report["dataset"] == "mnist" and report["split"] == "test" and report["n"] == 1000
     assert report["accuracy"] > (0.98 if HAS_SHARED_MNIST else 0.5)
 
 
