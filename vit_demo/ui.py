@@ -35,6 +35,8 @@ EXAMPLES = REPO / "examples"
 MEAN = "mean"
 LARGE = 336  # pixels a side of the large views
 VIEW_BUTTONS = ["fullscreen", "download"]  # no "share": nothing leaves the server
+DRAW_PROMPT = "Draw a digit (0-9) on the canvas: the prediction follows your pen."
+UPLOAD_PROMPT = "Upload a photo, or pick an example below."
 VIEW_FORMAT = "jpeg"  # encodes in ~1 ms where WebP (Gradio's default) took ~30 ms for the layer x head grid
 
 CSS = """
@@ -209,10 +211,6 @@ def on_patch_click(analysis: Analysis | None, event: gr.SelectData) -> tuple:
     patch = int(min(y // step, analysis.grid - 1) * analysis.grid + min(x // step, analysis.grid - 1))
     grid, where = query_views(analysis, patch)
     return grid, where, query_title(patch)
-
-
-DRAW_PROMPT = "Draw a digit (0-9) on the canvas: the prediction follows your pen."
-UPLOAD_PROMPT = "Upload a photo, or pick an example below."
 
 
 # ---- Layout --------------------------------------------------------------------------------------
