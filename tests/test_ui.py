@@ -68,3 +68,8 @@ def test_layer_head_and_patch_choices():
     event = gr.SelectData(target=None, data={"index": [5 * 48 + 10, 2 * 48 + 10], "value": None})
     _, _, note = ui.on_patch_click(analysis, event)
     assert "patch 19 looks" in note
+
+
+def test_warm_up_runs_every_available_model():
+    ui.warm_up()  # must not raise, with or without the CIFAR-10 weights
+    assert ui.classifier.cache_info().currsize >= 1

@@ -348,5 +348,15 @@ def build_demo() -> gr.Blocks:
     return demo
 
 
+def warm_up() -> None:
+    """Run one example through each available model and every view, so the first user waits for nothing."""
+    for model, example in (("mnist", EXAMPLES / "digits" / "7.png"), ("cifar10", EXAMPLES / "photos" / "ship.png")):
+        if not model_problem(model):
+            config = model_config(model)
+            all_views(analyse(model, example), config.depth, MEAN)
+
+
 def launch() -> None:
-    build_demo().queue().launch(css=CSS, theme=gr.themes.Default())
+    demo = build_demo()
+    warm_up()
+    demo.queue().launch(css=CSS, theme=gr.themes.Default())
