@@ -154,6 +154,8 @@ def main() -> None:
             continue
         p95 = values[math.ceil(0.95 * len(values)) - 1]  # nearest rank
         print(f"| {name} | {len(values)}/{args.strokes} | {statistics.median(values):.0f} | {p95:.0f} | {values[-1]:.0f} |")
+    for name, values in results.items():
+        print(f"{name}, stroke by stroke (ms): {', '.join(f'{v:.0f}' for v in values)}")
 
 
 if __name__ == "__main__":
