@@ -71,3 +71,15 @@ def test_predict_image(client):
     label, info, patches, *_ = client.predict(handle_file(str(photo)), api_name="/predict_image")
     assert label["label"] == "ship"
     assert Image.open(patches).size == (336, 336)
+
+
+def test_oversized_upload_is_refused_and_the_server_keeps_serving(client, tmp_path):
+    from vit_demo.preprocess import MAX_FILE_BYTES
+
+    huge = tmp_path / "huge.png"
+    huge.write_bytes(b"\x89PNG\r\n\x1a\n" + bytes(MAX_FILE_BYTES + 1024))
+    with pytest.raises(ValueError, match="exceeds the maximum file size"):
+        client.predict(handle_file(str(huge)), api_name="/predict_image")
+    good = tmp_path / "seven.png"
+    draw_digit("7", 300, (20, 20, 260), 0.08).save(good)
+    assert client.predict(sketch(good), api_name="/predict_digit")[0]["label"] == "7"

@@ -26,7 +26,7 @@ from vit_demo import explain, render
 from vit_demo.canvas import decode_drawing, drawing_canvas
 from vit_demo.classifier import Classifier, load_model
 from vit_demo.model import ViTConfig
-from vit_demo.preprocess import InputError, NothingDrawn
+from vit_demo.preprocess import MAX_FILE_BYTES, InputError, NothingDrawn
 from vit_demo.training import RECIPES
 from vit_demo.weights import WeightsError
 
@@ -359,4 +359,5 @@ def warm_up() -> None:
 def launch() -> None:
     demo = build_demo()
     warm_up()
-    demo.queue().launch(css=CSS, theme=gr.themes.Default())
+    # Uploads larger than our decoder accepts are refused while they stream in, before they reach the disk.
+    demo.queue().launch(css=CSS, theme=gr.themes.Default(), max_file_size=MAX_FILE_BYTES)
