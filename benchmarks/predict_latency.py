@@ -16,6 +16,7 @@ from PIL import Image, ImageDraw
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from common import timed  # noqa: E402  (benchmarks/ is on sys.path: scripts run from it)
 from vit_demo import load_model  # noqa: E402
+from vit_demo.classifier import to_chw  # noqa: E402
 
 
 def main() -> None:
@@ -26,12 +27,10 @@ def main() -> None:
     args = parser.parse_args()
 
     clf = load_model(args.model, args.device)
-    config = clf.info.config
     canvas = Image.new("RGB", (800, 800), "white")
     ImageDraw.Draw(canvas).line([(250, 200), (550, 200), (380, 650)], fill="black", width=40, joint="curve")
     sketch = np.asarray(canvas)
-    x = torch.from_numpy(np.stack([clf.preprocess(sketch)[None] if config.in_channels == 1 else
-                                   clf.preprocess(sketch).transpose(2, 0, 1)])).to(clf.device)
+    x = torch.from_numpy(to_chw(clf.preprocess(sketch))[None]).to(clf.device)  # (1, C, H, W)
     n_params = sum(p.numel() for p in clf.model.parameters())
 
     with torch.inference_mode():

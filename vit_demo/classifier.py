@@ -52,7 +52,7 @@ class Classifier:
     @torch.no_grad()
     def predict_preprocessed(self, inputs: Sequence[np.ndarray], attention: bool = True) -> list[Prediction]:
         """Classify already preprocessed images in one forward pass (attention=False takes the fast path)."""
-        batch = torch.from_numpy(np.stack([_to_chw(x) for x in inputs])).to(self.device)  # (B, C, H, W)
+        batch = torch.from_numpy(np.stack([to_chw(x) for x in inputs])).to(self.device)  # (B, C, H, W)
         if attention:
             logits, attn = self.model(batch, return_attention=True)  # (B, classes), (B, L, H, T, T)
             attn = attn.float().cpu().numpy()
@@ -70,7 +70,7 @@ class Classifier:
         ]
 
 
-def _to_chw(image: np.ndarray) -> np.ndarray:
+def to_chw(image: np.ndarray) -> np.ndarray:
     """(H, W) or (H, W, C) float image -> (C, H, W) float32."""
     image = np.asarray(image, dtype=np.float32)
     return image[None] if image.ndim == 2 else np.ascontiguousarray(image.transpose(2, 0, 1))

@@ -17,7 +17,7 @@ from safetensors.torch import load as load_safetensors
 from safetensors.torch import save as save_safetensors
 
 from vit_demo.atomic import atomic_write, atomic_write_text
-from vit_demo.data import DatasetSpec, dataset_spec
+from vit_demo.data import DATASETS, DatasetSpec, dataset_spec
 from vit_demo.model import ViTConfig, VisionTransformer
 
 WEIGHTS_ROOT = Path(__file__).resolve().parent.parent / "weights"
@@ -40,7 +40,7 @@ class WeightsInfo:
 
 def resolve_weights_folder(name_or_path: str | Path) -> Path:
     """A shipped model's name (``mnist``, ``cifar10``) or a path to a weights folder."""
-    if isinstance(name_or_path, str) and name_or_path in ("mnist", "cifar10"):
+    if isinstance(name_or_path, str) and name_or_path in DATASETS:
         return WEIGHTS_ROOT / name_or_path
     return Path(name_or_path)
 
@@ -56,7 +56,7 @@ def _shown(path: Path) -> Path:
 
 
 def _train_command(folder: Path, dataset: str | None) -> str:
-    if folder.resolve() == (WEIGHTS_ROOT / folder.name).resolve() and folder.name in ("mnist", "cifar10"):
+    if folder.resolve() == (WEIGHTS_ROOT / folder.name).resolve() and folder.name in DATASETS:
         return f"python train.py --dataset {folder.name}"
     return f"python train.py --dataset {dataset or 'mnist|cifar10'} --out {_shown(folder)}"
 
