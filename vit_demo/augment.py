@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import torch
 import torch.nn.functional as F
+from torchvision.transforms import v2
 
 
 def random_affine(
@@ -77,6 +78,33 @@ def random_crop_flip(images: torch.Tensor, generator: torch.Generator, padding: 
 def augment_photos(images: torch.Tensor, generator: torch.Generator) -> torch.Tensor:
     """The CIFAR-10 training augmentation: random crop with padding and horizontal flips. (B, 3, H, W) in [0, 1]."""
     return random_crop_flip(images, generator)
+
+
+TRIVIAL_AUGMENT_GROUPS = 16
+
+
+def trivial_augment(images: torch.Tensor, groups: int = TRIVIAL_AUGMENT_GROUPS) -> torch.Tensor:
+    """TrivialAugment (Mueller & Hutter, 2021) on a (B, C, H, W) batch in [0, 1], on the batch's device.
+
+    torchvision's TrivialAugmentWide draws one operation and strength per call, so the batch is cut into
+    ``groups`` groups that each get their own: a few calls per batch instead of one per image. It draws
+    from torch's global generator, which training seeds per epoch, so a resumed run repeats exactly.
+    """
+    augment = v2.TrivialAugmentWide()
+    return torch.cat([augment(group) for group in images.chunk(groups)])
+
+
+def mix_batch(images: torch.Tensor, labels: torch.Tensor, num_classes: int, mixup_alpha: float,
+              cutmix_alpha: float) -> tuple[torch.Tensor, torch.Tensor]:
+    """MixUp or CutMix (one of them, at random) over a (B, C, H, W) batch -> the images and (B, classes) targets.
+
+    An alpha of 0 turns that one off; with both off the labels just become one-hot targets.
+    """
+    choices = [v2.MixUp(alpha=mixup_alpha, num_classes=num_classes)] if mixup_alpha > 0 else []
+    choices += [v2.CutMix(alpha=cutmix_alpha, num_classes=num_classes)] if cutmix_alpha > 0 else []
+    if not choices:
+        return images, F.one_hot(labels, num_classes).to(images.dtype)
+    return v2.RandomChoice(choices)(images, labels)
 
 
 AUGMENTATIONS = {"mnist": augment_digits, "cifar10": augment_photos}

@@ -20,7 +20,7 @@ from torch.nn.parallel import DistributedDataParallel
 from tqdm import tqdm
 
 from vit_demo.atomic import atomic_write, atomic_write_text
-from vit_demo.augment import AUGMENTATIONS
+from vit_demo.augment import AUGMENTATIONS, mix_batch, trivial_augment
 from vit_demo.data import DATASETS, DatasetSpec, dataset_spec, load_split
 from vit_demo.device import resolve_device
 from vit_demo.evaluation import evaluate
@@ -41,6 +41,9 @@ class Recipe:
     weight_decay: float
     warmup_epochs: float
     label_smoothing: float
+    trivial_augment: bool = False  # TrivialAugment on top of the dataset's own augmentation
+    mixup_alpha: float = 0.0  # 0 = no MixUp
+    cutmix_alpha: float = 0.0  # 0 = no CutMix; with both on, each batch gets one of the two
 
 
 def _vit_for(spec: DatasetSpec, **arch: int | float) -> ViTConfig:
@@ -53,9 +56,13 @@ RECIPES = {
         vit=_vit_for(DATASETS["mnist"], patch_size=4, dim=64, depth=6, heads=4, mlp_dim=128),
         epochs=60, batch_size=128, lr=1e-3, weight_decay=0.05, warmup_epochs=2, label_smoothing=0.1,
     ),
+    # Sized after the pure ViT that reached ~91% from scratch (6.3M parameters, 200 epochs, AutoAugment,
+    # label smoothing), with 6 heads of 64 dims so that the app's layer x head grid stays readable, and
+    # TrivialAugment plus MixUp/CutMix and a longer schedule to go past it. Meant for a GPU.
     "cifar10": Recipe(
-        vit=_vit_for(DATASETS["cifar10"], patch_size=4, dim=192, depth=6, heads=6, mlp_dim=384, dropout=0.1),
-        epochs=100, batch_size=128, lr=1e-3, weight_decay=0.05, warmup_epochs=5, label_smoothing=0.1,
+        vit=_vit_for(DATASETS["cifar10"], patch_size=4, dim=384, depth=7, heads=6, mlp_dim=384),
+        epochs=300, batch_size=128, lr=1e-3, weight_decay=0.05, warmup_epochs=5, label_smoothing=0.1,
+        trivial_augment=True, mixup_alpha=0.8, cutmix_alpha=1.0,
     ),
 }
 
@@ -77,6 +84,10 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--weight-decay", type=float)
     p.add_argument("--warmup-epochs", type=float)
     p.add_argument("--label-smoothing", type=float)
+    p.add_argument("--trivial-augment", action=argparse.BooleanOptionalAction, default=None,
+                   help="TrivialAugment on top of the crop/flip or affine augmentation")
+    p.add_argument("--mixup-alpha", type=float, help="MixUp strength (0 turns it off)")
+    p.add_argument("--cutmix-alpha", type=float, help="CutMix strength (0 turns it off)")
     p.add_argument("--patch-size", type=int, help="override the patch size (must divide the image size)")
     p.add_argument("--dim", type=int, help="override the model width")
     p.add_argument("--depth", type=int, help="override the number of encoder blocks")
@@ -86,6 +97,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--test-limit", type=int, help="evaluate on a random subset of this many images")
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--device", default="auto", help="auto (CUDA, else MPS, else CPU), cpu, cuda, cuda:1, mps")
+    p.add_argument("--compile", action="store_true", help="torch.compile the training forward pass (worth it on a GPU)")
     p.add_argument("--no-progress", action="store_true", help="no progress bars (one summary line per epoch)")
     return p
 
@@ -94,7 +106,8 @@ def recipe_from_args(args: argparse.Namespace) -> Recipe:
     recipe = RECIPES[args.dataset]
     arch = {k: getattr(args, k) for k in ("patch_size", "dim", "depth", "heads", "mlp_dim") if getattr(args, k) is not None}
     hyper = {k: getattr(args, k) for k in ("epochs", "batch_size", "lr", "weight_decay", "warmup_epochs",
-                                           "label_smoothing") if getattr(args, k) is not None}
+                                           "label_smoothing", "trivial_augment", "mixup_alpha", "cutmix_alpha")
+             if getattr(args, k) is not None}
     return dataclasses.replace(recipe, vit=dataclasses.replace(recipe.vit, **arch), **hyper)
 
 
@@ -218,6 +231,8 @@ def _train(args: argparse.Namespace, command: str, device: torch.device, rank: i
         if is_main:
             print(f"resumed from {checkpoint_path} after epoch {start_epoch}", file=sys.stderr)
     train_model = DistributedDataParallel(model) if world_size > 1 else model
+    forward = torch.compile(train_model) if args.compile else train_model
+    num_classes = len(spec.classes)
     if is_main:
         print(f"training {spec.name}: {n_params:,} parameters, {len(train_x):,} train / {len(test_x):,} test images, "
               f"device {device}, {world_size} process(es)", file=sys.stderr)
@@ -230,16 +245,19 @@ def _train(args: argparse.Namespace, command: str, device: torch.device, rank: i
         order = torch.randperm(len(train_x), generator=torch.Generator().manual_seed(args.seed * 7919 + epoch))
         mine = order[rank * per_rank : (rank + 1) * per_rank].to(train_x.device)
         train_model.train()
-        loss_sum, correct, seen = 0.0, 0, 0
+        loss_sum, correct, seen, epoch_started = 0.0, 0, 0, time.perf_counter()
         bar = tqdm(range(steps_per_epoch), desc=f"epoch {epoch + 1}/{recipe.epochs}",
                    disable=not is_main or args.no_progress, leave=False, file=sys.stderr)
         for step in bar:
             idx = mine[step * rank_batch : (step + 1) * rank_batch]
             x = augment(train_x[idx].float().div_(255), generator)  # (B, C, H, W) in [0, 1]
-            y = train_y[idx]  # (B,)
+            if recipe.trivial_augment:
+                x = trivial_augment(x)
+            x, target = mix_batch(x, train_y[idx], num_classes, recipe.mixup_alpha, recipe.cutmix_alpha)
+            y = target.argmax(1)  # (B,): the dominant class of each (possibly mixed) image
             with torch.autocast(device.type, dtype=torch.bfloat16, enabled=device.type == "cuda"):
-                logits = train_model(x)  # (B, classes)
-            loss = F.cross_entropy(logits.float(), y, label_smoothing=recipe.label_smoothing)
+                logits = forward(x)  # (B, classes)
+            loss = F.cross_entropy(logits.float(), target, label_smoothing=recipe.label_smoothing)
             optimizer.zero_grad(set_to_none=True)
             loss.backward()
             optimizer.step()
@@ -249,6 +267,7 @@ def _train(args: argparse.Namespace, command: str, device: torch.device, rank: i
             seen += len(y)
             bar.set_postfix(loss=f"{loss_sum / seen:.4f}", acc=f"{correct / seen:.4f}")
         bar.close()
+        train_seconds = time.perf_counter() - epoch_started
         test_loss, test_correct, test_n = evaluate(model, test_x[test_shard], test_y[test_shard])
         loss_sum, correct, seen, test_loss, test_correct, test_n = _all_reduce_sum(
             [loss_sum, correct, seen, test_loss, test_correct, test_n], device)
@@ -259,6 +278,7 @@ def _train(args: argparse.Namespace, command: str, device: torch.device, rank: i
             "test_loss": test_loss / test_n,
             "test_accuracy": test_correct / test_n,
             "lr": scheduler.get_last_lr()[0],
+            "train_images_per_second": round(seen / train_seconds, 1),
         })
         if is_main:
             h = history[-1]
@@ -282,6 +302,7 @@ def _train(args: argparse.Namespace, command: str, device: torch.device, rank: i
         "epochs": recipe.epochs,
         "wall_time_s": round(wall, 1),
         "seconds_per_epoch": round(wall / max(1, recipe.epochs), 1),
+        "train_images_per_second": history[-1]["train_images_per_second"],
         "device": str(device),
         "device_name": torch.cuda.get_device_name(device) if device.type == "cuda" else f"CPU ({os.cpu_count()} cores)",
         "processes": world_size,
