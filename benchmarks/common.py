@@ -1,10 +1,27 @@
-"""Shared by the benchmark scripts."""
+"""Shared by the benchmark scripts: timing, percentiles, and Gradio servers started on free local ports."""
 
 from __future__ import annotations
 
+import contextlib
+import dataclasses
+import os
+import socket
 import statistics
+import subprocess
+import sys
+import tempfile
 import time
-from collections.abc import Callable
+import urllib.request
+from collections.abc import Callable, Iterator
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parents[1]
+
+
+def p50_p95(times: list[float]) -> tuple[float, float]:
+    """Median and 95th percentile (the sample at rank 0.95 * (n - 1)) of a non-empty list."""
+    times = sorted(times)
+    return statistics.median(times), times[int(0.95 * (len(times) - 1))]
 
 
 def timed(fn: Callable[[], object], repeat: int, warmup: int = 3) -> tuple[float, float]:
@@ -16,5 +33,101 @@ def timed(fn: Callable[[], object], repeat: int, warmup: int = 3) -> tuple[float
         start = time.perf_counter()
         fn()
         times.append((time.perf_counter() - start) * 1000)
-    times.sort()
-    return statistics.median(times), times[int(0.95 * (len(times) - 1))]
+    return p50_p95(times)
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+@dataclasses.dataclass
+class Server:
+    process: subprocess.Popen
+    url: str
+    started: float  # time.perf_counter() when the process was started
+    seconds_to_200: float  # from starting the process to its first HTTP 200
+
+    def rss_mb(self) -> float:
+        """The server process' resident memory now (Linux /proc), in MiB."""
+        for line in Path(f"/proc/{self.process.pid}/status").read_text().splitlines():
+            if line.startswith("VmRSS:"):
+                return int(line.split()[1]) / 1024
+        raise RuntimeError(f"no VmRSS for process {self.process.pid}")
+
+
+@contextlib.contextmanager
+def serving(script: str | Path, timeout: float = 180, **env: str) -> Iterator[Server]:
+    """Run ``python script`` from the repo root on a free local port until it answers HTTP 200; stop it on exit.
+
+    Extra keyword arguments are environment variables for the server (the app runs on CPU unless
+    VIT_DEMO_DEVICE says otherwise).
+    """
+    port = free_port()
+    env = {**os.environ, "GRADIO_SERVER_NAME": "127.0.0.1", "GRADIO_SERVER_PORT": str(port), "VIT_DEMO_DEVICE": "cpu",
+           "PYTHONPATH": str(REPO), **env}
+    log = tempfile.TemporaryFile("w+")  # a file, not a pipe: a chatty server never blocks on it
+    started = time.perf_counter()
+    process = subprocess.Popen([sys.executable, str(script)], cwd=REPO, env=env, stdout=log, stderr=subprocess.STDOUT,
+                               text=True)
+    url = f"http://127.0.0.1:{port}/"
+    try:
+        while True:
+            try:
+                with urllib.request.urlopen(url, timeout=2) as response:
+                    if response.status == 200:
+                        break
+            except OSError:
+                pass
+            if process.poll() is not None or time.perf_counter() - started > timeout:
+                process.kill()
+                process.wait()
+                log.seek(0)
+                raise RuntimeError(f"{script} did not start:\n{log.read()[-3000:]}")
+            time.sleep(0.05)
+        yield Server(process, url, started, time.perf_counter() - started)
+    finally:
+        if process.poll() is None:
+            process.terminate()
+            try:
+                process.wait(timeout=30)
+            except subprocess.TimeoutExpired:
+                process.kill()
+                process.wait()
+        log.close()
+
+
+def example_drawings(folder: Path) -> list[Path]:
+    """The ten example digits as a drawing reaches the app: dark ink on white, at the canvas' 112x112."""
+    from PIL import Image, ImageOps
+
+    paths = []
+    for example in sorted((REPO / "examples" / "digits").glob("*.png")):
+        path = folder / example.name
+        ImageOps.invert(Image.open(example).convert("L")).resize((112, 112), Image.BILINEAR).save(path)
+        paths.append(path)
+    return paths
+
+
+def example_photos() -> list[Path]:
+    return sorted((REPO / "examples" / "photos").glob("*.png"))
+
+
+def sketch(path: Path) -> dict:
+    """A gradio_client argument for ``/predict_digit``: a sketch value with ``path`` as its composite."""
+    from gradio_client import handle_file
+
+    return {"background": None, "layers": [], "composite": handle_file(str(path)), "id": None}
+
+
+def client(url: str):
+    """A gradio_client Client for a local server.
+
+    The servers here speak plain HTTP, so there is no certificate to verify; with verification on,
+    each of the ~8 HTTP calls gradio_client makes per request builds a TLS context (~20 ms of CPU
+    each on this machine), which made the client, not the server, the slowest part of a request.
+    """
+    from gradio_client import Client
+
+    return Client(url, verbose=False, ssl_verify=False)

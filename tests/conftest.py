@@ -145,7 +145,7 @@ def draw_digit(digit: str, canvas: int, box: tuple[int, int, int], pen: float) -
     return image
 
 
-def _free_port() -> int:
+def free_port() -> int:
     import socket
 
     with socket.socket() as s:
@@ -162,7 +162,7 @@ def app_url():
     import time
     import urllib.request
 
-    port = _free_port()
+    port = free_port()
     env = {**os.environ, "GRADIO_SERVER_NAME": "127.0.0.1", "GRADIO_SERVER_PORT": str(port),
            "VIT_DEMO_DEVICE": "cpu"}
     server = subprocess.Popen([sys.executable, "app.py"], cwd=REPO, env=env, stdout=subprocess.PIPE,

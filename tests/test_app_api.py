@@ -49,8 +49,9 @@ def test_predict_digit_on_a_blank_canvas_guesses_nothing(client, tmp_path):
 def test_bad_files_get_a_clear_error_and_the_server_keeps_serving(client, tmp_path):
     bad = tmp_path / "notes.png"
     bad.write_text("this is not an image")
-    with pytest.raises(AppError, match="Can't read this image"):
-        client.predict(sketch(bad), api_name="/predict_digit")
+    # /predict_digit is batched: the message comes as the answer, so that it fails no one else's request.
+    label, info, *pictures = client.predict(sketch(bad), api_name="/predict_digit")
+    assert info.startswith("Can't read this image") and all(p is None for p in pictures[:-1])
     if (WEIGHTS_ROOT / "cifar10" / "config.json").is_file():
         with pytest.raises(AppError, match="Can't read this image"):
             client.predict(handle_file(str(bad)), api_name="/predict_image")
@@ -83,3 +84,53 @@ def test_oversized_upload_is_refused_and_the_server_keeps_serving(client, tmp_pa
     good = tmp_path / "seven.png"
     draw_digit("7", 300, (20, 20, 260), 0.08).save(good)
     assert client.predict(sketch(good), api_name="/predict_digit")[0]["label"] == "7"
+
+
+def test_a_full_queue_answers_busy_try_again_and_the_server_keeps_serving(monkeypatch, tmp_path):
+    """The app itself, in this process, with a queue of 2: both workers held busy, 2 requests waiting, one more."""
+    import threading
+    import time
+
+    import httpx
+    import torch
+    from conftest import free_port
+    from gradio_client.utils import QueueError
+
+    from vit_demo import ui
+
+    seven = tmp_path / "seven.png"
+    draw_digit("7", 300, (20, 20, 260), 0.08).save(seven)
+    threads = torch.get_num_threads()
+    demo = ui.launch(queue_size=2, server_name="127.0.0.1", server_port=free_port(), prevent_thread_lock=True,
+                     quiet=True)
+    try:
+        started, release = threading.Semaphore(0), threading.Event()
+        analyse_batch = ui.analyse_batch
+
+        def held(model, images):  # a worker that waits, as if every drawing took long
+            started.release()
+            assert release.wait(60)
+            return analyse_batch(model, images)
+
+        monkeypatch.setattr(ui, "analyse_batch", held)
+        client = Client(demo.local_url, verbose=False)
+        jobs = []
+        for _ in range(ui.WORKERS):
+            jobs.append(client.submit(sketch(seven), api_name="/predict_digit"))
+            assert started.acquire(timeout=30)  # this one is running, alone
+        jobs += [client.submit(sketch(seven), api_name="/predict_digit") for _ in range(2)]
+        status = f"{demo.local_url}gradio_api/queue/status"
+        deadline = time.monotonic() + 30
+        while httpx.get(status).json()["queue_size"] < 2:
+            assert time.monotonic() < deadline
+            time.sleep(0.05)
+        with pytest.raises(QueueError, match="Queue is full! Please try again."):
+            client.predict(sketch(seven), api_name="/predict_digit")
+        release.set()
+        assert [job.result(timeout=60)[0]["label"] for job in jobs] == ["7"] * len(jobs)
+        assert client.predict(sketch(seven), api_name="/predict_digit")[0]["label"] == "7"
+        client.close()
+    finally:
+        release.set()
+        demo.close()
+        torch.set_num_threads(threads)

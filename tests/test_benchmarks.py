@@ -14,3 +14,16 @@ def test_benchmark_prints_a_table(script):
     assert result.returncode == 0, result.stderr[-2000:]
     rows = [line for line in result.stdout.splitlines() if line.startswith("| ")]
     assert len(rows) >= 4 and "median ms" in rows[0]
+
+
+@pytest.mark.parametrize(("script", "args", "header", "rows"), [
+    ("serve_latency.py", ["--repeat", "2", "--warmup", "1"], "app / do-nothing p50", 2),
+    ("serve_load.py", ["--users", "2", "--drawings", "2"], "throughput req/s", 2),
+    ("cold_start.py", ["--repeat", "1"], "to first prediction s", 2),
+])
+def test_serving_benchmark_prints_a_table(script, args, header, rows):
+    result = subprocess.run([sys.executable, f"benchmarks/{script}", *args], cwd=REPO, capture_output=True, text=True,
+                            timeout=600)
+    assert result.returncode == 0, result.stderr[-2000:]
+    table = [line for line in result.stdout.splitlines() if line.startswith("| ")]
+    assert header in table[0] and len(table) == 1 + rows, result.stdout  # the header, then the rows

@@ -73,3 +73,34 @@ def test_layer_head_and_patch_choices():
 def test_warm_up_runs_every_available_model():
     ui.warm_up()  # must not raise, with or without the CIFAR-10 weights
     assert ui.classifier.cache_info().currsize >= 1
+
+
+def test_a_batch_gets_the_same_answers_as_one_drawing_at_a_time(tmp_path):
+    paths = []
+    for name, strokes in (("seven", SEVEN), ("one", [[(55, 15), (55, 95)]]), ("blank", [])):
+        image = Image.new("L", (CANVAS_SIZE, CANVAS_SIZE), 255)
+        for stroke in strokes:
+            ImageDraw.Draw(image).line(stroke, fill=0, width=6, joint="curve")
+        image.save(tmp_path / f"{name}.png")
+        paths.append(str(tmp_path / f"{name}.png"))
+    bad = tmp_path / "bad.png"
+    bad.write_text("not an image")
+    batch = [paths[0], str(bad), paths[1], None, paths[2]]
+    columns = ui.predict_digits(batch)
+    assert len(columns) == 8 and all(len(column) == len(batch) for column in columns)  # 8 outputs: no State
+    answers = list(zip(*columns))
+    for path, answer in zip(batch, answers):
+        alone = list(zip(*ui.predict_digits([path])))[0]
+        if alone[0] is not None:  # the same probabilities (up to float rounding: batched matmuls sum differently)
+            assert answer[0] == pytest.approx(alone[0], rel=1e-5, abs=1e-7)
+        else:
+            assert answer[0] is None
+        assert answer[1].split(" · ")[0] == alone[1].split(" · ")[0]  # the top class, without the timing
+        for picture, picture_alone in zip(answer[2:7], alone[2:7]):
+            assert (picture is None) == (picture_alone is None)
+            if picture is not None:
+                diff = np.abs(np.asarray(picture, dtype=int) - np.asarray(picture_alone, dtype=int))
+                assert diff.max() <= 1  # the same picture, up to a rounding step
+    assert max(answers[0][0], key=answers[0][0].get) == "7" and max(answers[2][0], key=answers[2][0].get) == "1"
+    assert answers[1][1].startswith("Can't read this image") and answers[1][0] is None
+    assert answers[3][1] == answers[4][1] == ui.DRAW_PROMPT

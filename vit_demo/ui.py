@@ -20,9 +20,12 @@ from typing import Any
 import gradio as gr
 import numpy as np
 import torch
+from gradio import processing_utils
+from gradio.data_classes import ImageData
 from PIL import Image
 
 from vit_demo import explain, render
+from vit_demo.atomic import atomic_write
 from vit_demo.canvas import decode_drawing, drawing_canvas
 from vit_demo.classifier import Classifier, load_model
 from vit_demo.model import ViTConfig
@@ -38,6 +41,13 @@ VIEW_BUTTONS = ["fullscreen", "download"]  # no "share": nothing leaves the serv
 DRAW_PROMPT = "Draw a digit (0-9) on the canvas: the prediction follows your pen."
 UPLOAD_PROMPT = "Upload a photo, or pick an example below."
 VIEW_FORMAT = "jpeg"  # encodes in ~1 ms where WebP (Gradio's default) took ~30 ms for the layer x head grid
+# Serving a room on 2 vCPUs (measured with benchmarks/serve_load.py; see README):
+WORKERS = 2  # handlers running at once, all events together: one per core
+QUEUE_SIZE = 100  # requests waiting at once, all users together; one more is answered "busy, try again"
+TORCH_THREADS = 1  # a 1 ms forward gains nothing from 2 threads, and they stall when the other core is busy
+CACHE_SWEEP = (600, 600)  # every 10 min, delete the pictures and uploads Gradio cached more than 10 min ago
+SHARED_WORKERS = {"concurrency_id": "views", "concurrency_limit": WORKERS}  # for every event listener
+DIGIT_BATCH = 8  # /predict_digit serves up to this many waiting requests with one forward pass
 
 CSS = """
 #digit-label .output-class, #photo-label .output-class { font-size: 3rem !important; }
@@ -84,17 +94,37 @@ class Analysis:
         return explain.attention_rollout(self.attention)
 
 
+def analyse_batch(model: str, images: list[Any]) -> list[Analysis | InputError]:
+    """Preprocess ``images`` for ``model`` and run them in one forward pass, timing the model alone.
+
+    An image that can't be read (or is blank) gets its ``InputError`` (``NothingDrawn``) in its place.
+    """
+    clf = classifier(model)
+    inputs: dict[int, np.ndarray] = {}
+    results: list[Analysis | InputError | None] = [None] * len(images)
+    for i, image in enumerate(images):
+        try:
+            inputs[i] = clf.preprocess(image)
+        except InputError as exc:
+            results[i] = exc
+    if inputs:
+        if clf.device.type == "cuda":
+            torch.cuda.synchronize(clf.device)
+        started = time.perf_counter()
+        predictions = clf.predict_preprocessed(list(inputs.values()))
+        model_ms = (time.perf_counter() - started) * 1000
+        for i, prediction in zip(inputs, predictions):
+            results[i] = Analysis(input=prediction.input, attention=prediction.attention, probs=prediction.probs,
+                                  model_ms=model_ms, device=str(clf.device))
+    return results
+
+
 def analyse(model: str, image: Any) -> Analysis:
     """Preprocess ``image`` for ``model`` and run it, timing the model alone."""
-    clf = classifier(model)
-    preprocessed = clf.preprocess(image)
-    if clf.device.type == "cuda":
-        torch.cuda.synchronize(clf.device)
-    started = time.perf_counter()
-    prediction = clf.predict_preprocessed([preprocessed])[0]
-    model_ms = (time.perf_counter() - started) * 1000
-    return Analysis(input=prediction.input, attention=prediction.attention, probs=prediction.probs,
-                    model_ms=model_ms, device=str(clf.device))
+    result = analyse_batch(model, [image])[0]
+    if isinstance(result, InputError):
+        raise result
+    return result
 
 
 # ---- Views ---------------------------------------------------------------------------------------
@@ -183,11 +213,29 @@ def on_drawing(value: str, layer: int, head: str) -> tuple:
     return views_for("mnist", drawing, layer, head, DRAW_PROMPT)
 
 
-def predict_digit(path: str | None) -> tuple:
-    """API: classify a drawn digit, given as a sketch value's composite image."""
-    if path is None:
-        return empty_views(DRAW_PROMPT)
-    return views_for("mnist", path, model_config("mnist").depth, MEAN, DRAW_PROMPT)
+def predict_digits(paths: list[str | None]) -> list[list]:
+    """API, batched (``batch=True``): the drawings of the requests waiting together, in one forward pass.
+
+    Gradio gives a list per input and wants a list per output. There is no State output: a batch's
+    states would all land in its first request's session. A drawing that can't be read gets its
+    message in the info text, as a blank one gets the prompt: raising would fail the whole batch,
+    the other users' requests included.
+    """
+    problem = model_problem("mnist")
+    drawn = iter([] if problem else analyse_batch("mnist", [path for path in paths if path is not None]))
+    rows = []
+    for path in paths:
+        result = None if problem or path is None else next(drawn)
+        if problem:
+            row = empty_views(problem)
+        elif result is None or isinstance(result, NothingDrawn):
+            row = empty_views(DRAW_PROMPT)
+        elif isinstance(result, InputError):
+            row = empty_views(f"Can't read this image: {result}")
+        else:
+            row = all_views(result, model_config("mnist").depth, MEAN)
+        rows.append(row[:-1])  # every output but the State
+    return [list(column) for column in zip(*rows)]
 
 
 def predict_image(path: str | None, layer: int | None = None, head: str = MEAN) -> tuple:
@@ -227,6 +275,30 @@ class UndecodedImage(gr.Image):
 
     def preprocess(self, payload):
         return None if payload is None else payload.path
+
+
+class CachedImage(gr.Image):
+    """A picture output that is written to Gradio's cache once, atomically.
+
+    ``gr.Image`` rewrites a cached picture in place whenever the same picture is made again (two
+    users drawing the same digit), so a download of the earlier copy that is under way can read a
+    truncated file: the stock app drops such requests under load. Here a picture already in the
+    cache is reused, and a new one appears under its final name complete or not at all.
+    """
+
+    is_template = True  # use gr.Image's frontend
+
+    def postprocess(self, value: Image.Image | None) -> ImageData | None:
+        if value is None:
+            return None
+        data = processing_utils.encode_pil_to_bytes(value, self.format)
+        path = Path(self.GRADIO_CACHE) / processing_utils.hash_bytes(data) / f"image.{self.format}"
+        try:
+            os.utime(path)  # Blocks(delete_cache=...) ages files by ctime: a picture handed out again is fresh
+        except FileNotFoundError:
+            path.parent.mkdir(parents=True, exist_ok=True)
+            atomic_write(path, lambda f: f.write(data))
+        return ImageData(path=str(path), orig_name=path.name)
 
 
 class UndecodedSketch(gr.ImageEditor):
@@ -275,7 +347,7 @@ def build_panel(prefix: str, model: str, prompt: str, build_input: Callable[[], 
             info = gr.Markdown(problem or prompt, elem_id=f"{prefix}-info")
         with gr.Column(scale=1, min_width=300):
             gr.Markdown("### What the model sees\nClick a patch to see where it looks.")
-            patches = gr.Image(show_label=False, type="pil", format=VIEW_FORMAT, interactive=False, elem_id=f"{prefix}-patches",
+            patches = CachedImage(show_label=False, type="pil", format=VIEW_FORMAT, interactive=False, elem_id=f"{prefix}-patches",
                                height=LARGE, buttons=[])
             gr.Markdown(
                 f"The {config.image_size}x{config.image_size} input is cut into {config.grid_size}x{config.grid_size} "
@@ -286,24 +358,24 @@ def build_panel(prefix: str, model: str, prompt: str, build_input: Callable[[], 
     with gr.Row(equal_height=False):
         with gr.Column(scale=3):
             gr.Markdown("### Where [CLS] looks\nEvery layer (rows) and head (columns), and each layer's mean.")
-            cls_grid = gr.Image(show_label=False, type="pil", format=VIEW_FORMAT, interactive=False, elem_id=f"{prefix}-cls-grid",
+            cls_grid = CachedImage(show_label=False, type="pil", format=VIEW_FORMAT, interactive=False, elem_id=f"{prefix}-cls-grid",
                                 buttons=VIEW_BUTTONS)
         with gr.Column(scale=2):
             gr.Markdown("### One layer and head, large")
             layer = gr.Slider(1, config.depth, value=config.depth, step=1, label="Layer", elem_id=f"{prefix}-layer")
             head = gr.Radio([MEAN] + [f"head {h + 1}" for h in range(config.heads)], value=MEAN, label="Head",
                             elem_id=f"{prefix}-head")
-            selected = gr.Image(show_label=False, type="pil", format=VIEW_FORMAT, interactive=False, elem_id=f"{prefix}-selected",
+            selected = CachedImage(show_label=False, type="pil", format=VIEW_FORMAT, interactive=False, elem_id=f"{prefix}-selected",
                                 height=LARGE, buttons=VIEW_BUTTONS)
     with gr.Row(equal_height=False):
         with gr.Column(scale=2):
             gr.Markdown("### Attention rollout\n[CLS] through all layers, residuals included "
                         "(Abnar & Zuidema, 2020).")
-            rollout = gr.Image(show_label=False, type="pil", format=VIEW_FORMAT, interactive=False, elem_id=f"{prefix}-rollout",
+            rollout = CachedImage(show_label=False, type="pil", format=VIEW_FORMAT, interactive=False, elem_id=f"{prefix}-rollout",
                                height=LARGE, buttons=VIEW_BUTTONS)
         with gr.Column(scale=3):
             query_note = gr.Markdown("### Where a patch looks", elem_id=f"{prefix}-query-note")
-            query = gr.Image(show_label=False, type="pil", format=VIEW_FORMAT, interactive=False, elem_id=f"{prefix}-query",
+            query = CachedImage(show_label=False, type="pil", format=VIEW_FORMAT, interactive=False, elem_id=f"{prefix}-query",
                              buttons=VIEW_BUTTONS)
     panel = Panel(label, info, patches, cls_grid, layer, head, selected, rollout, query, query_note, gr.State())
     return panel, source
@@ -312,9 +384,9 @@ def build_panel(prefix: str, model: str, prompt: str, build_input: Callable[[], 
 def wire_view_controls(panel: Panel) -> None:
     for control in (panel.layer, panel.head):
         control.change(on_layer_or_head, [panel.state, panel.layer, panel.head], panel.selected,
-                       api_visibility="private", show_progress="hidden")
+                       api_visibility="private", show_progress="hidden", **SHARED_WORKERS)
     panel.patches.select(on_patch_click, panel.state, [panel.patches, panel.query, panel.query_note],
-                         api_visibility="private", show_progress="hidden")
+                         api_visibility="private", show_progress="hidden", **SHARED_WORKERS)
 
 
 def photo_input() -> gr.Image:
@@ -326,7 +398,7 @@ def photo_input() -> gr.Image:
 
 
 def build_demo() -> gr.Blocks:
-    with gr.Blocks(title="ViT demo: what a Vision Transformer looks at") as demo:
+    with gr.Blocks(title="ViT demo: what a Vision Transformer looks at", delete_cache=CACHE_SWEEP) as demo:
         gr.Markdown("# What does a Vision Transformer look at?\n"
                     "A ViT written from scratch in PyTorch. Draw a digit or upload a photo: see its prediction, "
                     "the patches it reads, and where every layer and attention head looks.")
@@ -334,16 +406,17 @@ def build_demo() -> gr.Blocks:
             with gr.Tab("Draw a digit (MNIST)", id="digit"):
                 digit, canvas = build_panel("digit", "mnist", DRAW_PROMPT,
                                             lambda: drawing_canvas(sorted((EXAMPLES / "digits").glob("*.png"))))
-                canvas.change(on_drawing, [canvas, digit.layer, digit.head], digit.outputs,
-                              api_visibility="private", show_progress="hidden", trigger_mode="always_last")
+                canvas.change(on_drawing, [canvas, digit.layer, digit.head], digit.outputs, api_visibility="private",
+                              show_progress="hidden", trigger_mode="always_last", **SHARED_WORKERS)
                 wire_view_controls(digit)
                 # API only: a sketch value (or an image as its composite) for scripts.
                 sketch = UndecodedSketch(visible=False)
-                sketch.change(predict_digit, sketch, digit.outputs, api_name="predict_digit")
+                sketch.change(predict_digits, sketch, digit.outputs[:-1], api_name="predict_digit", batch=True,
+                              max_batch_size=DIGIT_BATCH, **SHARED_WORKERS)
             with gr.Tab("Upload a photo (CIFAR-10)", id="photo"):
                 photos, photo = build_panel("photo", "cifar10", UPLOAD_PROMPT, photo_input)
                 photo.change(predict_image, [photo, photos.layer, photos.head], photos.outputs,
-                             api_name="predict_image", show_progress="minimal")
+                             api_name="predict_image", show_progress="minimal", **SHARED_WORKERS)
                 wire_view_controls(photos)
     return demo
 
@@ -356,8 +429,14 @@ def warm_up() -> None:
             all_views(analyse(model, example), config.depth, MEAN)
 
 
-def launch() -> None:
+def launch(queue_size: int = QUEUE_SIZE, **launch_args: Any) -> gr.Blocks:
+    """Build, warm up and serve the app (``launch_args`` go to ``Blocks.launch``)."""
+    torch.set_num_threads(TORCH_THREADS)
     demo = build_demo()
     warm_up()
+    # A full queue answers at once: the page shows "This application is currently busy. Please try
+    # again.", gradio_client raises QueueError("Queue is full! Please try again.").
+    demo.queue(max_size=queue_size)
     # Uploads larger than our decoder accepts are refused while they stream in, before they reach the disk.
-    demo.queue().launch(css=CSS, theme=gr.themes.Default(), max_file_size=MAX_FILE_BYTES)
+    demo.launch(css=CSS, theme=gr.themes.Default(), max_file_size=MAX_FILE_BYTES, **launch_args)
+    return demo

@@ -1,0 +1,49 @@
+"""Cold start: from ``python app.py`` to the first HTTP 200, and to the first prediction, a few times.
+
+    python benchmarks/cold_start.py [--repeat 3]
+
+Each run starts the app on a free local port and polls its page every 50 ms; as soon as it answers,
+a gradio_client Client connects and sends one drawing to ``/predict_digit``. Both times count from
+the moment the process is started. Goal on a 2-core machine: at most 10 s each.
+"""
+
+from __future__ import annotations
+
+import argparse
+import statistics
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+from common import client, example_drawings, serving, sketch  # noqa: E402
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--repeat", type=int, default=3)
+    args = parser.parse_args()
+
+    runs = []
+    with tempfile.TemporaryDirectory() as folder:
+        drawing = example_drawings(Path(folder))[7]
+        for _ in range(args.repeat):
+            with serving("app.py") as app:
+                session = client(app.url)
+                label = session.predict(sketch(drawing), api_name="/predict_digit")[0]["label"]
+                first_prediction = time.perf_counter() - app.started
+                session.close()
+            runs.append((app.seconds_to_200, first_prediction, label))
+
+    print(f"cold start of python app.py, {args.repeat} runs")
+    print("| run | to first HTTP 200 s | to first prediction s | label |")
+    print("|---|---:|---:|---|")
+    for i, (to_200, to_prediction, label) in enumerate(runs, 1):
+        print(f"| {i} | {to_200:.1f} | {to_prediction:.1f} | {label} |")
+    medians = [statistics.median(run[i] for run in runs) for i in (0, 1)]
+    print(f"| median | **{medians[0]:.1f}** | **{medians[1]:.1f}** | |")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,84 @@
+"""One user: each API endpoint end to end through gradio_client, beside a do-nothing app and the bare model.
+
+    python benchmarks/serve_latency.py [--repeat 100]
+
+It starts the app (python app.py) and the do-nothing baseline (benchmarks/noop_app.py: the same
+endpoints and components, answers made in advance) on free local ports, and times
+``client.predict`` against both, alternating request by request so that both see the same machine.
+A request is everything a script (or a page) waits for: the upload, the queue, the handler, the
+pictures encoded, the answer, and the pictures downloaded. The bare forward pass of the same model
+(in this process, logits only) shows how little of that is the model.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+import torch
+from gradio_client import handle_file
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+from common import REPO, client, example_drawings, example_photos, p50_p95, serving, sketch, timed  # noqa: E402
+from vit_demo.classifier import load_model, to_chw  # noqa: E402
+from vit_demo.ui import TORCH_THREADS  # noqa: E402
+from vit_demo.weights import WeightsError  # noqa: E402
+
+
+def forward_ms(model: str, example: Path, repeat: int) -> tuple[float, float] | None:
+    """p50/p95 of the model's bare forward pass on one example (as the app runs it), or None without its weights."""
+    torch.set_num_threads(TORCH_THREADS)
+    try:
+        clf = load_model(model, "cpu")
+    except WeightsError:
+        return None
+    x = torch.from_numpy(to_chw(clf.preprocess(example))[None])  # (1, C, H, W)
+    with torch.inference_mode():
+        return timed(lambda: clf.model(x), repeat)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--repeat", type=int, default=100, help="requests per endpoint and app")
+    parser.add_argument("--warmup", type=int, default=5, help="untimed requests per endpoint and app first")
+    args = parser.parse_args()
+
+    with tempfile.TemporaryDirectory() as folder:
+        drawings = example_drawings(Path(folder))
+        photos = example_photos()
+        endpoints = {"/predict_digit": lambda i: sketch(drawings[i % len(drawings)]),
+                     "/predict_image": lambda i: handle_file(str(photos[i % len(photos)]))}
+        times: dict[tuple[str, str], list[float]] = {}
+        with serving("app.py") as app, serving(REPO / "benchmarks" / "noop_app.py") as noop:
+            clients = {"app": client(app.url), "do-nothing": client(noop.url)}
+            for endpoint, argument in endpoints.items():
+                for i in range(args.warmup + args.repeat):
+                    for name, session in clients.items():
+                        started = time.perf_counter()
+                        session.predict(argument(i), api_name=endpoint)
+                        if i >= args.warmup:
+                            times.setdefault((endpoint, name), []).append((time.perf_counter() - started) * 1000)
+            for session in clients.values():
+                session.close()
+        forwards = {"/predict_digit": forward_ms("mnist", drawings[7], args.repeat),
+                    "/predict_image": forward_ms("cifar10", photos[0], args.repeat)}
+
+    print(f"one user, {args.repeat} requests per endpoint and app (after {args.warmup} untimed), "
+          f"end to end through gradio_client; bare forward: 1 image, CPU, torch threads {torch.get_num_threads()}")
+    print("| endpoint | app p50 ms | app p95 ms | do-nothing p50 ms | do-nothing p95 ms | app / do-nothing p50 | "
+          "app / do-nothing p95 | bare forward p50 ms | app p50 / forward |")
+    print("|---|---:|---:|---:|---:|---:|---:|---:|---:|")
+    for endpoint, forward in forwards.items():
+        (a50, a95), (n50, n95) = p50_p95(times[(endpoint, "app")]), p50_p95(times[(endpoint, "do-nothing")])
+        bare = ("no weights", "-") if forward is None else (f"{forward[0]:.2f}", f"{a50 / forward[0]:.0f}x")
+        print(f"| {endpoint} | {a50:.1f} | {a95:.1f} | {n50:.1f} | {n95:.1f} | **{a50 / n50:.2f}x** | {a95 / n95:.2f}x "
+              f"| {bare[0]} | {bare[1]} |")
+    if forwards["/predict_image"] is None:
+        print("Without CIFAR-10 weights, /predict_image answers with a message and no pictures.")
+
+
+if __name__ == "__main__":
+    main()
