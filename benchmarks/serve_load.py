@@ -56,11 +56,14 @@ def user_process(url: str, drawings: list[Path], users: int, requests: int, time
     """Connect ``users`` clients, warm each up with one request, wait for ``go``, then send ``requests`` each."""
     try:
         clients = [client(url) for _ in range(users)]
-        for i, session in enumerate(clients):
-            session.predict(sketch(drawings[i % len(drawings)]), api_name="/predict_digit")
     except Exception as exc:  # noqa: BLE001  (sent to the parent, which stops the run with it)
         ready.put(exc)
         return
+    for i, session in enumerate(clients):
+        try:
+            session.predict(sketch(drawings[i % len(drawings)]), api_name="/predict_digit")
+        except Exception:  # noqa: BLE001  (untimed warm-up: a failure here is not part of the measurement)
+            pass
     ready.put(users)
     go.wait()
     records: list[tuple[float, float, str | None]] = []  # (start, end, error kind)
