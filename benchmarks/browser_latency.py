@@ -16,46 +16,18 @@ from __future__ import annotations
 
 import argparse
 import math
-import os
-import socket
 import statistics
-import subprocess
 import sys
-import textwrap
 import time
-import urllib.request
 from pathlib import Path
 
 from playwright.sync_api import sync_playwright
 
-REPO = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+from common import REPO, serving  # noqa: E402  (benchmarks/ is on sys.path: scripts run from it)
+
 CHROMIUM_ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
                  "--disable-background-networking", "--disable-component-update", "--disable-sync"]
-
-BASELINE_APP = textwrap.dedent("""
-    import os
-    import time
-    os.environ["GRADIO_ANALYTICS_ENABLED"] = "False"
-    import gradio as gr
-    from vit_demo.preprocess import NothingDrawn
-    from vit_demo.ui import classifier
-
-    def predict(sketch):
-        if sketch is None or sketch.get("composite") is None:
-            return None, ""
-        try:
-            result = classifier("mnist").predict(sketch["composite"])
-        except NothingDrawn:
-            return None, ""
-        return result.probs, f"{result.label} {time.time()}"
-
-    with gr.Blocks() as demo:
-        pad = gr.Sketchpad(elem_id="pad", brush=gr.Brush(default_size=10))
-        label = gr.Label(num_top_classes=3, elem_id="digit-label")
-        info = gr.Markdown(elem_id="digit-info")
-        pad.change(predict, pad, [label, info])
-    demo.queue().launch()
-""")
 
 # Records pointer-up times and every change of the prediction's text, in page time (ms).
 RECORDER = """() => {
@@ -65,29 +37,6 @@ RECORDER = """() => {
     for (const id of ['#digit-label', '#digit-info'])
         observer.observe(document.querySelector(id), {subtree: true, childList: true, characterData: true});
 }"""
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
-def start(command: list[str]) -> tuple[subprocess.Popen, str]:
-    port = free_port()
-    env = {**os.environ, "GRADIO_SERVER_NAME": "127.0.0.1", "GRADIO_SERVER_PORT": str(port), "VIT_DEMO_DEVICE": "cpu",
-           "PYTHONPATH": str(REPO)}
-    server = subprocess.Popen(command, cwd=REPO, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-    url = f"http://127.0.0.1:{port}/"
-    deadline = time.monotonic() + 120
-    while time.monotonic() < deadline:
-        try:
-            with urllib.request.urlopen(url, timeout=2):
-                return server, url
-        except OSError:
-            time.sleep(0.3)
-    server.kill()
-    raise RuntimeError(f"{command} did not start")
 
 
 def stroke_latencies(page, canvas_selector: str, strokes: int, prepare, settle: float) -> list[float]:
@@ -121,29 +70,19 @@ def main() -> None:
     parser.add_argument("--strokes", type=int, default=10)
     parser.add_argument("--settle", type=float, default=5.0, help="seconds to wait after each stroke")
     args = parser.parse_args()
-    baseline_file = REPO / "benchmarks" / ".stock_sketchpad_app.py"
-    baseline_file.write_text(BASELINE_APP)
     results = {}
-    try:
-        for name, command, selector, prepare in (
-            ("app: light canvas", [sys.executable, "app.py"], "#canvas canvas.vd-draw", lambda page: None),
-            ("baseline: stock gr.Sketchpad", [sys.executable, str(baseline_file)], "#pad .pixi-target canvas",
-             prepare_stock),
-        ):
-            server, url = start(command)
-            try:
-                with sync_playwright() as p:
-                    browser = p.chromium.launch(executable_path="/usr/bin/chromium", args=CHROMIUM_ARGS)
-                    page = browser.new_page(viewport={"width": 1400, "height": 1000})
-                    page.goto(url)
-                    page.wait_for_selector(selector)
-                    results[name] = stroke_latencies(page, selector, args.strokes, prepare, args.settle)
-                    browser.close()
-            finally:
-                server.terminate()
-                server.wait(timeout=30)
-    finally:
-        baseline_file.unlink(missing_ok=True)
+    for name, script, selector, prepare in (
+        ("app: light canvas", REPO / "app.py", "#canvas canvas.vd-draw", lambda page: None),
+        ("baseline: stock gr.Sketchpad", REPO / "benchmarks" / "stock_sketchpad_app.py", "#pad .pixi-target canvas",
+         prepare_stock),
+    ):
+        with serving(script) as server, sync_playwright() as p:
+            browser = p.chromium.launch(executable_path="/usr/bin/chromium", args=CHROMIUM_ARGS)
+            page = browser.new_page(viewport={"width": 1400, "height": 1000})
+            page.goto(server.url)
+            page.wait_for_selector(selector)
+            results[name] = stroke_latencies(page, selector, args.strokes, prepare, args.settle)
+            browser.close()
     print(f"end of stroke -> last prediction update on the page, {args.strokes} strokes each, headless Chromium")
     print("| canvas | updated after | median ms | p95 ms | max ms |")
     print("|---|---:|---:|---:|---:|")

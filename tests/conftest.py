@@ -5,6 +5,7 @@ from __future__ import annotations
 import gzip
 import shutil
 import struct
+import sys
 from pathlib import Path
 
 import numpy as np
@@ -12,6 +13,9 @@ import pytest
 from PIL import Image, ImageDraw, ImageFont
 
 REPO = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(REPO / "benchmarks"))
+from common import free_port, serving  # noqa: E402, F401  (one way to start a server, shared with the benchmarks)
+
 SHARED_DATA = REPO.parent / "shared" / "data"
 HAS_SHARED_MNIST = (SHARED_DATA / "MNIST" / "raw" / "t10k-images-idx3-ubyte.gz").is_file()
 HAS_SHARED_CIFAR = (SHARED_DATA / "cifar10" / "test" / "airplane").is_dir()
@@ -145,42 +149,8 @@ def draw_digit(digit: str, canvas: int, box: tuple[int, int, int], pen: float) -
     return image
 
 
-def free_port() -> int:
-    import socket
-
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
 @pytest.fixture(scope="session")
 def app_url():
     """The real app (python app.py) running on a free local port; stopped after the tests."""
-    import os
-    import subprocess
-    import sys
-    import time
-    import urllib.request
-
-    port = free_port()
-    env = {**os.environ, "GRADIO_SERVER_NAME": "127.0.0.1", "GRADIO_SERVER_PORT": str(port),
-           "VIT_DEMO_DEVICE": "cpu"}
-    server = subprocess.Popen([sys.executable, "app.py"], cwd=REPO, env=env, stdout=subprocess.PIPE,
-                              stderr=subprocess.STDOUT, text=True)
-    url = f"http://127.0.0.1:{port}/"
-    deadline = time.monotonic() + 120
-    try:
-        while True:
-            try:
-                with urllib.request.urlopen(url, timeout=2) as response:
-                    if response.status == 200:
-                        break
-            except OSError:
-                pass
-            if server.poll() is not None or time.monotonic() > deadline:
-                raise RuntimeError(f"the app did not start:\n{server.stdout.read()}")
-            time.sleep(0.3)
-        yield url
-    finally:
-        server.terminate()
-        server.wait(timeout=30)
+    with serving(REPO / "app.py") as server:
+        yield server.url
