@@ -98,12 +98,12 @@ def mix_batch(images: torch.Tensor, labels: torch.Tensor, num_classes: int, mixu
               cutmix_alpha: float) -> tuple[torch.Tensor, torch.Tensor]:
     """MixUp or CutMix (one of them, at random) over a (B, C, H, W) batch -> the images and (B, classes) targets.
 
-    An alpha of 0 turns that one off; with both off the labels just become one-hot targets.
+    An alpha of 0 turns that one off; at least one must be on.
     """
     choices = [v2.MixUp(alpha=mixup_alpha, num_classes=num_classes)] if mixup_alpha > 0 else []
     choices += [v2.CutMix(alpha=cutmix_alpha, num_classes=num_classes)] if cutmix_alpha > 0 else []
     if not choices:
-        return images, F.one_hot(labels, num_classes).to(images.dtype)
+        raise ValueError("mix_batch needs a positive mixup_alpha or cutmix_alpha")
     return v2.RandomChoice(choices)(images, labels)
 
 
