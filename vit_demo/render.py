@@ -41,8 +41,16 @@ def _upsample(images: np.ndarray, size: int, smooth: bool) -> np.ndarray:
 
 def base_image(image: np.ndarray, size: int) -> np.ndarray:
     """The input image as (size, size, 3) floats; digits stay crisp, photos are smoothed."""
+    return _base_image(image.tobytes(), image.shape, str(image.dtype), size)
+
+
+@functools.lru_cache(maxsize=16)
+def _base_image(data: bytes, shape: tuple[int, ...], dtype: str, size: int) -> np.ndarray:
+    """base_image, cached: one prediction's views upsample the same image for five pictures."""
+    image = np.frombuffer(data, dtype=dtype).reshape(shape).copy()  # (H, W) or (H, W, 3)
     chw = image[None] if image.ndim == 2 else image.transpose(2, 0, 1)
     up = _upsample(chw[None], size, smooth=image.ndim == 3)[0]  # (C, size, size)
+    up.flags.writeable = False  # shared by every caller
     return np.broadcast_to(up.transpose(1, 2, 0), (size, size, 3))
 
 
