@@ -227,7 +227,10 @@ def preprocess_drawing(image: ImageInput) -> np.ndarray:
         width = stroke_width(torch.from_numpy(digit))
         if low <= width <= high:
             break
-        work = _change_width(work, ((low if width < low else high) - width) * WORK_SCALE)
+        adjusted = _change_width(work, ((low if width < low else high) - width) * WORK_SCALE)
+        if not (adjusted > 0.05).any():  # thinning would erase the ink altogether: keep the strokes as they are
+            break
+        work = adjusted
     return digit
 
 
