@@ -214,6 +214,15 @@ def on_drawing(value: str, layer: int, head: str) -> tuple:
     return views_for("mnist", drawing, layer, head, DRAW_PROMPT)
 
 
+def digit_views(result: Analysis | InputError) -> tuple:
+    """A batched drawing's outputs: its views, the prompt when it is blank, or why it can't be read."""
+    if isinstance(result, NothingDrawn):
+        return empty_views(DRAW_PROMPT)
+    if isinstance(result, InputError):
+        return empty_views(f"Can't read this image: {result}")
+    return all_views(result, model_config("mnist").depth, MEAN)
+
+
 def predict_digits(paths: list[str | None]) -> list[list]:
     """API, batched (``batch=True``): the drawings of the requests waiting together, in one forward pass.
 
@@ -223,19 +232,12 @@ def predict_digits(paths: list[str | None]) -> list[list]:
     the other users' requests included.
     """
     problem = model_problem("mnist")
-    drawn = iter([] if problem else analyse_batch("mnist", [path for path in paths if path is not None]))
-    rows = []
-    for path in paths:
-        result = None if problem or path is None else next(drawn)
-        if problem:
-            row = empty_views(problem)
-        elif result is None or isinstance(result, NothingDrawn):
-            row = empty_views(DRAW_PROMPT)
-        elif isinstance(result, InputError):
-            row = empty_views(f"Can't read this image: {result}")
-        else:
-            row = all_views(result, model_config("mnist").depth, MEAN)
-        rows.append(row[:-1])  # every output but the State
+    if problem:
+        rows = [empty_views(problem)] * len(paths)
+    else:
+        drawn = iter(analyse_batch("mnist", [path for path in paths if path is not None]))
+        rows = [empty_views(DRAW_PROMPT) if path is None else digit_views(next(drawn)) for path in paths]
+    rows = [row[:-1] for row in rows]  # every output but the State
     return [list(column) for column in zip(*rows)]
 
 
@@ -302,6 +304,11 @@ class CachedImage(gr.Image):
         return ImageData(path=str(path), orig_name=path.name)
 
 
+def view_image(elem_id: str, **layout: Any) -> CachedImage:
+    """One of a panel's pictures: made by the server, never edited by the user."""
+    return CachedImage(show_label=False, type="pil", format=VIEW_FORMAT, interactive=False, elem_id=elem_id, **layout)
+
+
 class UndecodedSketch(gr.ImageEditor):
     """A sketch input (an ImageEditor value) whose composite reaches Python as a file path, undecoded."""
 
@@ -348,8 +355,7 @@ def build_panel(prefix: str, model: str, prompt: str, build_input: Callable[[], 
             info = gr.Markdown(problem or prompt, elem_id=f"{prefix}-info")
         with gr.Column(scale=1, min_width=300):
             gr.Markdown("### What the model sees\nClick a patch to see where it looks.")
-            patches = CachedImage(show_label=False, type="pil", format=VIEW_FORMAT, interactive=False, elem_id=f"{prefix}-patches",
-                               height=LARGE, buttons=[])
+            patches = view_image(f"{prefix}-patches", height=LARGE, buttons=[])
             gr.Markdown(
                 f"The {config.image_size}x{config.image_size} input is cut into {config.grid_size}x{config.grid_size} "
                 f"patches of {config.patch_size}x{config.patch_size} pixels, numbered in reading order; each becomes "
@@ -359,25 +365,21 @@ def build_panel(prefix: str, model: str, prompt: str, build_input: Callable[[], 
     with gr.Row(equal_height=False):
         with gr.Column(scale=3):
             gr.Markdown("### Where [CLS] looks\nEvery layer (rows) and head (columns), and each layer's mean.")
-            cls_grid = CachedImage(show_label=False, type="pil", format=VIEW_FORMAT, interactive=False, elem_id=f"{prefix}-cls-grid",
-                                buttons=VIEW_BUTTONS)
+            cls_grid = view_image(f"{prefix}-cls-grid", buttons=VIEW_BUTTONS)
         with gr.Column(scale=2):
             gr.Markdown("### One layer and head, large")
             layer = gr.Slider(1, config.depth, value=config.depth, step=1, label="Layer", elem_id=f"{prefix}-layer")
             head = gr.Radio([MEAN] + [f"head {h + 1}" for h in range(config.heads)], value=MEAN, label="Head",
                             elem_id=f"{prefix}-head")
-            selected = CachedImage(show_label=False, type="pil", format=VIEW_FORMAT, interactive=False, elem_id=f"{prefix}-selected",
-                                height=LARGE, buttons=VIEW_BUTTONS)
+            selected = view_image(f"{prefix}-selected", height=LARGE, buttons=VIEW_BUTTONS)
     with gr.Row(equal_height=False):
         with gr.Column(scale=2):
             gr.Markdown("### Attention rollout\n[CLS] through all layers, residuals included "
                         "(Abnar & Zuidema, 2020).")
-            rollout = CachedImage(show_label=False, type="pil", format=VIEW_FORMAT, interactive=False, elem_id=f"{prefix}-rollout",
-                               height=LARGE, buttons=VIEW_BUTTONS)
+            rollout = view_image(f"{prefix}-rollout", height=LARGE, buttons=VIEW_BUTTONS)
         with gr.Column(scale=3):
             query_note = gr.Markdown("### Where a patch looks", elem_id=f"{prefix}-query-note")
-            query = CachedImage(show_label=False, type="pil", format=VIEW_FORMAT, interactive=False, elem_id=f"{prefix}-query",
-                             buttons=VIEW_BUTTONS)
+            query = view_image(f"{prefix}-query", buttons=VIEW_BUTTONS)
     panel = Panel(label, info, patches, cls_grid, layer, head, selected, rollout, query, query_note, gr.State())
     return panel, source
 
@@ -438,9 +440,10 @@ def return_large_buffers_to_the_os() -> None:
     """Have glibc map every buffer of 128 KiB or more on its own, so that freeing it gives it back to the OS.
 
     By default glibc raises this threshold whenever such a buffer is freed, after which the views'
-    large arrays come from the heap, which fragments with two workers: the server's RSS grew 46-52%
-    over 500-1,000 requests of benchmarks/serve_load.py, against about 2% with the threshold fixed, at
-    the same throughput. Other C libraries (macOS, musl) are left as they are.
+    large arrays come from the heap, which fragments with two workers: the server's RSS grew 37-52%
+    over 500-1,000 requests of benchmarks/serve_load.py, against 2-5% with the threshold fixed. The
+    cost is about 9 ms of server time per drawing (fresh pages for each large buffer). Other C
+    libraries (macOS, musl) are left as they are.
     """
     try:
         libc = ctypes.CDLL("libc.so.6")
