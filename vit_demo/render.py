@@ -31,56 +31,71 @@ def font(size: int) -> ImageFont.ImageFont:
     return ImageFont.load_default(size=size)
 
 
+@functools.cache
+def _resize_matrix(n: int, size: int, smooth: bool) -> np.ndarray:
+    """(size, n) float32: resizing n samples to size along one axis, bicubic when smooth, else nearest.
+
+    Both are separable, so a whole image resizes as ``rows @ image @ cols.T``: the same numbers as
+    torch's ``F.interpolate`` (it builds the matrix, from one-hot inputs), in two small matrix
+    products instead of a per-pixel kernel.
+    """
+    one_hot = torch.eye(n).reshape(n, 1, n, 1)  # n inputs of n x 1 pixels, each with a single 1
+    options = {"mode": "bicubic", "align_corners": False} if smooth else {"mode": "nearest"}
+    return F.interpolate(one_hot, size=(size, 1), **options)[:, 0, :, 0].T.numpy().copy()
+
+
 def _upsample(images: np.ndarray, size: int, smooth: bool) -> np.ndarray:
-    """(N, C, h, w) float -> (N, C, size, size), bicubic when smooth, else nearest (crisp pixels)."""
-    t = torch.from_numpy(np.ascontiguousarray(images, dtype=np.float32))
-    if smooth:
-        return F.interpolate(t, size=(size, size), mode="bicubic", align_corners=False).clamp_(0, 1).numpy()
-    return F.interpolate(t, size=(size, size), mode="nearest").numpy()
+    """(N, h, w) -> (N, size, size) float32, bicubic when smooth, else nearest (crisp pixels)."""
+    rows = _resize_matrix(images.shape[1], size, smooth)  # (size, h)
+    cols = _resize_matrix(images.shape[2], size, smooth)  # (size, w)
+    return rows @ images.astype(np.float32, copy=False) @ cols.T
 
 
-def base_image(image: np.ndarray, size: int) -> np.ndarray:
-    """The input image as (size, size, 3) floats; digits stay crisp, photos are smoothed."""
-    return _base_image(image.tobytes(), image.shape, str(image.dtype), size)
+def base_picture(image: np.ndarray, size: int) -> Image.Image:
+    """The input image as a size x size RGB picture; digits stay crisp, photos are smoothed. Don't draw on it."""
+    return _base_picture(image.tobytes(), image.shape, str(image.dtype), size)
 
 
 @functools.lru_cache(maxsize=16)
-def _base_image(data: bytes, shape: tuple[int, ...], dtype: str, size: int) -> np.ndarray:
-    """base_image, cached: one prediction's views upsample the same image for five pictures."""
-    image = np.frombuffer(data, dtype=dtype).reshape(shape).copy()  # (H, W) or (H, W, 3)
-    chw = image[None] if image.ndim == 2 else image.transpose(2, 0, 1)
-    up = _upsample(chw[None], size, smooth=image.ndim == 3)[0]  # (C, size, size)
-    up.flags.writeable = False  # shared by every caller
-    return np.broadcast_to(up.transpose(1, 2, 0), (size, size, 3))
+def _base_picture(data: bytes, shape: tuple[int, ...], dtype: str, size: int) -> Image.Image:
+    """base_picture, cached: one prediction's views use the same upsampled image some forty times."""
+    image = np.frombuffer(data, dtype=dtype).reshape(shape)  # (H, W) or (H, W, 3), in [0, 1]
+    channels = image[None] if image.ndim == 2 else image.transpose(2, 0, 1)  # (C, H, W)
+    up = _upsample(channels * 255, size, smooth=image.ndim == 3)  # (C, size, size)
+    rgb = np.broadcast_to(up.transpose(1, 2, 0), (size, size, 3))
+    return Image.fromarray(rgb.clip(0, 255).round().astype(np.uint8))
 
 
-HEAT_WEIGHT = 154  # out of 256: the heatmap's share of an overlay pixel; the image shows through the rest
+HEAT_ALPHA = 0.6  # the heatmap's share of an overlay pixel; the image shows through the rest
 
 
 @functools.cache
-def _weighted_colormap(name: str) -> np.ndarray:
-    """The colormap pre-multiplied by the heatmap's weight, as (256, 3) uint16."""
-    return colormap(name).astype(np.uint16) * HEAT_WEIGHT
+def _palette(name: str) -> list[int]:
+    """A colormap as a PIL palette: 256 RGB triples, flattened."""
+    return colormap(name).flatten().tolist()
 
 
-def overlays(image: np.ndarray, maps: np.ndarray, size: int, cmap: str = "inferno") -> np.ndarray:
-    """Heatmaps over the image: (N, g, g) maps -> (N, size, size, 3) uint8.
+def overlays(image: np.ndarray, maps: np.ndarray, size: int, cmap: str = "inferno") -> list[Image.Image]:
+    """Heatmaps over the image: (N, g, g) maps -> N pictures of size x size.
 
     Each map is scaled to its own maximum and upsampled smoothly; the image shows through underneath.
-    The blend is integer arithmetic on a pre-weighted colormap: this is the app's hottest loop.
+    This is the app's hottest loop (some 75 pictures per photo): the upsampling is two matrix
+    products, the colouring and blending are PIL's C loops on one small picture at a time.
     """
-    maps = maps / np.maximum(maps.reshape(len(maps), -1).max(axis=1), 1e-12)[:, None, None]
-    heat = _upsample(maps[:, None], size, smooth=True)[:, 0]  # (N, size, size) in [0, 1]
-    levels = (heat * 255).astype(np.uint8)  # (N, size, size)
-    base = (base_image(image, size) * (255 * (256 - HEAT_WEIGHT))).astype(np.uint16)  # (size, size, 3)
-    blended = np.take(_weighted_colormap(cmap), levels, axis=0)  # (N, size, size, 3); 4x faster than lut[levels]
-    blended += base
-    return (blended >> 8).astype(np.uint8)
+    peaks = np.maximum(maps.reshape(len(maps), -1).max(axis=1), 1e-12)  # (N,)
+    base = base_picture(image, size)
+    pictures = []
+    for levels in maps * (255 / peaks)[:, None, None]:  # (g, g) in [0, 255], one at a time: small buffers only
+        levels = _upsample(levels[None], size, smooth=True)[0].clip(0, 255).astype(np.uint8)  # (size, size)
+        heat = Image.fromarray(levels)  # mode "L"
+        heat.putpalette(_palette(cmap))  # now mode "P": the levels index the colormap
+        pictures.append(Image.blend(base, heat.convert("RGB"), HEAT_ALPHA))
+    return pictures
 
 
 def overlay(image: np.ndarray, heatmap: np.ndarray, size: int = 336, cmap: str = "inferno") -> Image.Image:
     """One heatmap (g, g) over the image, as a size x size picture."""
-    return Image.fromarray(overlays(image, heatmap[None], size, cmap)[0])
+    return overlays(image, heatmap[None], size, cmap)[0]
 
 
 def mark_patch(picture: Image.Image, patch: int, grid: int, colour=(0, 255, 120)) -> Image.Image:
@@ -110,7 +125,7 @@ def _patch_grid_layer(grid: int, size: int) -> Image.Image:
 
 def patch_grid(image: np.ndarray, grid: int, size: int = 336, selected: int | None = None) -> Image.Image:
     """The input as the model sees it: cut into grid x grid patches, each numbered in reading order."""
-    picture = Image.fromarray((base_image(image, size) * 255).round().astype(np.uint8)).convert("RGBA")
+    picture = base_picture(image, size).convert("RGBA")
     picture = Image.alpha_composite(picture, _patch_grid_layer(grid, size)).convert("RGB")
     if selected is not None:
         mark_patch(picture, selected, grid)
@@ -127,8 +142,8 @@ def _tile_origin(layer: int, head: int, heads: int, thumb: int) -> tuple[int, in
 
 
 @functools.cache
-def _grid_frame(layers: int, heads: int, thumb: int) -> np.ndarray:
-    """The white frame of attention_grid with its row and column labels, drawn once per shape."""
+def _grid_frame(layers: int, heads: int, thumb: int) -> Image.Image:
+    """The white frame of attention_grid with its row and column labels, drawn once per shape. Don't draw on it."""
     width = _LEFT + (heads + 1) * (thumb + _GAP) + _GAP
     height = _TOP + layers * (thumb + _GAP)
     frame = Image.new("RGB", (width, height), BACKGROUND)
@@ -141,7 +156,7 @@ def _grid_frame(layers: int, heads: int, thumb: int) -> np.ndarray:
     for layer in range(layers):
         _, y = _tile_origin(layer, 0, heads, thumb)
         draw.text((_LEFT // 2 - 2, y + thumb // 2), f"layer {layer + 1}", fill=TEXT, font=label_font, anchor="mm")
-    return np.asarray(frame)
+    return frame
 
 
 def attention_grid(image: np.ndarray, maps: np.ndarray, thumb: int = 96, cmap: str = "inferno") -> Image.Image:
@@ -151,11 +166,8 @@ def attention_grid(image: np.ndarray, maps: np.ndarray, thumb: int = 96, cmap: s
     """
     L, H = maps.shape[:2]
     with_mean = np.concatenate([maps, maps.mean(axis=1, keepdims=True)], axis=1)  # (L, H + 1, g, g)
-    tiles = overlays(image, with_mean.reshape(L * (H + 1), *maps.shape[2:]), thumb, cmap)
-    tiles = tiles.reshape(L, H + 1, thumb, thumb, 3)
+    tiles = overlays(image, with_mean.reshape(L * (H + 1), *maps.shape[2:]), thumb, cmap)  # layer by layer
     canvas = _grid_frame(L, H, thumb).copy()
-    for layer in range(L):
-        for head in range(H + 1):
-            x, y = _tile_origin(layer, head, H, thumb)
-            canvas[y : y + thumb, x : x + thumb] = tiles[layer, head]
-    return Image.fromarray(canvas)
+    for index, tile in enumerate(tiles):
+        canvas.paste(tile, _tile_origin(*divmod(index, H + 1), H, thumb))
+    return canvas
