@@ -1,9 +1,10 @@
-"""Server time for one drawing in the app, step by step, beside the bare model forward pass.
+"""Server time for one drawing and one photo in the app, step by step, beside the bare model forward pass.
 
     python benchmarks/views_latency.py [--repeat 100] [--format jpeg]
 
-It feeds the app's own handler the value the browser canvas sends (a 112x112 drawing) and then
-encodes the pictures as Gradio does before sending them (gr.Image's postprocess).
+It runs as the server does (torch threads and glibc's mmap threshold set by ``vit_demo.ui``), feeds
+the app's own handlers what the browser sends (for a drawing, the canvas value of a 112x112 drawing;
+for a photo, the uploaded file) and then encodes the pictures as Gradio does before sending them.
 """
 
 from __future__ import annotations
@@ -12,17 +13,20 @@ import argparse
 import base64
 import sys
 import tempfile
+from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import torch
 from PIL import Image, ImageDraw
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-from common import timed  # noqa: E402  (benchmarks/ is on sys.path: scripts run from it)
+from common import example_photos, timed  # noqa: E402  (benchmarks/ is on sys.path: scripts run from it)
 import gradio as gr  # noqa: E402
 
-from vit_demo import explain, render, ui  # noqa: E402
+from vit_demo import explain, ui  # noqa: E402
+from vit_demo.classifier import to_chw  # noqa: E402
 
 
 def canvas_value() -> str:
@@ -33,49 +37,64 @@ def canvas_value() -> str:
     return base64.b64encode(small.astype(np.uint8).tobytes()).decode()
 
 
+def step_rows(model: str, decode: Callable[[], Any], handler: Callable[[], tuple], repeat: int,
+              image_format: str) -> list[tuple[str, tuple[float, float]]]:
+    """Median and p95 of each step of one request: ``decode`` gives the model's input, ``handler`` all views."""
+    clf = ui.classifier(model)
+    x = torch.from_numpy(to_chw(clf.preprocess(decode()))[None]).to(clf.device)  # (1, C, H, W)
+    analysis = ui.analyse(model, decode())
+    depth = clf.info.config.depth
+    pictures = [view for view in handler() if isinstance(view, Image.Image)]
+    cache = tempfile.mkdtemp()
+
+    def encode_all() -> None:
+        for picture in pictures:
+            gr.processing_utils.save_pil_to_cache(picture, cache, format=image_format)
+
+    with torch.inference_mode():
+        forward = timed(lambda: clf.model(x), repeat)
+        forward_attention = timed(lambda: clf.model(x, return_attention=True), repeat)
+    return [
+        ("bare model forward (logits only)", forward),
+        ("model forward with attention weights", forward_attention),
+        ("decode + preprocess the input", timed(lambda: clf.preprocess(decode()), repeat)),
+        ("analyse: preprocess + model + attention", timed(lambda: ui.analyse(model, decode()), repeat)),
+        ("explanation maps ([CLS], patch, rollout)", timed(lambda: (explain.token_attention_maps(analysis.attention),
+                                                                   explain.token_attention_maps(analysis.attention, 1),
+                                                                   explain.attention_rollout(analysis.attention)),
+                                                           repeat)),
+        ("render all pictures", timed(lambda: ui.all_views(analysis, depth, ui.MEAN), repeat)),
+        (f"encode the {len(pictures)} pictures ({image_format}) as Gradio does", timed(encode_all, repeat)),
+        ("whole handler", timed(handler, repeat)),
+        ("whole handler + encoding = server time", timed(lambda: (handler(), encode_all()), repeat)),
+    ]
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--repeat", type=int, default=100)
     parser.add_argument("--format", default=ui.VIEW_FORMAT, help="image format Gradio encodes the pictures in")
     args = parser.parse_args()
+    ui.return_large_buffers_to_the_os()
+    torch.set_num_threads(ui.TORCH_THREADS)
 
     value = canvas_value()
-    clf = ui.classifier("mnist")
-    drawing = ui.decode_drawing(value)
-    x = torch.from_numpy(clf.preprocess(drawing))[None, None].to(clf.device)
-    analysis = ui.analyse("mnist", drawing)
-    depth = clf.info.config.depth
-    views = ui.on_drawing(value, depth, ui.MEAN)
-    pictures = [v for v in views if isinstance(v, Image.Image)]
-    cache = tempfile.mkdtemp()
+    photo = str(example_photos()[0])
+    inputs = {"drawing (mnist)": ("mnist", lambda: ui.decode_drawing(value),
+                                  lambda: ui.on_drawing(value, ui.model_config("mnist").depth, ui.MEAN))}
+    if ui.model_problem("cifar10") is None:
+        inputs["photo (cifar10)"] = ("cifar10", lambda: photo, lambda: ui.predict_image(photo))
+    tables = {name: step_rows(*steps, args.repeat, args.format) for name, steps in inputs.items()}
 
-    def encode_all() -> None:
-        for picture in pictures:
-            gr.processing_utils.save_pil_to_cache(picture, cache, format=args.format)
-
-    with torch.inference_mode():
-        forward = timed(lambda: clf.model(x), args.repeat)
-        forward_attention = timed(lambda: clf.model(x, return_attention=True), args.repeat)
-    rows = [
-        ("bare model forward (logits only)", forward),
-        ("model forward with attention weights", forward_attention),
-        ("decode + preprocess the canvas value", timed(lambda: clf.preprocess(ui.decode_drawing(value)), args.repeat)),
-        ("analyse: preprocess + model + attention", timed(lambda: ui.analyse("mnist", drawing), args.repeat)),
-        ("explanation maps ([CLS], patch, rollout)", timed(lambda: (explain.token_attention_maps(analysis.attention),
-                                                                   explain.token_attention_maps(analysis.attention, 25),
-                                                                   analysis.rollout), args.repeat)),
-        ("render all pictures", timed(lambda: ui.all_views(analysis, depth, ui.MEAN), args.repeat)),
-        (f"encode the {len(pictures)} pictures ({args.format}) as Gradio does", timed(encode_all, args.repeat)),
-        ("whole handler (on_drawing)", timed(lambda: ui.on_drawing(value, depth, ui.MEAN), args.repeat)),
-        ("whole handler + encoding = server time", timed(lambda: (ui.on_drawing(value, depth, ui.MEAN), encode_all()),
-                                                         args.repeat)),
-    ]
-    print(f"device {clf.device}, torch threads {torch.get_num_threads()}, {args.repeat} runs each")
-    print("| step | median ms | p95 ms |")
-    print("|---|---:|---:|")
-    for name, (median, p95) in rows:
-        print(f"| {name} | {median:.2f} | {p95:.2f} |")
-    print(f"server time / bare forward: {rows[-1][1][0] / forward[0]:.1f}x")
+    print(f"device {ui.classifier('mnist').device}, torch threads {torch.get_num_threads()}, "
+          f"{args.repeat} runs each, as the server runs")
+    print("| step | " + " | ".join(f"{name} median ms | {name} p95 ms" for name in tables) + " |")
+    print("|---|" + "---:|---:|" * len(tables))
+    for i, (step, _) in enumerate(next(iter(tables.values()))):
+        print(f"| {step} | " + " | ".join(f"{rows[i][1][0]:.2f} | {rows[i][1][1]:.2f}" for rows in tables.values())
+              + " |")
+    for name, rows in tables.items():
+        print(f"{name}: server time / bare forward {rows[-1][1][0] / rows[0][1][0]:.1f}x")
 
 
 if __name__ == "__main__":
