@@ -2,10 +2,13 @@
 
 from __future__ import annotations
 
+import dataclasses
 import gzip
 import shutil
 import struct
 import sys
+import threading
+import time
 from pathlib import Path
 
 import numpy as np
@@ -14,7 +17,7 @@ from PIL import Image, ImageDraw, ImageFont
 
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO / "benchmarks"))
-from common import free_port, serving  # noqa: E402, F401  (one way to start a server, shared with the benchmarks)
+from common import free_port, serving, sketch  # noqa: E402, F401  (shared with the benchmarks)
 
 SHARED_DATA = REPO.parent / "shared" / "data"
 HAS_SHARED_MNIST = (SHARED_DATA / "MNIST" / "raw" / "t10k-images-idx3-ubyte.gz").is_file()
@@ -154,3 +157,56 @@ def app_url():
     """The real app (python app.py) running on a free local port; stopped after the tests."""
     with serving(REPO / "app.py") as server:
         yield server.url
+
+
+@dataclasses.dataclass
+class BusyApp:
+    """The app with every worker busy and its queue full: the next request is one too many."""
+
+    url: str
+    client: object  # a gradio_client Client
+    jobs: list  # the requests holding the workers and filling the queue (gradio_client Jobs)
+    release: threading.Event  # set it, and the held requests go on
+    seven: Path  # a drawing of a 7
+
+
+@pytest.fixture
+def busy_app(monkeypatch, tmp_path):
+    """The app itself, in this process, with a queue of 2: both workers held busy and 2 requests waiting."""
+    import httpx
+    import torch
+    from gradio_client import Client
+
+    from vit_demo import ui
+
+    seven = tmp_path / "seven.png"
+    draw_digit("7", 300, (20, 20, 260), 0.08).save(seven)
+    threads = torch.get_num_threads()
+    demo = ui.launch(queue_size=2, server_name="127.0.0.1", server_port=free_port(), prevent_thread_lock=True,
+                     quiet=True)
+    started, release = threading.Semaphore(0), threading.Event()
+    analyse_batch = ui.analyse_batch
+
+    def held(model, images):  # a worker that waits, as if every image took long
+        started.release()
+        assert release.wait(60)
+        return analyse_batch(model, images)
+
+    monkeypatch.setattr(ui, "analyse_batch", held)
+    client = Client(demo.local_url, verbose=False)
+    try:
+        jobs = []
+        for _ in range(ui.WORKERS):
+            jobs.append(client.submit(sketch(seven), api_name="/predict_digit"))
+            assert started.acquire(timeout=30)  # this one is running, alone
+        jobs += [client.submit(sketch(seven), api_name="/predict_digit") for _ in range(2)]
+        deadline = time.monotonic() + 30
+        while httpx.get(f"{demo.local_url}gradio_api/queue/status").json()["queue_size"] < 2:
+            assert time.monotonic() < deadline
+            time.sleep(0.05)
+        yield BusyApp(demo.local_url, client, jobs, release, seven)
+    finally:
+        release.set()
+        client.close()
+        demo.close()
+        torch.set_num_threads(threads)

@@ -3,7 +3,7 @@
 from pathlib import Path
 
 import pytest
-from conftest import draw_digit
+from conftest import draw_digit, sketch
 from gradio_client import Client, handle_file
 from gradio_client.exceptions import AppError
 from PIL import Image
@@ -14,10 +14,6 @@ from vit_demo.weights import WEIGHTS_ROOT
 @pytest.fixture(scope="module")
 def client(app_url):
     return Client(app_url, verbose=False)
-
-
-def sketch(path: Path) -> dict:
-    return {"background": None, "layers": [], "composite": handle_file(str(path)), "id": None}
 
 
 @pytest.mark.parametrize("digit", ["0", "3", "4", "7"])
@@ -86,51 +82,11 @@ def test_oversized_upload_is_refused_and_the_server_keeps_serving(client, tmp_pa
     assert client.predict(sketch(good), api_name="/predict_digit")[0]["label"] == "7"
 
 
-def test_a_full_queue_answers_busy_try_again_and_the_server_keeps_serving(monkeypatch, tmp_path):
-    """The app itself, in this process, with a queue of 2: both workers held busy, 2 requests waiting, one more."""
-    import threading
-    import time
-
-    import httpx
-    import torch
-    from conftest import free_port
+def test_a_full_queue_answers_busy_try_again_and_the_server_keeps_serving(busy_app):
     from gradio_client.utils import QueueError
 
-    from vit_demo import ui
-
-    seven = tmp_path / "seven.png"
-    draw_digit("7", 300, (20, 20, 260), 0.08).save(seven)
-    threads = torch.get_num_threads()
-    demo = ui.launch(queue_size=2, server_name="127.0.0.1", server_port=free_port(), prevent_thread_lock=True,
-                     quiet=True)
-    try:
-        started, release = threading.Semaphore(0), threading.Event()
-        analyse_batch = ui.analyse_batch
-
-        def held(model, images):  # a worker that waits, as if every drawing took long
-            started.release()
-            assert release.wait(60)
-            return analyse_batch(model, images)
-
-        monkeypatch.setattr(ui, "analyse_batch", held)
-        client = Client(demo.local_url, verbose=False)
-        jobs = []
-        for _ in range(ui.WORKERS):
-            jobs.append(client.submit(sketch(seven), api_name="/predict_digit"))
-            assert started.acquire(timeout=30)  # this one is running, alone
-        jobs += [client.submit(sketch(seven), api_name="/predict_digit") for _ in range(2)]
-        status = f"{demo.local_url}gradio_api/queue/status"
-        deadline = time.monotonic() + 30
-        while httpx.get(status).json()["queue_size"] < 2:
-            assert time.monotonic() < deadline
-            time.sleep(0.05)
-        with pytest.raises(QueueError, match="Queue is full! Please try again."):
-            client.predict(sketch(seven), api_name="/predict_digit")
-        release.set()
-        assert [job.result(timeout=60)[0]["label"] for job in jobs] == ["7"] * len(jobs)
-        assert client.predict(sketch(seven), api_name="/predict_digit")[0]["label"] == "7"
-        client.close()
-    finally:
-        release.set()
-        demo.close()
-        torch.set_num_threads(threads)
+    with pytest.raises(QueueError, match="Queue is full! Please try again."):
+        busy_app.client.predict(sketch(busy_app.seven), api_name="/predict_digit")
+    busy_app.release.set()
+    assert [job.result(timeout=60)[0]["label"] for job in busy_app.jobs] == ["7"] * len(busy_app.jobs)
+    assert busy_app.client.predict(sketch(busy_app.seven), api_name="/predict_digit")[0]["label"] == "7"

@@ -1,5 +1,6 @@
 """The app in a real browser: Playwright driving Debian's Chromium against the running server."""
 
+import contextlib
 import os
 import shutil
 import time
@@ -26,20 +27,29 @@ def browser():
         browser.close()
 
 
-@pytest.fixture
-def page(browser, app_url):
+@contextlib.contextmanager
+def app_page(browser, url: str):
+    """A fresh browser page on the app at ``url``, noting any request to another server and any console error."""
     context = browser.new_context(viewport={"width": 1400, "height": 1000})
     page = context.new_page()
     page.outside_requests = []
     page.console_errors = []
-    local = app_url.rstrip("/")
+    local = url.rstrip("/")
     page.on("request", lambda r: None if r.url.startswith((local, "data:", "blob:"))
             else page.outside_requests.append(r.url))
     page.on("console", lambda m: page.console_errors.append(m.text) if m.type == "error" else None)
-    page.goto(app_url)
+    page.goto(url)
     page.wait_for_selector("#canvas canvas.vd-draw")
-    yield page
-    context.close()
+    try:
+        yield page
+    finally:
+        context.close()
+
+
+@pytest.fixture
+def page(browser, app_url):
+    with app_page(browser, app_url) as page:
+        yield page
 
 
 def draw(page, points, steps=3):
@@ -153,3 +163,16 @@ def test_fingers_and_pens_draw_too(page, pointer):
         at(0.45, 0.85, 'pointerup');
     }""", [pointer])
     wait_for_label(page, "7")
+
+
+def test_a_full_queue_says_busy_in_the_page_and_the_page_recovers(browser, busy_app):
+    """A room too big for the queue: the page says "busy, try again" and works again once there is room."""
+    with app_page(browser, busy_app.url) as page:
+        draw(page, [(0.25, 0.2), (0.75, 0.2), (0.45, 0.85)])  # a 7, into a full queue
+        page.locator(".toast-body", has_text="This application is currently busy. Please try again.").wait_for(
+            timeout=10000)
+        assert label_text(page) == ""
+        busy_app.release.set()
+        assert [job.result(timeout=60)[0]["label"] for job in busy_app.jobs] == ["7"] * len(busy_app.jobs)
+        draw(page, [(0.3, 0.9), (0.7, 0.9)])  # try again: one more stroke under the 7
+        wait_for_label(page, "7")
