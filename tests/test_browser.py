@@ -145,6 +145,8 @@ def test_upload_a_photo(page):
         "() => document.querySelector(\"#photo-label [data-testid='label-output-value']\")?.innerText.trim() === 'ship'",
         timeout=20000)
     assert image_src(page, "photo-rollout")
+    # The 32x32 upload fills its box (Gradio's "scale-down" shows it at 32 pixels).
+    assert page.evaluate("() => getComputedStyle(document.querySelector('#photo-input img')).objectFit") == "contain"
     assert page.outside_requests == []
 
 

@@ -53,6 +53,7 @@ DIGIT_BATCH = 8  # /predict_digit serves up to this many waiting requests with o
 CSS = """
 #digit-label .output-class, #photo-label .output-class { font-size: 3rem !important; }
 .vd-note { font-size: 0.95rem; opacity: 0.85; }
+#photo-input img { object-fit: contain !important; }  /* a 32x32 photo fills the box, as large ones do */
 """
 
 
