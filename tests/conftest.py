@@ -9,6 +9,7 @@ import struct
 import sys
 import threading
 import time
+import zlib
 from pathlib import Path
 
 import numpy as np
@@ -140,6 +141,14 @@ STROKES = {
     "9": lambda d, w: (d.ellipse((28, 10, 72, 50), outline="black", width=w),
                        d.line([(72, 30), (68, 90)], **_pen(w))),
 }
+
+
+def pixel_bomb_png(width: int = 40_000, height: int = 40_000) -> bytes:
+    """A tiny PNG whose header claims width x height pixels."""
+    def chunk(kind: bytes, body: bytes) -> bytes:
+        return struct.pack(">I", len(body)) + kind + body + struct.pack(">I", zlib.crc32(kind + body))
+    header = struct.pack(">IIBBBBB", width, height, 8, 0, 0, 0, 0)
+    return b"\x89PNG\r\n\x1a\n" + chunk(b"IHDR", header) + chunk(b"IDAT", zlib.compress(b"\0" * 1000)) + chunk(b"IEND", b"")
 
 
 def draw_digit(digit: str, canvas: int, box: tuple[int, int, int], pen: float) -> Image.Image:

@@ -7,6 +7,9 @@ import time
 from pathlib import Path
 
 import pytest
+from conftest import pixel_bomb_png
+
+from vit_demo.preprocess import MAX_FILE_BYTES
 
 playwright = pytest.importorskip("playwright.sync_api", reason="playwright is not installed")
 CHROMIUM = shutil.which("chromium") or "/usr/bin/chromium"
@@ -16,7 +19,6 @@ if not os.path.exists(CHROMIUM):
 CHROMIUM_ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
                  "--disable-background-networking", "--disable-component-update", "--disable-sync"]
 REPO = Path(__file__).resolve().parents[1]
-LABEL = "#digit-label [data-testid='label-output-value']"
 
 
 @pytest.fixture(scope="module")
@@ -63,15 +65,16 @@ def draw(page, points, steps=3):
     page.mouse.up()
 
 
-def label_text(page) -> str:
-    """The top label now, or "" when there is none (read in one step: the element may vanish at any time)."""
-    return page.evaluate(f"() => document.querySelector({LABEL!r})?.innerText.trim() ?? ''")
+def label_text(page, panel: str = "digit") -> str:
+    """A tab's top label now, or "" when there is none (read in one step: the element may vanish at any time)."""
+    label = f"#{panel}-label [data-testid='label-output-value']"
+    return page.evaluate(f"() => document.querySelector({label!r})?.innerText.trim() ?? ''")
 
 
-def wait_for_label(page, expected: str, timeout: float = 20) -> float:
+def wait_for_label(page, expected: str, timeout: float = 20, panel: str = "digit") -> float:
     started = time.perf_counter()
-    while label_text(page) != expected:
-        assert time.perf_counter() - started < timeout, f"label is {label_text(page)!r}, expected {expected!r}"
+    while label_text(page, panel) != expected:
+        assert time.perf_counter() - started < timeout, f"label is {label_text(page, panel)!r}, expected {expected!r}"
         time.sleep(0.02)
     return time.perf_counter() - started
 
@@ -141,13 +144,35 @@ def test_upload_a_photo(page):
         assert page.locator(".toast-body").count() == 0
         assert page.locator("#photo-info").is_visible()
         return
-    page.wait_for_function(
-        "() => document.querySelector(\"#photo-label [data-testid='label-output-value']\")?.innerText.trim() === 'ship'",
-        timeout=20000)
+    wait_for_label(page, "ship", panel="photo")
     assert image_src(page, "photo-rollout")
     # The 32x32 upload fills its box (Gradio's "scale-down" shows it at 32 pixels).
     assert page.evaluate("() => getComputedStyle(document.querySelector('#photo-input img')).objectFit") == "contain"
     assert page.outside_requests == []
+
+
+def test_a_bad_upload_says_why_and_the_next_photo_works(page, tmp_path):
+    if not (REPO / "weights" / "cifar10" / "config.json").is_file():
+        pytest.skip("no CIFAR-10 weights: the upload tab only says how to train them")
+    page.get_by_role("tab", name="Upload a photo (CIFAR-10)").click()
+    upload = page.locator("#photo-input input[type='file']")
+    info = page.locator("#photo-info")
+    bad = {"notes.png": (b"this is not an image", "this file is not an image"),
+           "bomb.png": (pixel_bomb_png(), "too many pixels")}
+    for name, (data, reason) in bad.items():
+        (tmp_path / name).write_bytes(data)
+        upload.set_input_files(str(tmp_path / name))
+        page.wait_for_function(f"() => document.querySelector('#photo-info').innerText.includes({reason!r})",
+                               timeout=20000)
+        assert info.inner_text().startswith("Can't read this image")
+        assert label_text(page, "photo") == ""
+    huge = tmp_path / "huge.png"
+    huge.write_bytes(b"\x89PNG\r\n\x1a\n" + bytes(MAX_FILE_BYTES))  # refused while it streams in
+    upload.set_input_files(str(huge))
+    page.locator(".toast-body", has_text="exceed the maximum allowed size").wait_for(timeout=20000)
+    upload.set_input_files(str(REPO / "examples" / "photos" / "ship.png"))
+    wait_for_label(page, "ship", panel="photo")
+    assert "Traceback" not in page.content()
 
 
 @pytest.mark.parametrize("pointer", ["touch", "pen"])

@@ -1,11 +1,9 @@
 import io
-import struct
 import time
-import zlib
 
 import numpy as np
 import pytest
-from conftest import draw_on_canvas, mnist_test_digits
+from conftest import draw_on_canvas, mnist_test_digits, pixel_bomb_png
 from PIL import Image, ImageDraw
 
 from vit_demo.preprocess import (
@@ -170,20 +168,12 @@ def test_animated_gif_gives_its_first_frame():
 # ---- Bad input -----------------------------------------------------------------------------------
 
 
-def _bomb_png(width: int = 40_000, height: int = 40_000) -> bytes:
-    """A tiny PNG whose header claims width x height pixels."""
-    def chunk(kind: bytes, body: bytes) -> bytes:
-        return struct.pack(">I", len(body)) + kind + body + struct.pack(">I", zlib.crc32(kind + body))
-    header = struct.pack(">IIBBBBB", width, height, 8, 0, 0, 0, 0)
-    return b"\x89PNG\r\n\x1a\n" + chunk(b"IHDR", header) + chunk(b"IDAT", zlib.compress(b"\0" * 1000)) + chunk(b"IEND", b"")
-
-
 BAD_FILES = {
     "text": (b"this is not an image\n", "not an image"),
     "svg": (b'<svg xmlns="http://www.w3.org/2000/svg" width="10" height="10"><rect width="10" height="10"/></svg>',
             "not an image"),
     "truncated": (_png_bytes(Image.effect_noise((200, 200), 50))[:700], "damaged or truncated"),
-    "bomb": (_bomb_png(), "too"),
+    "bomb": (pixel_bomb_png(), "too"),
     "empty": (b"", "empty"),
 }
 

@@ -192,16 +192,25 @@ def empty_views(message: str) -> tuple:
 # ---- Handlers (browser and API) ------------------------------------------------------------------
 
 
+def result_views(result: Analysis | InputError, layer: int, head: str, blank_message: str) -> tuple:
+    """An image's outputs: its views, ``blank_message`` when it is blank, or why it can't be read.
+
+    An image that can't be read is answered, not raised: the page shows why in place of the
+    prediction (Gradio fires an upload's change event twice, and a raised error twice over), and
+    in a batch it fails no one else's request.
+    """
+    if isinstance(result, NothingDrawn):
+        return empty_views(blank_message)
+    if isinstance(result, InputError):
+        return empty_views(f"Can't read this image: {result}")
+    return all_views(result, layer, head)
+
+
 def views_for(model: str, image: Any, layer: int, head: str, blank_message: str) -> tuple:
     problem = model_problem(model)
     if problem:  # say so plainly, in the page and to API clients, rather than fail
         return empty_views(problem)
-    try:
-        return all_views(analyse(model, image), layer, head)
-    except NothingDrawn:
-        return empty_views(blank_message)
-    except InputError as exc:
-        raise gr.Error(f"Can't read this image: {exc}") from None
+    return result_views(analyse_batch(model, [image])[0], layer, head, blank_message)
 
 
 def on_drawing(value: str, layer: int, head: str) -> tuple:
@@ -215,29 +224,20 @@ def on_drawing(value: str, layer: int, head: str) -> tuple:
     return views_for("mnist", drawing, layer, head, DRAW_PROMPT)
 
 
-def digit_views(result: Analysis | InputError) -> tuple:
-    """A batched drawing's outputs: its views, the prompt when it is blank, or why it can't be read."""
-    if isinstance(result, NothingDrawn):
-        return empty_views(DRAW_PROMPT)
-    if isinstance(result, InputError):
-        return empty_views(f"Can't read this image: {result}")
-    return all_views(result, model_config("mnist").depth, MEAN)
-
-
 def predict_digits(paths: list[str | None]) -> list[list]:
     """API, batched (``batch=True``): the drawings of the requests waiting together, in one forward pass.
 
     Gradio gives a list per input and wants a list per output. There is no State output: a batch's
-    states would all land in its first request's session. A drawing that can't be read gets its
-    message in the info text, as a blank one gets the prompt: raising would fail the whole batch,
-    the other users' requests included.
+    states would all land in its first request's session.
     """
     problem = model_problem("mnist")
     if problem:
         rows = [empty_views(problem)] * len(paths)
     else:
         drawn = iter(analyse_batch("mnist", [path for path in paths if path is not None]))
-        rows = [empty_views(DRAW_PROMPT) if path is None else digit_views(next(drawn)) for path in paths]
+        depth = model_config("mnist").depth
+        rows = [empty_views(DRAW_PROMPT) if path is None else result_views(next(drawn), depth, MEAN, DRAW_PROMPT)
+                for path in paths]
     rows = [row[:-1] for row in rows]  # every output but the State
     return [list(column) for column in zip(*rows)]
 
