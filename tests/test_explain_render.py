@@ -55,6 +55,16 @@ def test_overlays_show_where_the_map_is_hot():
     assert hot > cold + 100
 
 
+@pytest.mark.parametrize(("shape", "size", "mode"), [((5, 8, 8), 96, "bicubic"), ((3, 7, 7), 336, "bicubic"),
+                                                     ((2, 28, 28), 336, "nearest"), ((1, 6, 9), 50, "bicubic")])
+def test_upsampling_gives_torchs_own_interpolation(shape, size, mode):
+    images = np.random.default_rng(0).random(shape, dtype=np.float32)  # (N, h, w)
+    torch_options = {"align_corners": False} if mode == "bicubic" else {}
+    expected = torch.nn.functional.interpolate(torch.from_numpy(images)[:, None], size=(size, size), mode=mode,
+                                               **torch_options)[:, 0].numpy()
+    np.testing.assert_allclose(render._upsample(images, size, smooth=mode == "bicubic"), expected, atol=1e-5)
+
+
 def test_attention_grid_has_a_tile_per_layer_and_head_plus_mean(attention):
     picture = render.attention_grid(np.random.rand(28, 28).astype(np.float32),
                                     explain.token_attention_maps(attention), thumb=50)

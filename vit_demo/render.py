@@ -35,8 +35,8 @@ def font(size: int) -> ImageFont.ImageFont:
 def _resize_matrix(n: int, size: int, smooth: bool) -> np.ndarray:
     """(size, n) float32: resizing n samples to size along one axis, bicubic when smooth, else nearest.
 
-    Both are separable, so a whole image resizes as ``rows @ image @ cols.T``: the same numbers as
-    torch's ``F.interpolate`` (it builds the matrix, from one-hot inputs), in two small matrix
+    Both are separable, so a whole image resizes as ``rows @ image @ cols.T``. The matrix is torch's
+    ``F.interpolate`` applied to one-hot inputs, so the results are its own, from two small matrix
     products instead of a per-pixel kernel.
     """
     one_hot = torch.eye(n).reshape(n, 1, n, 1)  # n inputs of n x 1 pixels, each with a single 1
@@ -85,8 +85,8 @@ def overlays(image: np.ndarray, maps: np.ndarray, size: int, cmap: str = "infern
     peaks = np.maximum(maps.reshape(len(maps), -1).max(axis=1), 1e-12)  # (N,)
     base = base_picture(image, size)
     pictures = []
-    for levels in maps * (255 / peaks)[:, None, None]:  # (g, g) in [0, 255], one at a time: small buffers only
-        levels = _upsample(levels[None], size, smooth=True)[0].clip(0, 255).astype(np.uint8)  # (size, size)
+    for scaled in maps * (255 / peaks)[:, None, None]:  # (g, g) in [0, 255], one at a time: small buffers only
+        levels = _upsample(scaled[None], size, smooth=True)[0].clip(0, 255).astype(np.uint8)  # (size, size)
         heat = Image.fromarray(levels)  # mode "L"
         heat.putpalette(_palette(cmap))  # now mode "P": the levels index the colormap
         pictures.append(Image.blend(base, heat.convert("RGB"), HEAT_ALPHA))
