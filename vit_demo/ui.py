@@ -196,8 +196,8 @@ def result_views(result: Analysis | InputError, layer: int, head: str, blank_mes
     """An image's outputs: its views, ``blank_message`` when it is blank, or why it can't be read.
 
     An image that can't be read is answered, not raised: the page shows why in place of the
-    prediction (Gradio fires an upload's change event twice, and a raised error twice over), and
-    in a batch it fails no one else's request.
+    prediction, rather than a red "Error" over every output, and in a batch it fails no one else's
+    request.
     """
     if isinstance(result, NothingDrawn):
         return empty_views(blank_message)
