@@ -1,7 +1,8 @@
-"""Many users at once: N gradio_client users each send M drawings to ``/predict_digit`` as fast as answers come.
+"""Many users at once: N gradio_client users each send M drawings (or photos) as fast as answers come.
 
     python benchmarks/serve_load.py [--users 50] [--drawings 10] [--apps do-nothing,app]
     python benchmarks/serve_load.py --apps app --users 50 --drawings 100     # 5,000 requests: RSS growth
+    python benchmarks/serve_load.py --endpoint /predict_image                # photos instead of drawings
 
 For each app (the do-nothing baseline, benchmarks/noop_app.py, then the app, python app.py), in the
 same run, it starts the server on a free local port, connects every user (one gradio_client Client,
@@ -33,9 +34,17 @@ import time
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-from common import REPO, client, example_drawings, p50_p95, serving, sketch  # noqa: E402
+from common import REPO, client, example_drawings, example_photos, p50_p95, serving, sketch  # noqa: E402
 
 APPS = {"do-nothing": REPO / "benchmarks" / "noop_app.py", "app": REPO / "app.py"}
+ENDPOINTS = ("/predict_digit", "/predict_image")
+
+
+def argument(endpoint: str, path: Path):
+    """The gradio_client argument that sends the image at ``path`` to ``endpoint``."""
+    from gradio_client import handle_file
+
+    return sketch(path) if endpoint == "/predict_digit" else handle_file(str(path))
 
 
 def error_kind(exc: BaseException) -> str:
@@ -51,7 +60,7 @@ def error_kind(exc: BaseException) -> str:
     return type(exc).__name__
 
 
-def user_process(url: str, drawings: list[Path], users: int, requests: int, timeout: float,
+def user_process(url: str, endpoint: str, images: list[Path], users: int, requests: int, timeout: float,
                  ready: multiprocessing.Queue, go: multiprocessing.Event, results: multiprocessing.Queue) -> None:
     """Connect ``users`` clients, warm each up with one request, wait for ``go``, then send ``requests`` each."""
     try:
@@ -61,7 +70,7 @@ def user_process(url: str, drawings: list[Path], users: int, requests: int, time
         return
     for i, session in enumerate(clients):
         try:
-            session.predict(sketch(drawings[i % len(drawings)]), api_name="/predict_digit")
+            session.predict(argument(endpoint, images[i % len(images)]), api_name=endpoint)
         except Exception:  # noqa: BLE001  (untimed warm-up: a failure here is not part of the measurement)
             pass
     ready.put(users)
@@ -73,7 +82,7 @@ def user_process(url: str, drawings: list[Path], users: int, requests: int, time
         for j in range(requests):
             start, error = time.perf_counter(), None
             try:
-                session.submit(sketch(drawings[(index + j) % len(drawings)]), api_name="/predict_digit").result(
+                session.submit(argument(endpoint, images[(index + j) % len(images)]), api_name=endpoint).result(
                     timeout=timeout)
             except Exception as exc:  # noqa: BLE001  (every failure is counted, by kind)
                 error = error_kind(exc)
@@ -107,22 +116,22 @@ def collect(queue: multiprocessing.Queue, workers: list, timeout: float) -> list
     return items
 
 
-def load(script: Path, drawings: list[Path], args: argparse.Namespace) -> dict:
+def load(script: Path, images: list[Path], args: argparse.Namespace) -> dict:
     """Run the load against one server; its figures as a dict."""
     context = multiprocessing.get_context("spawn")  # no fork of a process with threads
     ready, results, go = context.Queue(), context.Queue(), context.Event()
     processes = min(args.processes, args.users)
     shares = [args.users // processes + (i < args.users % processes) for i in range(processes)]
     with serving(script) as server:
-        workers = [context.Process(target=user_process, args=(server.url, drawings, share, args.drawings, args.timeout,
-                                                              ready, go, results)) for share in shares]
+        workers = [context.Process(target=user_process, args=(server.url, args.endpoint, images, share, args.requests,
+                                                              args.timeout, ready, go, results)) for share in shares]
         for worker in workers:
             worker.start()
         try:
             collect(ready, workers, timeout=600)
             rss_before = server.rss_mb()
             go.set()
-            outcomes = collect(results, workers, timeout=args.timeout * args.drawings + 600)
+            outcomes = collect(results, workers, timeout=args.timeout * args.requests + 600)
             rss_after = server.rss_mb()
         finally:
             for worker in workers:
@@ -133,7 +142,7 @@ def load(script: Path, drawings: list[Path], args: argparse.Namespace) -> dict:
     ok = [(end - start) * 1000 for start, end, error in records if error is None]
     wall = max(end for _, end, _ in records) - min(start for start, _, _ in records)
     p50, p95 = p50_p95(ok) if ok else (float("nan"), float("nan"))
-    return {"requests": args.users * args.drawings, "completed": len(ok),
+    return {"requests": args.users * args.requests, "completed": len(ok),
             "errors": collections.Counter(error for _, _, error in records if error is not None),
             "throughput": len(ok) / wall, "p50": p50, "p95": p95, "rss_before": rss_before, "rss_after": rss_after,
             "client_cpu_ms": 1000 * sum(cpu for _, cpu in outcomes) / len(records), "wall": wall}
@@ -142,7 +151,9 @@ def load(script: Path, drawings: list[Path], args: argparse.Namespace) -> dict:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--users", type=int, default=50)
-    parser.add_argument("--drawings", type=int, default=10, help="requests per user, sent one after another")
+    parser.add_argument("--requests", "--drawings", type=int, default=10, help="requests per user, one after another")
+    parser.add_argument("--endpoint", choices=ENDPOINTS, default=ENDPOINTS[0],
+                        help="drawings to /predict_digit, or the example photos to /predict_image")
     parser.add_argument("--apps", default="do-nothing,app", help=f"comma-separated, from {', '.join(APPS)}")
     parser.add_argument("--processes", type=int, default=2, help="client processes the users are spread over")
     parser.add_argument("--timeout", type=float, default=120, help="seconds a request may wait for its answer")
@@ -150,11 +161,12 @@ def main() -> None:
 
     results = {}
     with tempfile.TemporaryDirectory() as folder:
-        drawings = example_drawings(Path(folder))
+        images = example_drawings(Path(folder)) if args.endpoint == "/predict_digit" else example_photos()
         for name in args.apps.split(","):
-            results[name] = load(APPS[name], drawings, args)
+            results[name] = load(APPS[name], images, args)
 
-    print(f"{args.users} concurrent gradio_client users x {args.drawings} drawings each to /predict_digit, "
+    what = "drawings" if args.endpoint == "/predict_digit" else "photos"
+    print(f"{args.users} concurrent gradio_client users x {args.requests} {what} each to {args.endpoint}, "
           f"users spread over {min(args.processes, args.users)} client processes")
     print("| app | requests | completed | errors | throughput req/s | p50 ms | p95 ms | RSS before MiB | "
           "RSS after MiB | RSS growth | client CPU ms/request |")
