@@ -19,6 +19,8 @@ def test_benchmark_prints_a_table(script):
 @pytest.mark.parametrize(("script", "args", "header", "rows"), [
     ("serve_latency.py", ["--repeat", "2", "--warmup", "1"], "app / do-nothing p50", 2),
     ("serve_load.py", ["--users", "2", "--drawings", "2"], "throughput req/s", 2),
+    ("serve_load.py", ["--users", "2", "--requests", "2", "--endpoint", "/predict_image", "--apps", "app"],
+     "throughput req/s", 1),
     ("cold_start.py", ["--repeat", "1"], "to first prediction s", 2),
 ])
 def test_serving_benchmark_prints_a_table(script, args, header, rows):
