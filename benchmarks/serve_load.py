@@ -6,7 +6,7 @@
 
 For each app (the do-nothing baseline, benchmarks/noop_app.py, then the app, python app.py), in the
 same run, it starts the server on a free local port, connects every user (one gradio_client Client,
-that is one session, each) and sends one untimed drawing per user, so that sessions, connections and
+that is one session, each) and sends one untimed request per user, so that sessions, connections and
 caches exist; then it reads the server's RSS ("before"), releases all users at once, and reads the
 RSS again when the last one is done ("after"). Each request is timed from submit to its answer (the
 pictures downloaded, as a page fetches them); a request that fails or gets no answer within

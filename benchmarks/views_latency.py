@@ -1,6 +1,6 @@
 """Server time for one drawing and one photo in the app, step by step, beside the bare model forward pass.
 
-    python benchmarks/views_latency.py [--repeat 100] [--format jpeg]
+    python benchmarks/views_latency.py [--repeat 100] [--format jpeg] [--glibc-mmap-threshold]
 
 It runs as the server does (torch threads and glibc's mmap threshold set by ``vit_demo.ui``), feeds
 the app's own handlers what the browser sends (for a drawing, the canvas value of a 112x112 drawing;
@@ -74,8 +74,11 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--repeat", type=int, default=100)
     parser.add_argument("--format", default=ui.VIEW_FORMAT, help="image format Gradio encodes the pictures in")
+    parser.add_argument("--glibc-mmap-threshold", action="store_true",
+                        help="leave glibc's mmap threshold as glibc sets it, to see what the server's fixed one costs")
     args = parser.parse_args()
-    ui.return_large_buffers_to_the_os()
+    if not args.glibc_mmap_threshold:
+        ui.return_large_buffers_to_the_os()
     torch.set_num_threads(ui.TORCH_THREADS)
 
     value = canvas_value()
@@ -87,7 +90,8 @@ def main() -> None:
     tables = {name: step_rows(*steps, args.repeat, args.format) for name, steps in inputs.items()}
 
     print(f"device {ui.classifier('mnist').device}, torch threads {torch.get_num_threads()}, "
-          f"{args.repeat} runs each, as the server runs")
+          f"{args.repeat} runs each, as the server runs"
+          + (" but with glibc's own mmap threshold" if args.glibc_mmap_threshold else ""))
     print("| step | " + " | ".join(f"{name} median ms | {name} p95 ms" for name in tables) + " |")
     print("|---|" + "---:|---:|" * len(tables))
     for i, (step, _) in enumerate(next(iter(tables.values()))):

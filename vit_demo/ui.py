@@ -443,7 +443,7 @@ def return_large_buffers_to_the_os() -> None:
     By default glibc raises this threshold whenever such a buffer is freed, after which the views'
     large arrays come from the heap, which fragments with two workers: the server's RSS grew 37-52%
     over 500-1,000 requests of benchmarks/serve_load.py, against 2-5% with the threshold fixed. The
-    cost is about 2 ms of server time per drawing (fresh pages for each large buffer). Other C
+    cost is about 3 ms of server time per drawing (fresh pages for each large buffer). Other C
     libraries (macOS, musl) are left as they are.
     """
     try:
