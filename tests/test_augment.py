@@ -1,10 +1,17 @@
-"""The batched training augmentations: shapes, ranges, what each one does, and repeatability."""
+"""The batched training augmentations: shapes, ranges, what each one does (against torchvision), and repeatability."""
 
+import random
+
+import numpy as np
 import pytest
 import torch
 import torch.nn.functional as F
+from conftest import REPO
+from PIL import Image
+from torchvision.transforms import InterpolationMode, v2
 
-from vit_demo.augment import mix_batch, random_affine, random_crop_flip, random_stroke_width, trivial_augment
+from vit_demo.augment import (MAGNITUDE_BINS, TRIVIAL_AUGMENT_OPS, apply_trivial_augment, mix_batch, random_affine,
+                              random_crop_flip, random_erasing, random_stroke_width, trivial_augment)
 
 
 def photos(n: int = 32, seed: int = 0) -> torch.Tensor:
@@ -42,30 +49,83 @@ def test_affine_moves_ink_but_keeps_most_of_it():
     assert torch.allclose(out.sum(dim=(1, 2, 3)), digits.sum(dim=(1, 2, 3)), rtol=0.35)
 
 
-def test_trivial_augment_keeps_shape_and_range_varies_by_group_and_repeats_under_a_seed():
-    images = photos(64)
-    torch.manual_seed(3)
-    out = trivial_augment(images, groups=16)
-    torch.manual_seed(3)
-    again = trivial_augment(images, groups=16)
+def example_photos() -> torch.Tensor:
+    """The ten example photos (real CIFAR-10 test images), (10, 3, 32, 32) in [0, 1]."""
+    files = sorted((REPO / "examples" / "photos").glob("*.png"))
+    return torch.stack([torch.from_numpy(np.array(Image.open(f).convert("RGB"))).permute(2, 0, 1) for f in files]) / 255
+
+
+def torchvision_op(name: str, bin_: int, sign: float, image: torch.Tensor) -> torch.Tensor:
+    """What torchvision's TrivialAugmentWide does to one image for this operation, magnitude bin and sign."""
+    ops = {name: (magnitudes, signed) for name, (magnitudes, signed) in zip(
+        TRIVIAL_AUGMENT_OPS, v2.TrivialAugmentWide._AUGMENTATION_SPACE.values())}
+    magnitudes, signed = ops[name]
+    table = magnitudes(MAGNITUDE_BINS, 32, 32)
+    magnitude = float(table[bin_]) * (sign if signed else 1.0) if table is not None else 0.0
+    transform_id = list(v2.TrivialAugmentWide._AUGMENTATION_SPACE)[TRIVIAL_AUGMENT_OPS.index(name)]
+    return v2.TrivialAugmentWide()._apply_image_or_video_transform(
+        image, transform_id, magnitude, interpolation=InterpolationMode.NEAREST, fill={type(image): None})
+
+
+@pytest.mark.parametrize("name", TRIVIAL_AUGMENT_OPS)
+def test_each_trivial_augment_operation_gives_torchvisions_pixels(name):
+    images = example_photos()
+    B = len(images)
+    for bin_ in (0, 7, 15, 30):
+        for sign in (1.0, -1.0):
+            ours = apply_trivial_augment(images, torch.full((B,), TRIVIAL_AUGMENT_OPS.index(name)),
+                                         torch.full((B,), bin_), torch.full((B,), sign))
+            theirs = torch.stack([torchvision_op(name, bin_, sign, image) for image in images])
+            torch.testing.assert_close(ours, theirs, atol=1e-5, rtol=0, msg=f"{name}, bin {bin_}, sign {sign}")
+
+
+def test_trivial_augment_draws_per_image_and_repeats_with_a_seed():
+    images = example_photos()[3:4].repeat(64, 1, 1, 1)  # one photo, 64 times
+    out = trivial_augment(images, torch.Generator().manual_seed(3))
+    again = trivial_augment(images, torch.Generator().manual_seed(3))
+    other = trivial_augment(images, torch.Generator().manual_seed(4))
     assert out.shape == images.shape and out.dtype == images.dtype
     assert out.min() >= 0 and out.max() <= 1
-    assert torch.equal(out, again)
-    changed = [(o - i).abs().amax().item() > 1e-6 for o, i in zip(out.chunk(16), images.chunk(16))]
-    assert sum(changed) >= 8  # most groups draw an operation other than identity
+    assert torch.equal(out, again) and not torch.equal(out, other)
+    distinct = {tuple(image.flatten()[::97].tolist()) for image in out}
+    assert len(distinct) >= 40  # 64 copies of one photo come out as many different images
+
+
+def test_random_erasing_fills_one_rectangle_per_chosen_image_with_the_mean():
+    images = torch.rand(200, 3, 32, 32, generator=torch.Generator().manual_seed(0)) * 0.5 + 0.5  # all > 0.5
+    mean = (0.1, 0.2, 0.3)
+    out = random_erasing(images, torch.Generator().manual_seed(1), p=0.25, fill=mean)
+    erased = (out != images).any(1)  # (B, H, W)
+    chosen = erased.flatten(1).any(1)
+    assert 30 <= chosen.sum() <= 70  # about a quarter of 200
+    for image, mask in zip(out[chosen], erased[chosen]):
+        rows, cols = mask.any(1).nonzero().flatten(), mask.any(0).nonzero().flatten()
+        box = mask[rows.min():rows.max() + 1, cols.min():cols.max() + 1]
+        assert box.all() and box.sum() == mask.sum()  # a single full rectangle
+        assert 0.02 * 1024 * 0.5 <= mask.sum() <= 0.4 * 1024 * 1.5
+        assert torch.equal(image[:, mask], torch.tensor(mean).view(3, 1).expand(3, int(mask.sum())))
+    assert len({tuple(m.nonzero()[0].tolist()) for m in erased[chosen]}) > 10  # rectangles differ
+    assert torch.equal(random_erasing(images, torch.Generator(), p=0.0, fill=mean), images)
 
 
 def test_mix_batch_targets_are_distributions_over_the_classes():
-    images, labels = photos(), torch.arange(32) % 10
-    for mixup, cutmix in ((0.8, 0.0), (0.0, 1.0), (0.8, 1.0)):
-        torch.manual_seed(0)
-        mixed, targets = mix_batch(images, labels, 10, mixup, cutmix)
-        assert mixed.shape == images.shape and targets.shape == (32, 10)
-        assert torch.allclose(targets.sum(1), torch.ones(32))
-        assert (targets.max(1).values >= 0.5).all() and (targets > 0).sum(1).max() == 2
-        assert mixed.min() >= 0 and mixed.max() <= 1
+    images, targets = photos(), F.one_hot(torch.arange(32) % 10, 10).float()
+    for mixup, cutmix in ((1.0, 0.0), (0.0, 1.0), (0.8, 1.0)):
+        for seed in range(5):
+            mixed, mixed_targets = mix_batch(images, targets, random.Random(seed), 1.0, mixup, cutmix)
+            assert mixed.shape == images.shape and mixed_targets.shape == (32, 10)
+            assert torch.allclose(mixed_targets.sum(1), torch.ones(32))
+            assert (mixed_targets.max(1).values >= 0.5 - 1e-6).all() and (mixed_targets > 0).sum(1).max() <= 2
+            assert mixed.min() >= 0 and mixed.max() <= 1
+
+
+def test_mix_batch_mixes_about_the_chosen_share_of_batches():
+    images, targets = photos(8), F.one_hot(torch.arange(8), 10).float()
+    rng = random.Random(0)
+    mixed = sum(not torch.equal(mix_batch(images, targets, rng, 0.5, 1.0, 1.0)[1], targets) for _ in range(200))
+    assert 70 <= mixed <= 130
 
 
 def test_mix_batch_with_both_turned_off_is_refused():
     with pytest.raises(ValueError, match="mixup_alpha or cutmix_alpha"):
-        mix_batch(photos(), torch.arange(32) % 10, 10, 0.0, 0.0)
+        mix_batch(photos(), torch.eye(32, 10), random.Random(0), 1.0, 0.0, 0.0)

@@ -1,3 +1,5 @@
+import dataclasses
+
 import pytest
 import torch
 
@@ -69,3 +71,22 @@ def test_gradients_reach_every_parameter():
     torch.nn.init.normal_(model.head.weight)
     model(torch.rand(4, 1, 28, 28)).logsumexp(-1).sum().backward()
     assert all(p.grad is not None and p.grad.abs().sum() > 0 for p in model.parameters())
+
+
+def test_stochastic_depth_skips_whole_samples_in_training_only():
+    config = ViTConfig(dim=32, depth=5, heads=2, mlp_dim=64, drop_path=0.4)
+    model = VisionTransformer(config)
+    assert [block.drop_path.rate for block in model.blocks] == pytest.approx([0.0, 0.1, 0.2, 0.3, 0.4])
+    branch = torch.ones(4000, 3, 8)
+    drop = model.blocks[-1].drop_path
+    kept = drop(branch)  # (B, T, D): each sample all kept (scaled by 1 / 0.6) or all dropped
+    per_sample = kept.flatten(1)
+    assert per_sample.unique().tolist() == pytest.approx([0.0, 1 / 0.6])
+    assert (per_sample.amin(1) == per_sample.amax(1)).all()
+    assert (per_sample[:, 0] == 0).float().mean() == pytest.approx(0.4, abs=0.03)
+    assert kept.mean() == pytest.approx(1.0, abs=0.05)  # the expected value is unchanged
+    x = torch.rand(3, 1, 28, 28)
+    plain = VisionTransformer(dataclasses.replace(config, drop_path=0.0))
+    plain.load_state_dict(model.state_dict())
+    model.eval(), plain.eval()
+    torch.testing.assert_close(model(x), plain(x))  # no effect at evaluation

@@ -1,6 +1,13 @@
-"""Batched data augmentation on the training device: whole batches at once, no PIL per sample."""
+"""Batched data augmentation on the training device: each image its own random draw, whole batches at once.
+
+Every function takes a ``torch.Generator`` on the images' device and draws all its random numbers from it,
+so a batch on the GPU never waits for the host and a seeded generator repeats the same augmentation.
+"""
 
 from __future__ import annotations
+
+import math
+import random
 
 import torch
 import torch.nn.functional as F
@@ -16,10 +23,10 @@ def random_affine(
     shear: float = 10.0,
 ) -> torch.Tensor:
     """Rotate, shift, scale and shear each image of a (B, C, H, W) batch by its own random amount."""
-    B = images.shape[0]
+    B, device = images.shape[0], images.device
 
     def uniform(low: float, high: float) -> torch.Tensor:
-        return torch.empty(B).uniform_(low, high, generator=generator)
+        return torch.empty(B, device=device).uniform_(low, high, generator=generator)
 
     angle = torch.deg2rad(uniform(-degrees, degrees))
     shear_x = torch.tan(torch.deg2rad(uniform(-shear, shear)))
@@ -27,11 +34,11 @@ def random_affine(
     shift = torch.stack([uniform(-translate, translate), uniform(-translate, translate)], dim=1)  # (B, 2)
     cos, sin = torch.cos(angle), torch.sin(angle)
     rotation = torch.stack([torch.stack([cos, -sin], -1), torch.stack([sin, cos], -1)], 1)  # (B, 2, 2)
-    shearing = torch.eye(2).repeat(B, 1, 1)
+    shearing = torch.eye(2, device=device).repeat(B, 1, 1)
     shearing[:, 0, 1] = shear_x
     # affine_grid maps output coordinates to input coordinates, so the forward transform is inverted.
     forward = rotation @ shearing * zoom.view(B, 1, 1)  # (B, 2, 2)
-    inverse = torch.linalg.inv(forward)
+    inverse = torch.linalg.inv_ex(forward).inverse  # never singular: zoom > 0; inv_ex skips the check's host sync
     theta = torch.cat([inverse, -(inverse @ (2 * shift).unsqueeze(-1))], dim=2)  # (B, 2, 3)
     grid = F.affine_grid(theta.to(images), list(images.shape), align_corners=False)
     return F.grid_sample(images, grid, mode="bilinear", padding_mode="zeros", align_corners=False)
@@ -47,7 +54,7 @@ def random_stroke_width(
     brightest pixel is 1 again, as preprocessing does for a drawing.
     """
     B = images.shape[0]
-    amount = torch.empty(B, 1, 1, 1).uniform_(thinnest, thickest, generator=generator).to(images)
+    amount = torch.empty(B, 1, 1, 1, device=images.device).uniform_(thinnest, thickest, generator=generator)
     thicker = F.max_pool2d(images, 3, stride=1, padding=1)
     thinner = -F.max_pool2d(-images, 3, stride=1, padding=1)
     target = torch.where(amount > 0, thicker, thinner)
@@ -65,10 +72,10 @@ def random_crop_flip(images: torch.Tensor, generator: torch.Generator, padding: 
     """Random crop from a zero-padded image, then a random horizontal flip, per image of a (B, C, H, W) batch."""
     B, C, H, W = images.shape
     padded = F.pad(images, (padding,) * 4)  # (B, C, H + 2p, W + 2p)
-    dy, dx = torch.randint(0, 2 * padding + 1, (2, B, 1), generator=generator).to(images.device)
+    dy, dx = torch.randint(0, 2 * padding + 1, (2, B, 1), generator=generator, device=images.device)
     rows = dy + torch.arange(H, device=images.device)  # (B, H)
     cols = dx + torch.arange(W, device=images.device)  # (B, W)
-    flip = (torch.rand(B, 1, generator=generator) < 0.5).to(images.device)
+    flip = torch.rand(B, 1, generator=generator, device=images.device) < 0.5
     cols = torch.where(flip, cols.flip(1), cols)
     batch = torch.arange(B, device=images.device).view(B, 1, 1, 1)
     channel = torch.arange(C, device=images.device).view(1, C, 1, 1)
@@ -80,31 +87,175 @@ def augment_photos(images: torch.Tensor, generator: torch.Generator) -> torch.Te
     return random_crop_flip(images, generator)
 
 
-TRIVIAL_AUGMENT_GROUPS = 16
+# TrivialAugment Wide's operations and strongest magnitudes, as in torchvision's TrivialAugmentWide
+# (torchvision/transforms/v2/_auto_augment.py): shears up to 0.99, shifts up to 32 px, rotations up to 135
+# degrees, colour factors 1 +- 0.99, posterize to 8..2 bits, solarize thresholds 1..0.
+TRIVIAL_AUGMENT_OPS = ("identity", "shear_x", "shear_y", "translate_x", "translate_y", "rotate", "brightness", "color",
+                       "contrast", "sharpness", "posterize", "solarize", "autocontrast", "equalize")
+MAGNITUDE_BINS = 31
+_GEOMETRIC = ("shear_x", "shear_y", "translate_x", "translate_y", "rotate")
+_BLENDS = ("brightness", "color", "contrast", "sharpness")  # blend towards a degenerate image by 1 + magnitude
+_SIGNED = _GEOMETRIC + _BLENDS
 
 
-def trivial_augment(images: torch.Tensor, groups: int = TRIVIAL_AUGMENT_GROUPS) -> torch.Tensor:
-    """TrivialAugment (Mueller & Hutter, 2021) on a (B, C, H, W) batch in [0, 1], on the batch's device.
+def trivial_augment(images: torch.Tensor, generator: torch.Generator, bins: int = MAGNITUDE_BINS) -> torch.Tensor:
+    """TrivialAugment Wide (Mueller & Hutter, 2021) with its own operation and strength for every image.
 
-    torchvision's TrivialAugmentWide draws one operation and strength per call, so the batch is cut into
-    ``groups`` groups that each get their own: a few calls per batch instead of one per image. It draws
-    from torch's global generator, which training seeds per epoch, so a resumed run repeats exactly.
+    ``images``: (B, C, H, W) in [0, 1]; ``generator`` lives on the images' device, so everything runs there.
+    Each image draws one of the 14 operations, a magnitude bin out of ``bins`` and, for the signed
+    operations, a sign, as torchvision's ``TrivialAugmentWide`` does for a single image.
     """
-    augment = v2.TrivialAugmentWide()
-    return torch.cat([augment(group) for group in images.chunk(groups)])
+    B, device = images.shape[0], images.device
+    op = torch.randint(len(TRIVIAL_AUGMENT_OPS), (B,), generator=generator, device=device)
+    strength = torch.randint(bins, (B,), generator=generator, device=device)
+    sign = torch.rand(B, generator=generator, device=device).lt(0.5).float().mul(2).sub(1)  # (B,) of +-1
+    return apply_trivial_augment(images, op, strength, sign, bins)
 
 
-def mix_batch(images: torch.Tensor, labels: torch.Tensor, num_classes: int, mixup_alpha: float,
+def apply_trivial_augment(images: torch.Tensor, op: torch.Tensor, strength: torch.Tensor, sign: torch.Tensor,
+                          bins: int = MAGNITUDE_BINS) -> torch.Tensor:
+    """Apply operation ``op[i]`` (an index into TRIVIAL_AUGMENT_OPS) at magnitude bin ``strength[i]`` (of
+    ``bins``) and ``sign[i]`` (+-1, for the signed operations) to image i of a (B, C, H, W) batch in [0, 1].
+
+    No Python loop over images or operations: every candidate is computed for the whole batch (cheap at
+    32x32) and each image keeps its own. The geometric operations are one affine warp of the whole batch.
+    """
+    B, C, H, W = images.shape
+    is_op = {name: op == i for i, name in enumerate(TRIVIAL_AUGMENT_OPS)}  # name -> (B,) bool
+    sign = torch.where(_any(is_op, _SIGNED), sign, 1.0)  # (B,)
+
+    def magnitude(first: float, last: float) -> torch.Tensor:  # (B,): torchvision's own table, bin by bin
+        return torch.linspace(first, last, bins, device=images.device)[strength]
+
+    # Geometry. affine_grid takes, for each output pixel, where to sample the input, in [-1, 1] coordinates.
+    # Shears pivot on the top-left corner and rotations on the centre; each operation gives the same pixels
+    # as torchvision's for the same magnitude and sign (a test checks this).
+    shear = magnitude(0, 0.99) * sign
+    shift = -(magnitude(0, 32) * sign).trunc()  # whole pixels, as torchvision's int(magnitude); sampling moves back
+    angle = torch.deg2rad(magnitude(0, 135) * sign)
+    cos, sin = torch.cos(angle), torch.sin(angle)
+    zero, one = torch.zeros_like(sign), torch.ones_like(sign)
+    rotate, shear_x, shear_y = is_op["rotate"], is_op["shear_x"], is_op["shear_y"]
+    theta = torch.stack([
+        torch.stack([torch.where(rotate, cos, one), torch.where(rotate, -sin * H / W, torch.where(shear_x, shear * H / W, zero)),
+                     torch.where(shear_x, shear * H / W, torch.where(is_op["translate_x"], 2 * shift / W, zero))], -1),
+        torch.stack([torch.where(rotate, sin * W / H, torch.where(shear_y, shear * W / H, zero)), torch.where(rotate, cos, one),
+                     torch.where(shear_y, shear * W / H, torch.where(is_op["translate_y"], 2 * shift / H, zero))], -1),
+    ], 1)  # (B, 2, 3)
+    grid = F.affine_grid(theta.to(images.dtype), [B, C, H, W], align_corners=False)
+    warped = F.grid_sample(images, grid, mode="nearest", padding_mode="zeros", align_corners=False)
+    out = torch.where(_any(is_op, _GEOMETRIC).view(B, 1, 1, 1), warped, images)
+
+    # Colour: brightness, colour, contrast and sharpness blend towards a degenerate image by a factor 1 + m.
+    gray = grayscale(images)  # (B, 1, H, W)
+    degenerate = torch.where(is_op["brightness"].view(B, 1, 1, 1), torch.zeros_like(images),
+                 torch.where(is_op["color"].view(B, 1, 1, 1), gray.expand_as(images),
+                 torch.where(is_op["contrast"].view(B, 1, 1, 1), gray.mean(dim=(1, 2, 3), keepdim=True).expand_as(images),
+                             smooth(images))))
+    factor = (1 + magnitude(0, 0.99) * sign).view(B, 1, 1, 1)
+    blended = (factor * images + (1 - factor) * degenerate).clamp(0, 1)
+    out = torch.where(_any(is_op, _BLENDS).view(B, 1, 1, 1), blended, out)
+
+    bits = (8 - torch.arange(bins, device=images.device) / ((bins - 1) / 6)).round()[strength]  # 8..2
+    levels = torch.exp2(bits).view(B, 1, 1, 1)  # posterize
+    posterized = (images * levels).floor().clamp(max=levels - 1) / levels
+    threshold = magnitude(1, 0).view(B, 1, 1, 1)  # solarize above 1..0
+    solarized = torch.where(images >= threshold, 1 - images, images)
+    for name, result in (("posterize", posterized), ("solarize", solarized), ("autocontrast", autocontrast(images)),
+                         ("equalize", v2.functional.equalize(images))):
+        out = torch.where(is_op[name].view(B, 1, 1, 1), result, out)
+    return out
+
+
+def _any(is_op: dict[str, torch.Tensor], names: tuple[str, ...]) -> torch.Tensor:
+    return torch.stack([is_op[name] for name in names]).any(0)
+
+
+def grayscale(images: torch.Tensor) -> torch.Tensor:
+    """(B, 3, H, W) or (B, 1, H, W) -> (B, 1, H, W) luma, with torchvision's weights."""
+    if images.shape[1] == 1:
+        return images
+    weights = images.new_tensor([0.2989, 0.587, 0.114]).view(1, 3, 1, 1)
+    return (images * weights).sum(1, keepdim=True)
+
+
+def smooth(images: torch.Tensor) -> torch.Tensor:
+    """The sharpness operation's degenerate image: a 3x3 smoothing (1s around a 5, over 13) inside a
+    one-pixel border that stays as it is, as in torchvision and PIL."""
+    C = images.shape[1]
+    kernel = images.new_tensor([[1.0, 1, 1], [1, 5, 1], [1, 1, 1]]).div(13).expand(C, 1, 3, 3)
+    inner = F.conv2d(images, kernel, groups=C)  # (B, C, H - 2, W - 2)
+    return torch.cat([images[:, :, :1], torch.cat([images[:, :, 1:-1, :1], inner, images[:, :, 1:-1, -1:]], 3),
+                      images[:, :, -1:]], 2)
+
+
+def autocontrast(images: torch.Tensor) -> torch.Tensor:
+    """Stretch each channel of each image to span [0, 1]; a flat channel stays as it is."""
+    low = images.amin(dim=(2, 3), keepdim=True)
+    high = images.amax(dim=(2, 3), keepdim=True)
+    flat = high == low
+    return torch.where(flat, images, (images - low) / torch.where(flat, 1.0, high - low)).clamp(0, 1)
+
+
+def random_erasing(images: torch.Tensor, generator: torch.Generator, p: float, fill: tuple[float, ...],
+                   max_area: float = 0.4, min_area: float = 0.02, min_aspect: float = 0.3) -> torch.Tensor:
+    """Random erasing (Zhong et al., 2020): with probability ``p``, fill a random rectangle of each image with ``fill``.
+
+    As the reference code that Lee et al. (2021) train with: area uniform in [``min_area``, ``max_area``] of
+    the image, aspect ratio uniform in [``min_aspect``, 1 / ``min_aspect``], filled with the dataset's mean
+    colour (zero after normalisation). A rectangle too tall or wide is clipped to the image, where the
+    reference draws again. (B, C, H, W) in [0, 1], on the images' device.
+    """
+    B, C, H, W = images.shape
+    device = images.device
+
+    def uniform(low: float, high: float) -> torch.Tensor:
+        return torch.empty(B, device=device).uniform_(low, high, generator=generator)
+
+    area = uniform(min_area, max_area) * H * W
+    aspect = uniform(min_aspect, 1 / min_aspect)
+    h = (area * aspect).sqrt().round().clamp(1, H)  # (B,)
+    w = (area / aspect).sqrt().round().clamp(1, W)
+    top = (uniform(0, 1) * (H - h + 1)).floor()
+    left = (uniform(0, 1) * (W - w + 1)).floor()
+    rows = torch.arange(H, device=device)
+    cols = torch.arange(W, device=device)
+    inside_rows = (rows >= top[:, None]) & (rows < (top + h)[:, None])  # (B, H)
+    inside_cols = (cols >= left[:, None]) & (cols < (left + w)[:, None])  # (B, W)
+    erase = uniform(0, 1) < p  # (B,)
+    mask = (inside_rows[:, :, None] & inside_cols[:, None, :] & erase[:, None, None]).unsqueeze(1)  # (B, 1, H, W)
+    return torch.where(mask, images.new_tensor(fill).view(1, C, 1, 1), images)
+
+
+def mix_batch(images: torch.Tensor, targets: torch.Tensor, rng: random.Random, p: float, mixup_alpha: float,
               cutmix_alpha: float) -> tuple[torch.Tensor, torch.Tensor]:
-    """MixUp or CutMix (one of them, at random) over a (B, C, H, W) batch -> the images and (B, classes) targets.
+    """MixUp (Zhang et al., 2018) or CutMix (Yun et al., 2019) of a whole batch, with probability ``p``.
 
-    An alpha of 0 turns that one off; at least one must be on.
+    ``images`` (B, C, H, W), ``targets`` (B, classes) class probabilities. Each image is mixed with its
+    neighbour in the batch (a roll by one). With both on, a mixed batch gets one of the two at random,
+    as in Lee et al.'s (2021) training code. The batch-level draws come from ``rng``, a host-side
+    generator, so nothing waits for the device. An alpha of 0 turns that one off; at least one must be on.
     """
-    choices = [v2.MixUp(alpha=mixup_alpha, num_classes=num_classes)] if mixup_alpha > 0 else []
-    choices += [v2.CutMix(alpha=cutmix_alpha, num_classes=num_classes)] if cutmix_alpha > 0 else []
+    choices = [kind for kind, alpha in (("mixup", mixup_alpha), ("cutmix", cutmix_alpha)) if alpha > 0]
     if not choices:
         raise ValueError("mix_batch needs a positive mixup_alpha or cutmix_alpha")
-    return v2.RandomChoice(choices)(images, labels)
+    if rng.random() >= p:
+        return images, targets
+    kind = rng.choice(choices)
+    lam = rng.betavariate(mixup_alpha, mixup_alpha) if kind == "mixup" else rng.betavariate(cutmix_alpha, cutmix_alpha)
+    partner_images, partner_targets = images.roll(1, 0), targets.roll(1, 0)
+    if kind == "mixup":
+        mixed = lam * images + (1 - lam) * partner_images
+    else:
+        H, W = images.shape[-2:]
+        cut = math.sqrt(1 - lam)
+        cy, cx = rng.randrange(H), rng.randrange(W)
+        top, bottom = max(cy - int(H * cut) // 2, 0), min(cy + int(H * cut) // 2, H)
+        left, right = max(cx - int(W * cut) // 2, 0), min(cx + int(W * cut) // 2, W)
+        mixed = images.clone()
+        mixed[:, :, top:bottom, left:right] = partner_images[:, :, top:bottom, left:right]
+        lam = 1 - (bottom - top) * (right - left) / (H * W)  # the share of the image that is its own
+    return mixed, lam * targets + (1 - lam) * partner_targets
 
 
 AUGMENTATIONS = {"mnist": augment_digits, "cifar10": augment_photos}

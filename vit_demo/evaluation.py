@@ -15,12 +15,13 @@ def evaluate(
     device = next(model.parameters()).device
     was_training = model.training
     model.eval()
-    loss_sum, correct = 0.0, 0
+    sums = torch.zeros(2, dtype=torch.float64, device=device)  # summed loss, correct: read once, at the end
     for start in range(0, len(images), batch_size):
         x = images[start : start + batch_size].to(device, non_blocking=True).float().div_(255)  # (B, C, H, W)
         y = labels[start : start + batch_size].to(device, non_blocking=True)  # (B,)
         logits = model(x)  # (B, classes)
-        loss_sum += F.cross_entropy(logits.float(), y, reduction="sum").item()
-        correct += (logits.argmax(dim=1) == y).sum().item()
+        sums += torch.stack([F.cross_entropy(logits.float(), y, reduction="sum").double(),
+                             (logits.argmax(dim=1) == y).sum().double()])
     model.train(was_training)
-    return loss_sum, correct, len(images)
+    loss_sum, correct = sums.tolist()
+    return loss_sum, int(correct), len(images)

@@ -31,6 +31,7 @@ class ViTConfig:
     heads: int = 4
     mlp_dim: int = 128
     dropout: float = 0.0
+    drop_path: float = 0.0  # stochastic depth: the last block's chance of being skipped in training (0 = off)
     mean: tuple[float, ...] = (0.1307,)
     std: tuple[float, ...] = (0.3081,)
 
@@ -107,20 +108,40 @@ class MLP(nn.Module):
         return self.drop(self.fc2(self.drop(self.act(self.fc1(x)))))
 
 
-class Block(nn.Module):
-    """A pre-norm encoder block: x + attn(norm(x)), then x + mlp(norm(x))."""
+class DropPath(nn.Module):
+    """Stochastic depth (Huang et al., 2016): in training, skip a residual branch for a random subset of the batch.
 
-    def __init__(self, config: ViTConfig) -> None:
+    Each sample's branch output is kept with probability 1 - rate and then scaled by 1 / (1 - rate), so its
+    expected value is unchanged; at evaluation the branch always runs. As timm's ``DropPath``.
+    """
+
+    def __init__(self, rate: float) -> None:
+        super().__init__()
+        self.rate = rate
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        if not self.training or self.rate == 0.0:
+            return x
+        keep = 1.0 - self.rate
+        mask = x.new_empty(x.shape[0], *(1,) * (x.ndim - 1)).bernoulli_(keep)  # (B, 1, 1): one draw per sample
+        return x * mask / keep
+
+
+class Block(nn.Module):
+    """A pre-norm encoder block: x + attn(norm(x)), then x + mlp(norm(x)), each branch under stochastic depth."""
+
+    def __init__(self, config: ViTConfig, drop_path: float = 0.0) -> None:
         super().__init__()
         self.norm1 = nn.LayerNorm(config.dim)
         self.attn = Attention(config.dim, config.heads, config.dropout)
         self.norm2 = nn.LayerNorm(config.dim)
         self.mlp = MLP(config.dim, config.mlp_dim, config.dropout)
+        self.drop_path = DropPath(drop_path)
 
     def forward(self, x: torch.Tensor, need_weights: bool = False) -> tuple[torch.Tensor, torch.Tensor | None]:
         attn_out, attn = self.attn(self.norm1(x), need_weights)
-        x = x + attn_out
-        x = x + self.mlp(self.norm2(x))
+        x = x + self.drop_path(attn_out)
+        x = x + self.drop_path(self.mlp(self.norm2(x)))
         return x, attn
 
 
@@ -135,7 +156,10 @@ class VisionTransformer(nn.Module):
         self.cls_token = nn.Parameter(torch.zeros(1, 1, config.dim))
         self.pos_embed = nn.Parameter(torch.zeros(1, config.num_tokens, config.dim))
         self.pos_drop = nn.Dropout(config.dropout)
-        self.blocks = nn.ModuleList(Block(config) for _ in range(config.depth))
+        # The skip rate grows linearly with depth, from 0 for the first block to drop_path for the last
+        # (Huang et al., 2016; as DeiT and Lee et al., 2021 use it).
+        rates = torch.linspace(0, config.drop_path, config.depth).tolist()
+        self.blocks = nn.ModuleList(Block(config, rate) for rate in rates)
         self.norm = nn.LayerNorm(config.dim)
         self.head = nn.Linear(config.dim, config.num_classes)
         self._init_weights()
