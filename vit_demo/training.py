@@ -172,7 +172,8 @@ def training_batch(images: torch.Tensor, labels: torch.Tensor, recipe: Recipe, s
         x = trivial_augment(x, generator)
     if recipe.random_erasing > 0:
         x = random_erasing(x, generator, recipe.random_erasing, spec.mean)
-    target = F.one_hot(labels, len(spec.classes)).float()  # (B, classes)
+    # (B, classes) one-hot; a comparison, not F.one_hot, whose range check waits for a GPU.
+    target = (labels[:, None] == torch.arange(len(spec.classes), device=labels.device)).float()
     if recipe.mixup_alpha > 0 or recipe.cutmix_alpha > 0:
         x, target = mix_batch(x, target, rng, recipe.mix_prob, recipe.mixup_alpha, recipe.cutmix_alpha)
     return x, target
