@@ -1,10 +1,12 @@
 """Server time for one drawing and one photo in the app, step by step, beside the bare model forward pass.
 
-    python benchmarks/views_latency.py [--repeat 100] [--format jpeg] [--glibc-mmap-threshold]
+    python benchmarks/views_latency.py [--repeat 100] [--format jpeg] [--glibc-mmap-threshold] [--photo-recipe]
 
 It runs as the server does (torch threads and glibc's mmap threshold set by ``vit_demo.ui``), feeds
 the app's own handlers what the browser sends (for a drawing, the canvas value of a 112x112 drawing;
 for a photo, the uploaded file) and then encodes the pictures as Gradio does before sending them.
+``--photo-recipe`` times the photo path with the architecture today's ``cifar10`` recipe trains, with random
+weights (the time does not depend on their values), in place of the shipped photo model.
 """
 
 from __future__ import annotations
@@ -26,7 +28,11 @@ from common import example_photos, timed  # noqa: E402  (benchmarks/ is on sys.p
 import gradio as gr  # noqa: E402
 
 from vit_demo import explain, ui  # noqa: E402
-from vit_demo.classifier import to_chw  # noqa: E402
+from vit_demo.classifier import Classifier, to_chw  # noqa: E402
+from vit_demo.data import dataset_spec  # noqa: E402
+from vit_demo.model import VisionTransformer  # noqa: E402
+from vit_demo.training import RECIPES  # noqa: E402
+from vit_demo.weights import WeightsInfo  # noqa: E402
 
 
 def canvas_value() -> str:
@@ -35,6 +41,15 @@ def canvas_value() -> str:
     ImageDraw.Draw(image).line([(90, 70), (250, 70), (150, 280)], fill=0, width=18, joint="curve")
     small = 255 - np.asarray(image.resize((112, 112), Image.BILINEAR))
     return base64.b64encode(small.astype(np.uint8).tobytes()).decode()
+
+
+def use_recipe_photo_model() -> None:
+    """Make the app's photo model the cifar10 recipe's architecture, with random weights."""
+    vit = RECIPES["cifar10"].vit
+    recipe_model = Classifier(WeightsInfo(Path("recipe"), dataset_spec("cifar10"), vit),
+                              VisionTransformer(vit).to(ui.classifier("cifar10").device).eval())
+    shipped = ui.classifier
+    ui.classifier = lambda name: recipe_model if name == "cifar10" else shipped(name)
 
 
 def step_rows(model: str, decode: Callable[[], Any], handler: Callable[[], tuple], repeat: int,
@@ -76,7 +91,11 @@ def main() -> None:
     parser.add_argument("--format", default=ui.VIEW_FORMAT, help="image format Gradio encodes the pictures in")
     parser.add_argument("--glibc-mmap-threshold", action="store_true",
                         help="leave glibc's mmap threshold as glibc sets it, to see what the server's fixed one costs")
+    parser.add_argument("--photo-recipe", action="store_true",
+                        help="the photo path with the cifar10 recipe's architecture (random weights), not the shipped model")
     args = parser.parse_args()
+    if args.photo_recipe:
+        use_recipe_photo_model()
     if not args.glibc_mmap_threshold:
         ui.return_large_buffers_to_the_os()
     torch.set_num_threads(ui.TORCH_THREADS)
@@ -86,7 +105,9 @@ def main() -> None:
     inputs = {"drawing (mnist)": ("mnist", lambda: ui.decode_drawing(value),
                                   lambda: ui.on_drawing(value, ui.model_config("mnist").depth, ui.MEAN))}
     if ui.model_problem("cifar10") is None:
-        inputs["photo (cifar10)"] = ("cifar10", lambda: photo, lambda: ui.predict_image(photo))
+        photo_model = ui.classifier("cifar10").model
+        n_params = sum(p.numel() for p in photo_model.parameters())
+        inputs[f"photo (cifar10{', recipe' if args.photo_recipe else ''}, {n_params / 1e6:.1f}M)"] = ("cifar10", lambda: photo, lambda: ui.predict_image(photo))
     tables = {name: step_rows(*steps, args.repeat, args.format) for name, steps in inputs.items()}
 
     print(f"device {ui.classifier('mnist').device}, torch threads {torch.get_num_threads()}, "

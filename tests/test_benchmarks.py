@@ -17,13 +17,16 @@ def test_benchmark_prints_a_table(script):
 
 
 @pytest.mark.parametrize(("script", "args", "header", "rows"), [
+    ("views_latency.py", ["--repeat", "2", "--photo-recipe"], "median ms", 9),
+    ("train_throughput.py", ["--batch-size", "8", "--steps", "2", "--warmup", "1", "--modes", "eager"],
+     "training images/s", 1),
     ("serve_latency.py", ["--repeat", "2", "--warmup", "1"], "app / do-nothing p50", 2),
     ("serve_load.py", ["--users", "2", "--drawings", "2"], "throughput req/s", 2),
     ("serve_load.py", ["--users", "2", "--requests", "2", "--endpoint", "/predict_image", "--apps", "app"],
      "throughput req/s", 1),
     ("cold_start.py", ["--repeat", "1"], "to first prediction s", 2),
 ])
-def test_serving_benchmark_prints_a_table(script, args, header, rows):
+def test_benchmark_prints_its_rows(script, args, header, rows):
     result = subprocess.run([sys.executable, f"benchmarks/{script}", *args], cwd=REPO, capture_output=True, text=True,
                             timeout=600)
     assert result.returncode == 0, result.stderr[-2000:]
