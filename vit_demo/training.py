@@ -76,6 +76,30 @@ RECIPES = {
 }
 
 
+# The command-line flags that override a recipe: field -> (type, help). Each field's flag is --field-name.
+RECIPE_FLAGS = {
+    "epochs": (int, None),
+    "batch_size": (int, "global batch size (split across torchrun processes)"),
+    "lr": (float, None),
+    "weight_decay": (float, None),
+    "warmup_epochs": (float, None),
+    "label_smoothing": (float, None),
+    "trivial_augment": (bool, "TrivialAugment, per image, on top of the crop/flip or affine augmentation"),
+    "random_erasing": (float, "each image's chance of a random erased rectangle (0: off)"),
+    "mix_prob": (float, "each batch's chance of MixUp or CutMix"),
+    "mixup_alpha": (float, "MixUp strength (0 turns it off)"),
+    "cutmix_alpha": (float, "CutMix strength (0 turns it off)"),
+}
+ARCHITECTURE_FLAGS = {
+    "patch_size": (int, "override the patch size (must divide the image size)"),
+    "dim": (int, "override the model width"),
+    "depth": (int, "override the number of encoder blocks"),
+    "heads": (int, "override the number of attention heads"),
+    "mlp_dim": (int, "override the MLP hidden width"),
+    "drop_path": (float, "stochastic depth: the last block's skip rate (0: off)"),
+}
+
+
 def build_parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(
         prog="train.py",
@@ -87,24 +111,12 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--out", type=Path, help="weights folder to write (default: weights/<dataset>)")
     p.add_argument("--checkpoint-dir", type=Path, help="where resumable checkpoints go (default: runs/<dataset>)")
     p.add_argument("--resume", action="store_true", help="continue from the checkpoint in --checkpoint-dir")
-    p.add_argument("--epochs", type=int)
-    p.add_argument("--batch-size", type=int, help="global batch size (split across torchrun processes)")
-    p.add_argument("--lr", type=float)
-    p.add_argument("--weight-decay", type=float)
-    p.add_argument("--warmup-epochs", type=float)
-    p.add_argument("--label-smoothing", type=float)
-    p.add_argument("--trivial-augment", action=argparse.BooleanOptionalAction, default=None,
-                   help="TrivialAugment, per image, on top of the crop/flip or affine augmentation")
-    p.add_argument("--random-erasing", type=float, help="each image's chance of a random erased rectangle (0: off)")
-    p.add_argument("--mix-prob", type=float, help="each batch's chance of MixUp or CutMix")
-    p.add_argument("--mixup-alpha", type=float, help="MixUp strength (0 turns it off)")
-    p.add_argument("--cutmix-alpha", type=float, help="CutMix strength (0 turns it off)")
-    p.add_argument("--patch-size", type=int, help="override the patch size (must divide the image size)")
-    p.add_argument("--dim", type=int, help="override the model width")
-    p.add_argument("--depth", type=int, help="override the number of encoder blocks")
-    p.add_argument("--heads", type=int, help="override the number of attention heads")
-    p.add_argument("--mlp-dim", type=int, help="override the MLP hidden width")
-    p.add_argument("--drop-path", type=float, help="stochastic depth: the last block's skip rate (0: off)")
+    for field, (kind, help) in {**RECIPE_FLAGS, **ARCHITECTURE_FLAGS}.items():
+        flag = "--" + field.replace("_", "-")
+        if kind is bool:
+            p.add_argument(flag, action=argparse.BooleanOptionalAction, default=None, help=help)
+        else:
+            p.add_argument(flag, type=kind, help=help)
     p.add_argument("--train-limit", type=int, help="train on a random subset of this many images")
     p.add_argument("--test-limit", type=int, help="evaluate on a random subset of this many images")
     p.add_argument("--seed", type=int, default=0)
@@ -118,12 +130,8 @@ def build_parser() -> argparse.ArgumentParser:
 
 def recipe_from_args(args: argparse.Namespace) -> Recipe:
     recipe = RECIPES[args.dataset]
-    arch = {k: getattr(args, k) for k in ("patch_size", "dim", "depth", "heads", "mlp_dim", "drop_path")
-            if getattr(args, k) is not None}
-    hyper = {k: getattr(args, k) for k in ("epochs", "batch_size", "lr", "weight_decay", "warmup_epochs",
-                                           "label_smoothing", "trivial_augment", "random_erasing", "mix_prob",
-                                           "mixup_alpha", "cutmix_alpha")
-             if getattr(args, k) is not None}
+    arch = {k: getattr(args, k) for k in ARCHITECTURE_FLAGS if getattr(args, k) is not None}
+    hyper = {k: getattr(args, k) for k in RECIPE_FLAGS if getattr(args, k) is not None}
     return dataclasses.replace(recipe, vit=dataclasses.replace(recipe.vit, **arch), **hyper)
 
 
