@@ -6,6 +6,7 @@ import dataclasses
 import gzip
 import shutil
 import struct
+import subprocess
 import sys
 import threading
 import time
@@ -96,6 +97,12 @@ def cifar_root(tmp_path_factory) -> Path:
                 image[4 + 12 * y : 16 + 12 * y, 2 + 6 * x : 8 + 6 * x] = [(label * 97) % 256, (label * 53) % 256, 200]
                 Image.fromarray(image).save(folder / f"{i:04d}.png")
     return root
+
+
+def run_cli(*args: str) -> subprocess.CompletedProcess:
+    """``python -m vit_demo ARGS`` from the repo, its output captured."""
+    return subprocess.run([sys.executable, "-m", "vit_demo", *args], cwd=REPO, capture_output=True, text=True,
+                          timeout=300)
 
 
 def mnist_test_digits(mnist_root: Path, n: int) -> tuple[np.ndarray, np.ndarray]:

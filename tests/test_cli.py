@@ -1,16 +1,9 @@
 import json
-import subprocess
-import sys
 
 import pytest
-from conftest import HAS_SHARED_MNIST, REPO, draw_on_canvas, mnist_test_digits
+from conftest import HAS_SHARED_MNIST, draw_on_canvas, mnist_test_digits, run_cli
 
 import vit_demo.training as training
-
-
-def run_cli(*args: str) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "vit_demo", *args], cwd=REPO, capture_output=True, text=True,
-                          timeout=300)
 
 
 @pytest.fixture(scope="module")

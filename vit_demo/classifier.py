@@ -9,6 +9,7 @@ from pathlib import Path
 import numpy as np
 import torch
 
+from vit_demo import explain
 from vit_demo.device import resolve_device
 from vit_demo.model import VisionTransformer
 from vit_demo.preprocess import ImageInput, preprocess_drawing, preprocess_photo
@@ -49,10 +50,37 @@ class Classifier:
         """
         return self.predict_preprocessed([self.preprocess(image)])[0]
 
+    def explain(self, image: ImageInput, label: str | None = None) -> np.ndarray:
+        """Why the model would say ``label`` (default: what it predicts) for one image: each patch's
+        class-specific relevance (Chefer et al., 2021), a (g, g) map over the patch grid, >= 0.
+
+        Raises:
+            NothingDrawn, InputError: as ``predict``.
+            ValueError: ``label`` is not one of the model's classes.
+        """
+        return self.relevance_preprocessed([self.preprocess(image)], [label])[0]
+
+    def relevance_preprocessed(self, inputs: Sequence[np.ndarray], labels: Sequence[str | None]) -> np.ndarray:
+        """Class-specific relevance of already preprocessed images, one label (None: the predicted class)
+        each, in one forward and backward pass: (B, g, g)."""
+        unknown = [label for label in labels if label is not None and label not in self.classes]
+        if unknown:
+            raise ValueError(f"unknown class {unknown[0]!r}; this model's classes are {', '.join(self.classes)}")
+        batch = self.batch(inputs)  # (B, C, H, W)
+        if any(label is None for label in labels):
+            with torch.no_grad():
+                predicted = self.model(batch).argmax(1).tolist()  # (B,)
+        classes = [predicted[i] if label is None else self.classes.index(label) for i, label in enumerate(labels)]
+        return explain.relevance_maps(self.model, batch, torch.tensor(classes))
+
+    def batch(self, inputs: Sequence[np.ndarray]) -> torch.Tensor:
+        """Preprocessed images -> one (B, C, H, W) float tensor on the model's device."""
+        return torch.from_numpy(np.stack([to_chw(x) for x in inputs])).to(self.device)
+
     @torch.no_grad()
     def predict_preprocessed(self, inputs: Sequence[np.ndarray], attention: bool = True) -> list[Prediction]:
         """Classify already preprocessed images in one forward pass (attention=False takes the fast path)."""
-        batch = torch.from_numpy(np.stack([to_chw(x) for x in inputs])).to(self.device)  # (B, C, H, W)
+        batch = self.batch(inputs)  # (B, C, H, W)
         if attention:
             logits, attn = self.model(batch, return_attention=True)  # (B, classes), (B, L, H, T, T)
             attn = attn.float().cpu().numpy()

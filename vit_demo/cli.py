@@ -1,4 +1,4 @@
-"""``python -m vit_demo predict|evaluate``: the command line over the same functions as the app."""
+"""``python -m vit_demo predict|evaluate|faithfulness``: the command line over the same functions as the app."""
 
 from __future__ import annotations
 
@@ -11,6 +11,7 @@ from collections.abc import Sequence
 from vit_demo.classifier import Classifier, load_model
 from vit_demo.data import SPLITS, DatasetNotFound, load_split
 from vit_demo.evaluation import evaluate
+from vit_demo.faithfulness import MAP_KINDS, faithfulness
 from vit_demo.preprocess import InputError
 from vit_demo.weights import WeightsError
 
@@ -33,6 +34,18 @@ def build_parser() -> argparse.ArgumentParser:
     ev.add_argument("--limit", type=int, help="only the first N images")
     ev.add_argument("--device", default="auto")
     ev.add_argument("--batch-size", type=int, default=500)
+
+    faith = commands.add_parser(
+        "faithfulness", help="deletion and insertion AUC of each kind of map; one JSON line per kind",
+        description="Rank patches by each kind of map, remove them (deletion) or add them to a blank image "
+                    "(insertion) 10%% at a time, and average the area under the predicted class's probability "
+                    "over the first N images of a split: lower deletion and higher insertion AUC = more faithful.")
+    faith.add_argument("--model", default="mnist", help="mnist, cifar10, or a path to a weights folder")
+    faith.add_argument("--data-dir", required=True, help="dataset root (MNIST/raw/ or cifar10/<split>/<class>/)")
+    faith.add_argument("--split", default="test", choices=SPLITS)
+    faith.add_argument("--n", type=int, default=1000, help="the first N images of the split (default: 1000)")
+    faith.add_argument("--device", default="auto")
+    faith.add_argument("--batch-size", type=int, default=100)
     return parser
 
 
@@ -74,13 +87,33 @@ def run_evaluate(args: argparse.Namespace) -> dict:
             "device": str(classifier.device)}
 
 
+def run_faithfulness(args: argparse.Namespace) -> list[dict]:
+    """One record per kind of map: mean deletion and insertion AUC over the first ``args.n`` images."""
+    if args.n < 1:
+        raise ValueError("--n must be at least 1")
+    classifier = load_model(args.model, args.device)
+    dataset = classifier.info.dataset.name
+    images, _ = load_split(dataset, args.data_dir, args.split)
+    images = images[: args.n]
+    sums = {kind: [0.0, 0.0] for kind in MAP_KINDS}
+    for index, start in enumerate(range(0, len(images), args.batch_size)):
+        x = images[start : start + args.batch_size].to(classifier.device).float().div_(255)  # (B, C, H, W)
+        for kind, result in faithfulness(classifier.model, x, dataset, seed=index).items():
+            sums[kind][0] += float(result.deletion_auc.sum())
+            sums[kind][1] += float(result.insertion_auc.sum())
+    return [{"method": kind, "model": args.model, "n": len(images), "deletion_auc": round(deletion / len(images), 4),
+             "insertion_auc": round(insertion / len(images), 4)} for kind, (deletion, insertion) in sums.items()]
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     try:
         if args.command == "predict":
             classifier = load_model(args.model, args.device)
             return 1 if predict_files(classifier, args.files, args.top, args.batch_size) else 0
-        print(json.dumps(run_evaluate(args)))
+        records = run_faithfulness(args) if args.command == "faithfulness" else [run_evaluate(args)]
+        for record in records:
+            print(json.dumps(record))
         return 0
     except (WeightsError, DatasetNotFound, ValueError, OSError) as exc:
         print(f"error: {exc}", file=sys.stderr)

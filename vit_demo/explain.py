@@ -1,4 +1,5 @@
-"""Explanation maps: from attention weights (layers, heads, tokens, tokens) to maps over the patch grid.
+"""Explanation maps over the patch grid: from attention weights (layers, heads, tokens, tokens), and
+class-specific relevance from attention and its gradients.
 
 Token 0 is [CLS]; token 1 + i is patch i in row-major order on a square grid.
 """
@@ -6,6 +7,8 @@ Token 0 is [CLS]; token 1 + i is patch i in row-major order on a square grid.
 from __future__ import annotations
 
 import numpy as np
+import torch
+from torch import nn
 
 
 def grid_size(attention: np.ndarray) -> int:
@@ -42,3 +45,41 @@ def attention_rollout(attention: np.ndarray) -> np.ndarray:
         joint = mixed @ joint
     cls_to_patches = joint[0, 1:]
     return (cls_to_patches / cls_to_patches.sum()).reshape(g, g)
+
+
+def relevance_maps(model: nn.Module, images: torch.Tensor, classes: torch.Tensor) -> np.ndarray:
+    """Class-specific relevance (Chefer, Gur and Wolf, 2021, "Generic Attention-model Explainability for
+    Interpreting Bi-Modal and Encoder-Decoder Transformers", ICCV): why the model says ``classes[i]`` for image i.
+
+    For each layer l, Abar_l = mean over heads of (dy_c/dA_l * A_l) clamped at 0: the attention weighted by the
+    gradient of class c's logit with respect to it. Then R <- R + Abar_l R, starting from R = I, layer by
+    layer; the map is R[CLS, patches]. As ``generate_relevance`` in the reference code
+    (hila-chefer/Transformer-MM-Explainability, the ViT notebook). One forward and one backward pass for the
+    whole batch: each image's class logit depends on that image alone, so their sum's gradient is each one's.
+
+    Args:
+        model: a ``VisionTransformer`` in eval mode.
+        images: (B, C, H, W) in [0, 1].
+        classes: (B,) the class to explain for each image.
+
+    Returns:
+        (B, g, g) relevance of each patch, >= 0; not normalised.
+    """
+    attentions: list[torch.Tensor] = []  # per layer (B, H, T, T), in the graph from attention to logits
+    hooks = [block.attn.register_forward_hook(lambda module, args, output: attentions.append(output[1]))
+             for block in model.blocks]
+    try:
+        with torch.enable_grad():
+            logits, _ = model(images, return_attention=True)  # (B, classes)
+            chosen = logits.gather(1, classes.view(-1, 1).to(logits.device)).sum()
+            gradients = torch.autograd.grad(chosen, attentions)  # per layer (B, H, T, T)
+    finally:
+        for hook in hooks:
+            hook.remove()
+    B, _, T, _ = attentions[0].shape
+    relevance = torch.eye(T, device=images.device).repeat(B, 1, 1)  # (B, T, T)
+    for attention, gradient in zip(attentions, gradients):
+        weighted = (gradient * attention).clamp(min=0).mean(dim=1)  # (B, T, T): Abar_l
+        relevance = relevance + weighted.detach() @ relevance
+    g = int(round((T - 1) ** 0.5))
+    return relevance[:, 0, 1:].reshape(B, g, g).float().cpu().numpy()

@@ -1,0 +1,135 @@
+"""Class-specific relevance (Chefer et al., 2021) and the deletion / insertion faithfulness of every kind of map."""
+
+import json
+
+import numpy as np
+import pytest
+import torch
+from conftest import draw_digit, mnist_test_digits, run_cli
+
+from vit_demo import load_model
+from vit_demo.explain import relevance_maps
+from vit_demo.faithfulness import MAP_KINDS, STEPS, area_under, blank_for, curves, faithfulness, patch_maps
+from vit_demo.model import ViTConfig, VisionTransformer
+
+
+@pytest.fixture(scope="module")
+def digits():
+    return load_model("mnist", device="cpu")
+
+
+def reference_relevance(model, image: torch.Tensor, index: int) -> np.ndarray:
+    """Chefer et al.'s generate_relevance, as in their ViT notebook: one image, one class, hooks keeping each
+    layer's attention and its gradient, a backward pass of the class's one-hot logit."""
+    maps, grads = [], []
+
+    def keep(module, args, output):
+        output[1].register_hook(grads.append)
+        maps.append(output[1])
+
+    hooks = [block.attn.register_forward_hook(keep) for block in model.blocks]
+    logits, _ = model(image[None], return_attention=True)
+    one_hot = torch.zeros_like(logits)
+    one_hot[0, index] = 1
+    model.zero_grad()
+    (one_hot * logits).sum().backward()
+    for hook in hooks:
+        hook.remove()
+    grads = grads[::-1]  # hooks fire from the last layer back
+    R = torch.eye(maps[0].shape[-1])
+    for cam, grad in zip(maps, grads):
+        cam = (grad[0] * cam[0]).clamp(min=0).mean(dim=0)
+        R = R + cam @ R
+    g = int(round((R.shape[0] - 1) ** 0.5))
+    return R[0, 1:].reshape(g, g).detach().numpy()
+
+
+def test_relevance_equals_the_reference_implementation_image_by_image():
+    torch.manual_seed(0)
+    model = VisionTransformer(ViTConfig(dim=32, depth=3, heads=2, mlp_dim=64)).eval()
+    images = torch.rand(4, 1, 28, 28)
+    classes = torch.tensor([0, 3, 3, 9])
+    ours = relevance_maps(model, images, classes)  # the whole batch at once
+    assert ours.shape == (4, 7, 7) and (ours >= 0).all()
+    assert not any(p.grad is not None for p in model.parameters())  # no gradients left on the weights
+    for image, index, mine in zip(images, classes.tolist(), ours):
+        np.testing.assert_allclose(mine, reference_relevance(model, image, index), rtol=1e-4, atol=1e-6)
+
+
+def test_a_digits_blank_patches_get_little_relevance(digits, mnist_root):
+    # A patch with no ink gets a small fraction of what a patch with ink gets: over 200 real test digits the
+    # median ratio of their means measured 0.18 for relevance, against about 0.4 for rollout and raw attention.
+    images, _ = mnist_test_digits(mnist_root, 200)
+    x = torch.from_numpy(images / 255).float()[:, None]  # (200, 1, 28, 28), ink = 1
+    maps, _ = patch_maps(digits.model, x)
+    ink = x[:, 0].reshape(-1, 7, 4, 7, 4).amax(dim=(2, 4)).numpy() > 0.05  # (200, 7, 7): patches with any ink
+
+    def blank_to_ink(kind: str) -> float:
+        return float(np.median([m[~i].mean() / m[i].mean() for m, i in zip(maps[kind], ink)]))
+
+    assert blank_to_ink("relevance") < 0.25
+    assert blank_to_ink("relevance") < 0.6 * min(blank_to_ink("rollout"), blank_to_ink("attention"))
+    # A drawn 7: the five most relevant patches all hold ink.
+    drawn = digits.preprocess(draw_digit("7", 400, (60, 60, 280), 0.08))  # (28, 28)
+    top5 = np.argsort(-digits.relevance_preprocessed([drawn], [None])[0].ravel())[:5]
+    assert (drawn.reshape(7, 4, 7, 4).max(axis=(1, 3)).ravel()[top5] > 0.05).all()
+
+
+def test_explain_any_class_and_refuse_an_unknown_one(digits):
+    image = draw_digit("7", 400, (60, 60, 280), 0.08)
+    assert digits.predict(image).label == "7"
+    seven, eight = digits.explain(image, "7"), digits.explain(image, "8")
+    np.testing.assert_allclose(digits.explain(image), seven)
+    assert not np.allclose(seven, eight)
+    with pytest.raises(ValueError, match="unknown class 'cat'; this model's classes are 0, 1"):
+        digits.explain(image, "cat")
+
+
+def test_area_under_a_curve_by_hand():
+    x = np.linspace(0, 1, STEPS + 1)
+    assert area_under(np.ones((1, STEPS + 1)))[0] == pytest.approx(1.0)
+    assert area_under(x[None])[0] == pytest.approx(0.5)
+    assert area_under((1 - x)[None] ** 2)[0] == pytest.approx(1 / 3, abs=0.01)
+
+
+def test_curves_remove_and_add_patches_in_the_maps_order(digits, mnist_root):
+    images, _ = mnist_test_digits(mnist_root, 2)
+    x = torch.from_numpy(images / 255).float()[:, None]  # (2, 1, 28, 28)
+    model = digits.model
+    probs = model(x).softmax(-1)
+    predicted = probs.argmax(1)
+    ranking = np.arange(49, dtype=float)[::-1].reshape(1, 7, 7).repeat(2, 0)  # row-major: top-left first
+    result = curves(model, x, ranking, predicted, blank_for(x, "mnist"))
+    assert result.deletion.shape == result.insertion.shape == (2, STEPS + 1)
+    start = probs.gather(1, predicted[:, None])[:, 0].detach().numpy()
+    blank = model(torch.zeros(1, 1, 28, 28)).softmax(-1)[0, predicted].detach().numpy()
+    np.testing.assert_allclose(result.deletion[:, 0], start, rtol=1e-5)  # nothing removed yet
+    np.testing.assert_allclose(result.insertion[:, -1], start, rtol=1e-5)  # everything back
+    np.testing.assert_allclose(result.deletion[:, -1], blank, rtol=1e-5)  # all removed: a blank image
+    np.testing.assert_allclose(result.insertion[:, 0], blank, rtol=1e-5)
+    # Half the patches removed in row-major order: the top half (rows 0-2 and half of row 3) of the image.
+    half = x.clone()
+    half[:, :, :12] = 0
+    half[:, :, 12:16, : 4 * 3] = 0  # 24 or 25 patches: round(5 * 49 / 10) = 24 = 3 rows of 7 + 3
+    expected = model(half).softmax(-1).gather(1, predicted[:, None])[:, 0].detach().numpy()
+    np.testing.assert_allclose(result.deletion[:, 5], expected, rtol=1e-5)
+
+
+def test_relevance_is_more_faithful_than_a_random_ranking(digits, mnist_root):
+    images, _ = mnist_test_digits(mnist_root, 64)
+    x = torch.from_numpy(images / 255).float()[:, None]  # (64, 1, 28, 28)
+    scores = faithfulness(digits.model, x, "mnist")
+    assert set(scores) == set(MAP_KINDS)
+    deletion = {kind: float(c.deletion_auc.mean()) for kind, c in scores.items()}
+    insertion = {kind: float(c.insertion_auc.mean()) for kind, c in scores.items()}
+    assert deletion["relevance"] < deletion["random"] and insertion["relevance"] > insertion["random"], (deletion, insertion)
+
+
+def test_cli_faithfulness_prints_a_line_per_kind_of_map(mnist_root):
+    result = run_cli("faithfulness", "--model", "mnist", "--data-dir", str(mnist_root), "--n", "20", "--batch-size", "8")
+    assert result.returncode == 0, result.stderr
+    records = [json.loads(line) for line in result.stdout.splitlines()]
+    assert [r["method"] for r in records] == list(MAP_KINDS)
+    for r in records:
+        assert r["model"] == "mnist" and r["n"] == 20
+        assert 0 <= r["deletion_auc"] <= 1 and 0 <= r["insertion_auc"] <= 1

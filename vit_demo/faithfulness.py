@@ -1,0 +1,107 @@
+"""How far to trust a map: deletion and insertion at patch level.
+
+The protocol Chefer et al. (2021) use to compare explanations of ViTs (after Petsiuk et al., 2018, RISE),
+here patch by patch: rank the patches by a map, then remove them most relevant first, 10% of the patches
+at a time (a digit's patches become background, a photo's its mean colour), and record the model's
+probability for the class it first predicted. The area under that curve, 0% removed included, is the
+deletion AUC: lower means the map found what the prediction rests on. Insertion starts from the blank
+image and adds the patches in the same order: higher is better. A random ranking is the floor.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+
+import numpy as np
+import torch
+from torch import nn
+
+from vit_demo import explain
+
+MAP_KINDS = ("attention", "rollout", "relevance", "random")
+STEPS = 10  # patches removed or added 10% at a time
+
+
+@dataclasses.dataclass(frozen=True)
+class Curves:
+    """For each image: the predicted class's probability as patches are removed or added, (B, STEPS + 1)."""
+
+    deletion: np.ndarray
+    insertion: np.ndarray
+
+    @property
+    def deletion_auc(self) -> np.ndarray:  # (B,)
+        return area_under(self.deletion)
+
+    @property
+    def insertion_auc(self) -> np.ndarray:  # (B,)
+        return area_under(self.insertion)
+
+
+def area_under(curves: np.ndarray) -> np.ndarray:
+    """Trapezoid area of curves sampled at 0, 1/STEPS, ..., 1 of the patches: (B, STEPS + 1) -> (B,)."""
+    return (curves[:, 1:] + curves[:, :-1]).sum(axis=1) / (2 * (curves.shape[1] - 1))
+
+
+@torch.no_grad()
+def patch_maps(model: nn.Module, images: torch.Tensor, seed: int = 0) -> tuple[dict[str, np.ndarray], torch.Tensor]:
+    """Every kind of map for a batch, for the class the model predicts: ({kind: (B, g, g)}, predicted (B,)).
+
+    attention: the last layer's [CLS] attention, mean over heads; rollout: attention rollout; relevance:
+    class-specific relevance; random: a random ranking (the floor), seeded.
+    """
+    logits, attention = model(images, return_attention=True)  # (B, classes), (B, L, H, T, T)
+    predicted = logits.argmax(1)  # (B,)
+    attention = attention.float().cpu().numpy()
+    maps = {
+        "attention": np.stack([explain.token_attention_maps(a)[-1].mean(0) for a in attention]),
+        "rollout": np.stack([explain.attention_rollout(a) for a in attention]),
+        "relevance": explain.relevance_maps(model, images, predicted),
+    }
+    maps["random"] = np.random.default_rng(seed).random(maps["rollout"].shape)
+    return maps, predicted
+
+
+@torch.no_grad()
+def curves(model: nn.Module, images: torch.Tensor, maps: np.ndarray, classes: torch.Tensor, blank: torch.Tensor,
+           steps: int = STEPS) -> Curves:
+    """Deletion and insertion curves of one kind of map.
+
+    Args:
+        model: the classifier, in eval mode.
+        images: (B, C, H, W) in [0, 1].
+        maps: (B, g, g) patch scores; higher = more relevant (ties keep row-major order).
+        classes: (B,) the class whose probability is followed (the first prediction).
+        blank: (B, C, 1, 1) or (B, C, H, W): what a removed patch becomes.
+    """
+    B, C, H, W = images.shape
+    g = maps.shape[-1]
+    patch = H // g
+    order = np.argsort(-maps.reshape(B, -1), axis=1, kind="stable")  # (B, g*g), most relevant first
+    rank = torch.from_numpy(np.argsort(order, axis=1)).to(images.device)  # (B, g*g): each patch's place
+    counts = torch.tensor([round(k * g * g / steps) for k in range(steps + 1)], device=images.device)  # (S,)
+    chosen = rank[:, None, :] < counts[None, :, None]  # (B, S, g*g): the patches taken at each step
+    mask = chosen.view(B, steps + 1, 1, g, 1, g, 1).expand(-1, -1, 1, -1, patch, -1, patch)
+    mask = mask.reshape(B, steps + 1, 1, H, W)  # (B, S, 1, H, W)
+    x, blank = images[:, None], blank.expand_as(images)[:, None]  # (B, 1, C, H, W)
+    deleted = torch.where(mask, blank, x)  # (B, S, C, H, W)
+    inserted = torch.where(mask, x, blank)
+    both = torch.cat([deleted, inserted], 1).flatten(0, 1)  # (B * 2S, C, H, W)
+    probs = torch.cat([model(chunk).float().softmax(-1) for chunk in both.split(512)])  # (B * 2S, classes)
+    followed = probs.view(B, 2 * (steps + 1), -1).gather(2, classes.view(B, 1, 1).expand(-1, 2 * (steps + 1), 1))
+    followed = followed.squeeze(2).cpu().numpy()  # (B, 2S)
+    return Curves(deletion=followed[:, : steps + 1], insertion=followed[:, steps + 1 :])
+
+
+def blank_for(images: torch.Tensor, dataset: str) -> torch.Tensor:
+    """What a removed patch becomes: background (0) for digits, each image's mean colour for photos."""
+    if dataset == "mnist":
+        return torch.zeros_like(images[:, :, :1, :1])  # (B, 1, 1, 1)
+    return images.mean(dim=(2, 3), keepdim=True)  # (B, C, 1, 1)
+
+
+def faithfulness(model: nn.Module, images: torch.Tensor, dataset: str, seed: int = 0) -> dict[str, Curves]:
+    """Deletion and insertion curves of every kind of map for a batch of images: {kind: Curves}."""
+    maps, predicted = patch_maps(model, images, seed)
+    blank = blank_for(images, dataset)
+    return {kind: curves(model, images, maps[kind], predicted, blank) for kind in MAP_KINDS}
