@@ -18,7 +18,8 @@ from vit_demo.atomic import atomic_write
 from vit_demo.data import dataset_spec, load_split
 from vit_demo.model import VisionTransformer
 from vit_demo.training import RECIPES, TrainStep, training_batch
-from vit_demo.weights import CONFIG_FILE, CURVES_FILE, METRICS_FILE, WEIGHTS_FILE
+from vit_demo.weights import (CONFIG_FILE, CURVES_FILE, METRICS_FILE, SNAPSHOTS_DIR, SNAPSHOTS_INDEX, WEIGHTS_FILE,
+                              WeightsError, load_snapshots, snapshot_epochs)
 
 TINY = ["--patch-size", "7", "--dim", "32", "--depth", "1", "--heads", "2", "--mlp-dim", "64", "--no-progress"]
 
@@ -34,7 +35,8 @@ def test_short_training_run_beats_chance_by_far(mnist_root, tmp_path):
                         "--lr", "2e-3", "--warmup-epochs", "0.3", "--batch-size", "64", "--no-progress")
     assert metrics["test_accuracy"] > 0.5  # chance is 0.1
     out = tmp_path / "run"
-    assert {p.name for p in out.iterdir()} == {CONFIG_FILE, WEIGHTS_FILE, METRICS_FILE, CURVES_FILE}
+    assert {p.name for p in out.iterdir()} == {CONFIG_FILE, WEIGHTS_FILE, METRICS_FILE, CURVES_FILE, SNAPSHOTS_DIR,
+                                               SNAPSHOTS_INDEX}
     saved = json.loads((out / METRICS_FILE).read_text())
     for key in ("test_accuracy", "epochs", "wall_time_s", "device", "parameters", "command", "history"):
         assert key in saved
@@ -63,7 +65,7 @@ def assert_resume_is_exact(data_dir, tmp_path, monkeypatch, dataset: str, *args:
     monkeypatch.setattr(training, "atomic_write", write_then_die)
     with pytest.raises(KeyboardInterrupt):
         run_train(data_dir, tmp_path, *args, name="broken", dataset=dataset)
-    assert not (tmp_path / "broken").exists()
+    assert not (tmp_path / "broken" / WEIGHTS_FILE).exists()
     monkeypatch.setattr(training, "atomic_write", real_write)
     metrics = run_train(data_dir, tmp_path, *args, "--resume", name="broken", dataset=dataset)
 
@@ -72,6 +74,9 @@ def assert_resume_is_exact(data_dir, tmp_path, monkeypatch, dataset: str, *args:
     resumed = load_file(tmp_path / "broken" / WEIGHTS_FILE)
     for key in straight:
         torch.testing.assert_close(resumed[key], straight[key], rtol=1e-5, atol=1e-6)
+    # The snapshot kept after the first epoch, before the break, is the unbroken run's too.
+    assert [(s.epoch, s.test_accuracy) for s in load_snapshots(tmp_path / "broken")] == \
+        [(s.epoch, s.test_accuracy) for s in load_snapshots(tmp_path / "straight")] == [(1, metrics["history"][0]["test_accuracy"])]
 
 
 def test_resume_continues_exactly_where_it_stopped(mnist_root, tmp_path, monkeypatch):
@@ -113,6 +118,35 @@ def test_compiled_step_gives_the_plain_steps_losses(cifar_root):
     # The later losses come from weights each loop updated itself. (The weights themselves differ by up to
     # a few 1e-4 after three AdamW steps: Adam scales tiny rounding differences in tiny gradients up to lr.)
     assert losses["default"] == pytest.approx(losses[None], abs=1e-4)
+
+
+def test_snapshot_epochs_are_spread_on_a_log_scale():
+    assert snapshot_epochs(100, 6) == [1, 2, 5, 10, 22, 46]
+    assert snapshot_epochs(300, 6) == [1, 3, 7, 17, 45, 116]
+    assert snapshot_epochs(4, 6) == [1, 2, 3] and snapshot_epochs(1, 6) == [] and snapshot_epochs(100, 0) == []
+
+
+def test_snapshots_are_small_checked_and_show_the_model_learning(mnist_root, tmp_path):
+    metrics = run_train(mnist_root, tmp_path, "--train-limit", "2000", "--test-limit", "300", "--epochs", "4",
+                        "--snapshots", "3", "--lr", "2e-3", "--warmup-epochs", "0.3", "--batch-size", "64", *TINY)
+    out = tmp_path / "run"
+    snapshots = load_snapshots(out)
+    assert [s.epoch for s in snapshots] == [1, 2, 3]
+    assert [s.test_accuracy for s in snapshots] == [h["test_accuracy"] for h in metrics["history"][:3]]
+    weights_bytes = (out / WEIGHTS_FILE).stat().st_size
+    for path in (out / SNAPSHOTS_DIR).iterdir():
+        assert path.stat().st_size < 0.6 * weights_bytes  # fp16: about half the fp32 weights
+    # A snapshot is the model as it was: its accuracy on the test images is the one recorded for its epoch.
+    images, labels = load_split("mnist", mnist_root, "test", download=False)
+    images, labels = training._subset(images, labels, 300, 1)
+    from vit_demo.evaluation import evaluate
+    _, correct, n = evaluate(snapshots[0].model, images, labels)
+    assert correct / n == pytest.approx(snapshots[0].test_accuracy, abs=2 / 300)  # fp16 may flip an image or two
+    blob = bytearray((out / SNAPSHOTS_DIR / "epoch-0002.safetensors").read_bytes())
+    blob[-1] ^= 0xFF
+    (out / SNAPSHOTS_DIR / "epoch-0002.safetensors").write_bytes(bytes(blob))
+    with pytest.raises(WeightsError, match="epoch-0002.safetensors is missing or corrupt"):
+        load_snapshots(out)
 
 
 def test_resume_without_checkpoint_says_so(mnist_root, tmp_path):

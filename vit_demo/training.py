@@ -26,7 +26,8 @@ from vit_demo.data import DATASETS, DatasetSpec, dataset_spec, load_split
 from vit_demo.device import resolve_device
 from vit_demo.evaluation import evaluate
 from vit_demo.model import ViTConfig, VisionTransformer
-from vit_demo.weights import CURVES_FILE, METRICS_FILE, WEIGHTS_ROOT, save_weights
+from vit_demo.weights import (CURVES_FILE, METRICS_FILE, WEIGHTS_ROOT, save_snapshot, save_weights, snapshot_epochs,
+                              write_snapshot_index)
 
 CHECKPOINT_FILE = "checkpoint.pt"
 COMPILE_MODES = ("default", "reduce-overhead", "max-autotune")
@@ -124,6 +125,9 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--compile", nargs="?", const="default", choices=COMPILE_MODES,
                    help="torch.compile the training forward pass and loss; 'reduce-overhead' adds CUDA graphs "
                         "(benchmarks/train_throughput.py says which is fastest on your GPU)")
+    p.add_argument("--snapshots", type=int, default=6,
+                   help="keep the model (fp16) after this many epochs on a log scale, for the app's training "
+                        "slider (default: 6; 0: none)")
     p.add_argument("--no-progress", action="store_true", help="no progress bars (one summary line per epoch)")
     return p
 
@@ -312,6 +316,7 @@ def _train(args: argparse.Namespace, command: str, device: torch.device, rank: i
     train_model = DistributedDataParallel(model) if world_size > 1 else model
     train_step = TrainStep(train_model, optimizer, scheduler, recipe.label_smoothing, device, args.compile)
     refresh_every = max(1, steps_per_epoch // 10)  # the progress bar's loss: ten host syncs an epoch
+    snapshots = snapshot_epochs(recipe.epochs, args.snapshots)
     if is_main:
         print(f"training {spec.name}: {n_params:,} parameters, {len(train_x):,} train / {len(test_x):,} test images, "
               f"device {device}, {world_size} process(es)", file=sys.stderr)
@@ -361,6 +366,8 @@ def _train(args: argparse.Namespace, command: str, device: torch.device, rank: i
             state = {"dataset": spec.name, "vit": recipe.vit.to_dict(), "epoch": epoch + 1, "history": history,
                      "elapsed_s": elapsed_before + time.perf_counter() - started, "model": model.state_dict(),
                      "optimizer": optimizer.state_dict(), "scheduler": scheduler.state_dict()}
+            if epoch + 1 in snapshots:  # before the checkpoint: a run resumed after it never lacks the snapshot
+                save_snapshot(out, model, epoch + 1)
             atomic_write(checkpoint_path, lambda f: torch.save(state, f))
 
     if not is_main:
@@ -386,6 +393,8 @@ def _train(args: argparse.Namespace, command: str, device: torch.device, rank: i
         "history": history,
     }
     save_weights(out, model, spec)
+    if snapshots:
+        write_snapshot_index(out, history)
     atomic_write_text(out / METRICS_FILE, json.dumps(metrics, indent=2) + "\n")
     plot_training_curves(history, out / CURVES_FILE,
                          f"ViT on {spec.name}: {100 * metrics['test_accuracy']:.2f}% test accuracy")

@@ -11,6 +11,7 @@ import hashlib
 import json
 from pathlib import Path
 
+import numpy as np
 import torch
 from safetensors import SafetensorError
 from safetensors.torch import load as load_safetensors
@@ -25,6 +26,8 @@ CONFIG_FILE = "config.json"
 WEIGHTS_FILE = "model.safetensors"
 METRICS_FILE = "metrics.json"
 CURVES_FILE = "training_curves.png"
+SNAPSHOTS_DIR = "snapshots"  # the model during training, a few epochs on a log scale (train.py --snapshots)
+SNAPSHOTS_INDEX = "snapshots.json"
 
 
 class WeightsError(RuntimeError):
@@ -115,3 +118,68 @@ def load_weights(name_or_path: str | Path, device: torch.device | str = "cpu") -
     except (SafetensorError, RuntimeError) as exc:
         raise WeightsError(f"{_shown(weights_path)} does not fit its config ({exc}). {remake}") from exc
     return info, model.to(device).eval()
+
+
+# ---- Snapshots: the model as it was during training --------------------------------------------------------
+
+
+def snapshot_epochs(epochs: int, count: int) -> list[int]:
+    """Up to ``count`` epochs before the last, on a log scale from 1: when training keeps a snapshot.
+
+    Attention forms early, so the early epochs are where to look; the last epoch is the weights themselves.
+    """
+    if count <= 0 or epochs <= 1:
+        return []
+    return sorted({int(round(e)) for e in np.geomspace(1, epochs, count + 1)[:-1]} - {epochs})
+
+
+def save_snapshot(folder: str | Path, model: VisionTransformer, epoch: int) -> None:
+    """Keep the model as it is after ``epoch`` in ``folder/snapshots/``: fp16 tensors, half the size of fp32."""
+    state = {k: v.detach().to("cpu", torch.float16).contiguous() for k, v in model.state_dict().items()}
+    path = Path(folder) / SNAPSHOTS_DIR / f"epoch-{epoch:04d}.safetensors"
+    path.parent.mkdir(parents=True, exist_ok=True)
+    blob = save_safetensors(state)
+    atomic_write(path, lambda f: f.write(blob))
+
+
+def write_snapshot_index(folder: str | Path, history: list[dict]) -> None:
+    """List the snapshots in ``folder`` with their epoch, test accuracy and SHA-256 (checked on load)."""
+    folder = Path(folder)
+    accuracy = {h["epoch"]: h["test_accuracy"] for h in history}
+    entries = []
+    for path in sorted((folder / SNAPSHOTS_DIR).glob("epoch-*.safetensors")):
+        epoch = int(path.stem.split("-")[1])
+        if epoch in accuracy:
+            entries.append({"epoch": epoch, "test_accuracy": accuracy[epoch], "file": f"{SNAPSHOTS_DIR}/{path.name}",
+                            "sha256": hashlib.sha256(path.read_bytes()).hexdigest()})
+    atomic_write_text(folder / SNAPSHOTS_INDEX, json.dumps(entries, indent=2) + "\n")
+
+
+@dataclasses.dataclass(frozen=True)
+class Snapshot:
+    epoch: int
+    test_accuracy: float
+    model: VisionTransformer
+
+
+def load_snapshots(name_or_path: str | Path, device: torch.device | str = "cpu") -> list[Snapshot]:
+    """The snapshots a training run kept, oldest first, each checked against its SHA-256 (none: an empty list).
+
+    The weights are stored as fp16 and loaded back into an fp32 model.
+    """
+    folder = resolve_weights_folder(name_or_path)
+    index = folder / SNAPSHOTS_INDEX
+    if not index.is_file():
+        return []
+    info, _ = read_weights_info(folder)
+    snapshots = []
+    for entry in json.loads(index.read_text(encoding="utf-8")):
+        path = folder / entry["file"]
+        blob = path.read_bytes() if path.is_file() else b""
+        if hashlib.sha256(blob).hexdigest() != entry["sha256"]:
+            raise WeightsError(f"{_shown(path)} is missing or corrupt: its SHA-256 does not match {_shown(index)}. "
+                               f"Make it again with: {_train_command(folder, info.dataset.name)}")
+        model = VisionTransformer(info.config)
+        model.load_state_dict({k: v.float() for k, v in load_safetensors(blob).items()})
+        snapshots.append(Snapshot(entry["epoch"], entry["test_accuracy"], model.to(device).eval()))
+    return snapshots
