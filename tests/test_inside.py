@@ -1,12 +1,18 @@
 """Inside the model (the ViT paper's Fig. 7): filters' principal components, position similarity, attention distance."""
 
+import json
+import shutil
+
 import numpy as np
 import pytest
 import torch
+from conftest import run_cli
 
 from vit_demo import load_model
-from vit_demo.inside import embedding_components, mean_attention_distance, patch_distances, position_similarity
+from vit_demo.inside import (ATTENTION_DISTANCE_FILE, embedding_components, mean_attention_distance, patch_distances,
+                             position_similarity, read_attention_distance)
 from vit_demo.model import ViTConfig, VisionTransformer
+from vit_demo.weights import WEIGHTS_ROOT
 
 
 @pytest.fixture(scope="module")
@@ -56,3 +62,15 @@ def test_mean_attention_distance_of_a_head_that_looks_at_itself_or_far_away():
         block.attn.qkv.weight.data.zero_()
         block.attn.qkv.bias.data.zero_()
     np.testing.assert_allclose(mean_attention_distance(model, images), far.mean(), rtol=1e-5)
+
+
+def test_cli_inside_keeps_the_distance_in_the_weights_folder(tmp_path, mnist_root):
+    folder = tmp_path / "mnist"
+    shutil.copytree(WEIGHTS_ROOT / "mnist", folder)
+    (folder / ATTENTION_DISTANCE_FILE).unlink(missing_ok=True)
+    assert read_attention_distance(folder) is None
+    result = run_cli("inside", "--model", str(folder), "--data-dir", str(mnist_root), "--n", "50")
+    assert result.returncode == 0, result.stderr
+    record = json.loads(result.stdout)
+    assert record["images"] == 50 and np.shape(record["mean_attention_distance_px"]) == (6, 4)
+    np.testing.assert_allclose(read_attention_distance(folder), record["mean_attention_distance_px"], atol=0.01)

@@ -16,6 +16,7 @@ import vit_demo.training as training
 from vit_demo import load_model
 from vit_demo.atomic import atomic_write
 from vit_demo.data import dataset_spec, load_split
+from vit_demo.inside import ATTENTION_DISTANCE_FILE, read_attention_distance
 from vit_demo.model import VisionTransformer
 from vit_demo.training import RECIPES, TrainStep, training_batch
 from vit_demo.weights import (CONFIG_FILE, CURVES_FILE, METRICS_FILE, SNAPSHOTS_DIR, SNAPSHOTS_INDEX, WEIGHTS_FILE,
@@ -36,7 +37,9 @@ def test_short_training_run_beats_chance_by_far(mnist_root, tmp_path):
     assert metrics["test_accuracy"] > 0.5  # chance is 0.1
     out = tmp_path / "run"
     assert {p.name for p in out.iterdir()} == {CONFIG_FILE, WEIGHTS_FILE, METRICS_FILE, CURVES_FILE, SNAPSHOTS_DIR,
-                                               SNAPSHOTS_INDEX}
+                                               SNAPSHOTS_INDEX, ATTENTION_DISTANCE_FILE}
+    distance = read_attention_distance(out)  # (layers, heads) in pixels, within the 28x28 image
+    assert distance.shape == (2, 4) and (distance > 0).all() and (distance < 28 * 2**0.5).all()
     saved = json.loads((out / METRICS_FILE).read_text())
     for key in ("test_accuracy", "epochs", "wall_time_s", "device", "parameters", "command", "history"):
         assert key in saved

@@ -1,4 +1,4 @@
-"""``python -m vit_demo predict|evaluate|faithfulness``: the command line over the same functions as the app."""
+"""``python -m vit_demo predict|evaluate|faithfulness|inside``: the command line over the same functions as the app."""
 
 from __future__ import annotations
 
@@ -8,12 +8,15 @@ import sys
 import time
 from collections.abc import Sequence
 
+import numpy as np
+
 from vit_demo.classifier import Classifier, load_model
 from vit_demo.data import SPLITS, DatasetNotFound, load_split
 from vit_demo.evaluation import evaluate
 from vit_demo.faithfulness import MAP_KINDS, faithfulness
+from vit_demo.inside import ATTENTION_DISTANCE_FILE, DISTANCE_IMAGES, write_attention_distance
 from vit_demo.preprocess import InputError
-from vit_demo.weights import WeightsError
+from vit_demo.weights import WeightsError, shown_path
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -46,6 +49,14 @@ def build_parser() -> argparse.ArgumentParser:
     faith.add_argument("--n", type=int, default=1000, help="the first N images of the split (default: 1000)")
     faith.add_argument("--device", default="auto")
     faith.add_argument("--batch-size", type=int, default=100)
+
+    inside = commands.add_parser(
+        "inside", help="compute a weights folder's mean attention distance per layer and head, and keep it there")
+    inside.add_argument("--model", default="mnist", help="mnist, cifar10, or a path to a weights folder")
+    inside.add_argument("--data-dir", required=True, help="dataset root (MNIST/raw/ or cifar10/<split>/<class>/)")
+    inside.add_argument("--split", default="test", choices=SPLITS)
+    inside.add_argument("--n", type=int, default=DISTANCE_IMAGES, help="the first N images of the split")
+    inside.add_argument("--device", default="auto")
     return parser
 
 
@@ -105,13 +116,27 @@ def run_faithfulness(args: argparse.Namespace) -> list[dict]:
              "insertion_auc": round(insertion / len(images), 4)} for kind, (deletion, insertion) in sums.items()]
 
 
+def run_inside(args: argparse.Namespace) -> dict:
+    """Write ``attention_distance.json`` into the model's weights folder; return what was written."""
+    classifier = load_model(args.model, args.device)
+    images, _ = load_split(classifier.info.dataset.name, args.data_dir, args.split)
+    distance = write_attention_distance(classifier.info.folder, classifier.model, images[: args.n], args.split)
+    return {"model": args.model, "file": str(shown_path(classifier.info.folder / ATTENTION_DISTANCE_FILE)),
+            "images": min(args.n, len(images)), "mean_attention_distance_px": np.round(distance.astype(float), 2).tolist()}
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     try:
         if args.command == "predict":
             classifier = load_model(args.model, args.device)
             return 1 if predict_files(classifier, args.files, args.top, args.batch_size) else 0
-        records = run_faithfulness(args) if args.command == "faithfulness" else [run_evaluate(args)]
+        if args.command == "faithfulness":
+            records = run_faithfulness(args)
+        elif args.command == "inside":
+            records = [run_inside(args)]
+        else:
+            records = [run_evaluate(args)]
         for record in records:
             print(json.dumps(record))
         return 0

@@ -6,9 +6,17 @@ Plain maths on the weights (and, for the distances, on attention over a set of i
 
 from __future__ import annotations
 
+import json
+from pathlib import Path
+
 import numpy as np
 import torch
 from torch import nn
+
+from vit_demo.atomic import atomic_write_text
+
+ATTENTION_DISTANCE_FILE = "attention_distance.json"  # in a weights folder: computed once, read by the app
+DISTANCE_IMAGES = 1000  # test images the distance is averaged over
 
 
 def embedding_components(model: nn.Module, count: int = 28) -> tuple[np.ndarray, np.ndarray]:
@@ -67,3 +75,22 @@ def mean_attention_distance(model: nn.Module, images: torch.Tensor, batch_size: 
         to_patches = to_patches / to_patches.sum(-1, keepdim=True).clamp_min(1e-12)
         total += (to_patches * distances).sum(-1).mean(-1).sum(0).double()  # (L, H)
     return (total / len(images)).float().numpy()
+
+
+def write_attention_distance(folder: str | Path, model: nn.Module, images: torch.Tensor, split: str) -> np.ndarray:
+    """Compute the mean attention distance over ``images`` (uint8 (N, C, H, W) of ``split``) and keep it in the
+    weights folder, so that the app never computes it per request: (L, H) in pixels."""
+    distance = mean_attention_distance(model, images.float() / 255)
+    record = {"split": split, "images": len(images), "pixels": np.round(distance.astype(float), 3).tolist(),
+              "note": "per layer (rows) and head: the attention-weighted distance between query and key patch "
+                      "centres, over patch queries and patch keys ([CLS] left out, weights renormalised)"}
+    atomic_write_text(Path(folder) / ATTENTION_DISTANCE_FILE, json.dumps(record, indent=2) + "\n")
+    return distance
+
+
+def read_attention_distance(folder: str | Path) -> np.ndarray | None:
+    """The mean attention distance kept in a weights folder, (L, H) in pixels, or None where there is none."""
+    path = Path(folder) / ATTENTION_DISTANCE_FILE
+    if not path.is_file():
+        return None
+    return np.asarray(json.loads(path.read_text(encoding="utf-8"))["pixels"], dtype=np.float32)

@@ -25,6 +25,7 @@ from vit_demo.augment import AUGMENTATIONS, mix_batch, random_erasing, trivial_a
 from vit_demo.data import DATASETS, DatasetSpec, dataset_spec, load_split
 from vit_demo.device import resolve_device
 from vit_demo.evaluation import evaluate
+from vit_demo.inside import DISTANCE_IMAGES, write_attention_distance
 from vit_demo.model import ViTConfig, VisionTransformer
 from vit_demo.weights import (CURVES_FILE, METRICS_FILE, WEIGHTS_ROOT, save_snapshot, save_weights, snapshot_epochs,
                               write_snapshot_index)
@@ -393,6 +394,7 @@ def _train(args: argparse.Namespace, command: str, device: torch.device, rank: i
         "history": history,
     }
     save_weights(out, model, spec)
+    write_attention_distance(out, model, test_x[:DISTANCE_IMAGES], "test")  # for the app's inside-the-model view
     if snapshots:
         write_snapshot_index(out, history)
     atomic_write_text(out / METRICS_FILE, json.dumps(metrics, indent=2) + "\n")

@@ -48,7 +48,7 @@ def resolve_weights_folder(name_or_path: str | Path) -> Path:
     return Path(name_or_path)
 
 
-def _shown(path: Path) -> Path:
+def shown_path(path: Path) -> Path:
     """A path as users should see it: relative to the working directory or the repo where it can be."""
     for base in (Path.cwd(), WEIGHTS_ROOT.parent):
         try:
@@ -61,7 +61,7 @@ def _shown(path: Path) -> Path:
 def _train_command(folder: Path, dataset: str | None) -> str:
     if folder.resolve() == (WEIGHTS_ROOT / folder.name).resolve() and folder.name in DATASETS:
         return f"python train.py --dataset {folder.name}"
-    return f"python train.py --dataset {dataset or 'mnist|cifar10'} --out {_shown(folder)}"
+    return f"python train.py --dataset {dataset or 'mnist|cifar10'} --out {shown_path(folder)}"
 
 
 def save_weights(folder: str | Path, model: VisionTransformer, dataset: DatasetSpec) -> None:
@@ -84,7 +84,7 @@ def read_weights_info(folder: Path) -> tuple[WeightsInfo, str]:
     """Read and check ``config.json``; return the info and the expected weights checksum."""
     config_path = folder / CONFIG_FILE
     if not config_path.is_file():
-        raise WeightsError(f"{_shown(config_path)} not found. Make it with: {_train_command(folder, None)}")
+        raise WeightsError(f"{shown_path(config_path)} not found. Make it with: {_train_command(folder, None)}")
     try:
         raw = json.loads(config_path.read_text(encoding="utf-8"))
         spec = dataset_spec(raw["dataset"])
@@ -94,7 +94,7 @@ def read_weights_info(folder: Path) -> tuple[WeightsInfo, str]:
             raise ValueError("its classes do not match the dataset")
     except (ValueError, KeyError, TypeError, AssertionError, UnicodeDecodeError) as exc:
         raise WeightsError(
-            f"{_shown(config_path)} is not a valid weights config ({exc}). "
+            f"{shown_path(config_path)} is not a valid weights config ({exc}). "
             f"Make it again with: {_train_command(folder, None)}"
         ) from exc
     return WeightsInfo(folder=folder, dataset=spec, config=config), checksum
@@ -107,16 +107,16 @@ def load_weights(name_or_path: str | Path, device: torch.device | str = "cpu") -
     remake = f"Make it again with: {_train_command(folder, info.dataset.name)}"
     weights_path = folder / WEIGHTS_FILE
     if not weights_path.is_file():
-        raise WeightsError(f"{_shown(weights_path)} not found. Make it with: {_train_command(folder, info.dataset.name)}")
+        raise WeightsError(f"{shown_path(weights_path)} not found. Make it with: {_train_command(folder, info.dataset.name)}")
     blob = weights_path.read_bytes()
     if hashlib.sha256(blob).hexdigest() != checksum:
         raise WeightsError(
-            f"{_shown(weights_path)} is corrupt: its SHA-256 does not match {_shown(folder / CONFIG_FILE)}. {remake}")
+            f"{shown_path(weights_path)} is corrupt: its SHA-256 does not match {shown_path(folder / CONFIG_FILE)}. {remake}")
     model = VisionTransformer(info.config)
     try:
         model.load_state_dict(load_safetensors(blob))
     except (SafetensorError, RuntimeError) as exc:
-        raise WeightsError(f"{_shown(weights_path)} does not fit its config ({exc}). {remake}") from exc
+        raise WeightsError(f"{shown_path(weights_path)} does not fit its config ({exc}). {remake}") from exc
     return info, model.to(device).eval()
 
 
@@ -177,7 +177,7 @@ def load_snapshots(name_or_path: str | Path, device: torch.device | str = "cpu")
         path = folder / entry["file"]
         blob = path.read_bytes() if path.is_file() else b""
         if hashlib.sha256(blob).hexdigest() != entry["sha256"]:
-            raise WeightsError(f"{_shown(path)} is missing or corrupt: its SHA-256 does not match {_shown(index)}. "
+            raise WeightsError(f"{shown_path(path)} is missing or corrupt: its SHA-256 does not match {shown_path(index)}. "
                                f"Make it again with: {_train_command(folder, info.dataset.name)}")
         model = VisionTransformer(info.config)
         model.load_state_dict({k: v.float() for k, v in load_safetensors(blob).items()})
