@@ -236,13 +236,13 @@ def mix_batch(images: torch.Tensor, targets: torch.Tensor, rng: random.Random, p
     as in Lee et al.'s (2021) training code. The batch-level draws come from ``rng``, a host-side
     generator, so nothing waits for the device. An alpha of 0 turns that one off; at least one must be on.
     """
-    choices = [kind for kind, alpha in (("mixup", mixup_alpha), ("cutmix", cutmix_alpha)) if alpha > 0]
+    choices = [(kind, alpha) for kind, alpha in (("mixup", mixup_alpha), ("cutmix", cutmix_alpha)) if alpha > 0]
     if not choices:
         raise ValueError("mix_batch needs a positive mixup_alpha or cutmix_alpha")
     if rng.random() >= p:
         return images, targets
-    kind = rng.choice(choices)
-    lam = rng.betavariate(mixup_alpha, mixup_alpha) if kind == "mixup" else rng.betavariate(cutmix_alpha, cutmix_alpha)
+    kind, alpha = rng.choice(choices)
+    lam = rng.betavariate(alpha, alpha)
     partner_images, partner_targets = images.roll(1, 0), targets.roll(1, 0)
     if kind == "mixup":
         mixed = lam * images + (1 - lam) * partner_images

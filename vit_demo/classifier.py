@@ -9,7 +9,7 @@ from pathlib import Path
 import numpy as np
 import torch
 
-from vit_demo import explain
+from vit_demo.explain import relevance_maps
 from vit_demo.device import resolve_device
 from vit_demo.model import VisionTransformer
 from vit_demo.preprocess import ImageInput, preprocess_drawing, preprocess_photo
@@ -71,7 +71,7 @@ class Classifier:
             with torch.no_grad():
                 predicted = self.model(batch).argmax(1).tolist()  # (B,)
         classes = [predicted[i] if label is None else self.classes.index(label) for i, label in enumerate(labels)]
-        return explain.relevance_maps(self.model, batch, torch.tensor(classes))
+        return relevance_maps(self.model, batch, torch.tensor(classes))
 
     def batch(self, inputs: Sequence[np.ndarray]) -> torch.Tensor:
         """Preprocessed images -> one (B, C, H, W) float tensor on the model's device."""
