@@ -24,7 +24,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from vit_demo.data import dataset_spec  # noqa: E402
 from vit_demo.device import resolve_device  # noqa: E402
 from vit_demo.model import VisionTransformer  # noqa: E402
-from vit_demo.training import RECIPES, TrainStep, _param_groups, training_batch  # noqa: E402
+from vit_demo.training import RECIPES, TrainStep, make_optimizer, training_batch  # noqa: E402
 
 
 class Loop:
@@ -38,8 +38,7 @@ class Loop:
         self.labels = torch.randint(0, len(self.spec.classes), (len(self.images),), device=device)
         model = VisionTransformer(self.recipe.vit).to(device).train()
         self.parameters = sum(p.numel() for p in model.parameters())
-        optimizer = torch.optim.AdamW(_param_groups(model, self.recipe.weight_decay), lr=self.recipe.lr,
-                                      fused=device.type == "cuda")
+        optimizer = make_optimizer(model, self.recipe, device)
         scheduler = torch.optim.lr_scheduler.LambdaLR(optimizer, lambda step: 1.0)
         self.step = TrainStep(model, optimizer, scheduler, self.recipe.label_smoothing, device,
                               None if mode == "eager" else mode)

@@ -9,6 +9,7 @@ import time
 from collections.abc import Sequence
 
 import numpy as np
+import torch
 
 from vit_demo.classifier import Classifier, load_model
 from vit_demo.data import SPLITS, DatasetNotFound, load_split
@@ -85,12 +86,16 @@ def predict_files(classifier: Classifier, files: Sequence[str], top: int, batch_
     return failures
 
 
-def run_evaluate(args: argparse.Namespace) -> dict:
+def model_and_split(args: argparse.Namespace, limit: int | None) -> tuple[Classifier, torch.Tensor, torch.Tensor]:
+    """The model ``args.model`` and the first ``limit`` (None: all) images and labels of its dataset's split."""
     classifier = load_model(args.model, args.device)
+    images, labels = load_split(classifier.info.dataset.name, args.data_dir, args.split)
+    return classifier, images[:limit], labels[:limit]
+
+
+def run_evaluate(args: argparse.Namespace) -> dict:
+    classifier, images, labels = model_and_split(args, args.limit)
     dataset = classifier.info.dataset.name
-    images, labels = load_split(dataset, args.data_dir, args.split)
-    if args.limit is not None:
-        images, labels = images[: args.limit], labels[: args.limit]
     started = time.perf_counter()
     _, correct, n = evaluate(classifier.model, images, labels, args.batch_size)
     return {"model": args.model, "dataset": dataset, "split": args.split, "n": n, "correct": correct,
@@ -102,10 +107,8 @@ def run_faithfulness(args: argparse.Namespace) -> list[dict]:
     """One record per kind of map: mean deletion and insertion AUC over the first ``args.n`` images."""
     if args.n < 1:
         raise ValueError("--n must be at least 1")
-    classifier = load_model(args.model, args.device)
+    classifier, images, _ = model_and_split(args, args.n)
     dataset = classifier.info.dataset.name
-    images, _ = load_split(dataset, args.data_dir, args.split)
-    images = images[: args.n]
     sums = {kind: [0.0, 0.0] for kind in MAP_KINDS}
     for index, start in enumerate(range(0, len(images), args.batch_size)):
         x = images[start : start + args.batch_size].to(classifier.device).float().div_(255)  # (B, C, H, W)
@@ -118,11 +121,10 @@ def run_faithfulness(args: argparse.Namespace) -> list[dict]:
 
 def run_inside(args: argparse.Namespace) -> dict:
     """Write ``attention_distance.json`` into the model's weights folder; return what was written."""
-    classifier = load_model(args.model, args.device)
-    images, _ = load_split(classifier.info.dataset.name, args.data_dir, args.split)
-    distance = write_attention_distance(classifier.info.folder, classifier.model, images[: args.n], args.split)
+    classifier, images, _ = model_and_split(args, args.n)
+    distance = write_attention_distance(classifier.info.folder, classifier.model, images, args.split)
     return {"model": args.model, "file": str(shown_path(classifier.info.folder / ATTENTION_DISTANCE_FILE)),
-            "images": min(args.n, len(images)), "mean_attention_distance_px": np.round(distance.astype(float), 2).tolist()}
+            "images": len(images), "mean_attention_distance_px": np.round(distance.astype(float), 2).tolist()}
 
 
 def main(argv: Sequence[str] | None = None) -> int:
