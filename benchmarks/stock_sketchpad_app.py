@@ -11,7 +11,7 @@ import time  # noqa: E402
 import gradio as gr  # noqa: E402
 
 from vit_demo.preprocess import NothingDrawn  # noqa: E402
-from vit_demo.ui import classifier  # noqa: E402
+from vit_demo.ui.models import classifier  # noqa: E402
 
 
 def predict(sketch: dict | None) -> tuple:

@@ -2,7 +2,7 @@
 
     python benchmarks/views_latency.py [--repeat 100] [--format jpeg] [--glibc-mmap-threshold] [--photo-recipe]
 
-It runs as the server does (torch threads and glibc's mmap threshold set by ``vit_demo.ui``), feeds
+It runs as the server does (torch threads and glibc's mmap threshold set by ``vit_demo.ui.serving``), feeds
 the app's own handlers what the browser sends (for a drawing, the canvas value of a 112x112 drawing;
 for a photo, the uploaded file) and then encodes the pictures as Gradio does before sending them.
 ``--photo-recipe`` adds a column: the photo path with the architecture today's ``cifar10`` recipe trains, with
@@ -28,11 +28,18 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from common import example_photos, timed  # noqa: E402  (benchmarks/ is on sys.path: scripts run from it)
 import gradio as gr  # noqa: E402
 
-from vit_demo import explain, ui  # noqa: E402
+from vit_demo import explain  # noqa: E402
+from vit_demo.canvas import decode_drawing  # noqa: E402
 from vit_demo.classifier import Classifier, to_chw  # noqa: E402
 from vit_demo.data import dataset_spec  # noqa: E402
 from vit_demo.model import VisionTransformer  # noqa: E402
 from vit_demo.training import RECIPES  # noqa: E402
+from vit_demo.ui import models, serving  # noqa: E402
+from vit_demo.ui.attention_view import MEAN  # noqa: E402
+from vit_demo.ui.components import VIEW_FORMAT  # noqa: E402
+from vit_demo.ui.digit_tab import on_drawing  # noqa: E402
+from vit_demo.ui.panel import image_views  # noqa: E402
+from vit_demo.ui.photo_tab import predict_image  # noqa: E402
 from vit_demo.weights import WeightsInfo  # noqa: E402
 
 
@@ -49,26 +56,26 @@ def recipe_photo_model() -> Iterator[None]:
     """While inside, the app's photo model is the cifar10 recipe's architecture, with random weights."""
     vit = RECIPES["cifar10"].vit
     recipe_model = Classifier(WeightsInfo(Path("recipe"), dataset_spec("cifar10"), vit),
-                              VisionTransformer(vit).to(ui.classifier("mnist").device).eval())
-    shipped = ui.classifier
-    ui.classifier = lambda name: recipe_model if name == "cifar10" else shipped(name)
+                              VisionTransformer(vit).to(models.classifier("mnist").device).eval())
+    shipped = models.classifier
+    models.classifier = lambda name: recipe_model if name == "cifar10" else shipped(name)
     try:
         yield
     finally:
-        ui.classifier = shipped
+        models.classifier = shipped
 
 
 def photo_name(recipe: bool) -> str:
-    parameters = sum(p.numel() for p in ui.classifier("cifar10").model.parameters())
+    parameters = sum(p.numel() for p in models.classifier("cifar10").model.parameters())
     return f"photo ({'recipe' if recipe else 'shipped'} {parameters / 1e6:.1f}M)"
 
 
 def step_rows(model: str, decode: Callable[[], Any], handler: Callable[[], tuple], repeat: int,
               image_format: str) -> list[tuple[str, tuple[float, float]]]:
     """Median and p95 of each step of one request: ``decode`` gives the model's input, ``handler`` all views."""
-    clf = ui.classifier(model)
+    clf = models.classifier(model)
     x = torch.from_numpy(to_chw(clf.preprocess(decode()))[None]).to(clf.device)  # (1, C, H, W)
-    analysis = ui.analyse(model, decode())
+    analysis = models.analyse(model, decode())
     depth = clf.info.config.depth
     pictures = [view for view in handler() if isinstance(view, Image.Image)]
     cache = tempfile.mkdtemp()
@@ -80,16 +87,18 @@ def step_rows(model: str, decode: Callable[[], Any], handler: Callable[[], tuple
     with torch.inference_mode():
         forward = timed(lambda: clf.model(x), repeat)
         forward_attention = timed(lambda: clf.model(x, return_attention=True), repeat)
+    relevance = timed(lambda: explain.relevance_forward(clf.model, x, torch.tensor([explain.PREDICTED])), repeat)
     return [
         ("bare model forward (logits only)", forward),
         ("model forward with attention weights", forward_attention),
+        ("model forward + backward: attention and relevance", relevance),
         ("decode + preprocess the input", timed(lambda: clf.preprocess(decode()), repeat)),
-        ("analyse: preprocess + model + attention", timed(lambda: ui.analyse(model, decode()), repeat)),
+        ("analyse: preprocess + model + attention + relevance", timed(lambda: models.analyse(model, decode()), repeat)),
         ("explanation maps ([CLS], patch, rollout)", timed(lambda: (explain.token_attention_maps(analysis.attention),
                                                                    explain.token_attention_maps(analysis.attention, 1),
                                                                    explain.attention_rollout(analysis.attention)),
                                                            repeat)),
-        ("render all pictures", timed(lambda: ui.all_views(analysis, depth, ui.MEAN), repeat)),
+        ("render all pictures", timed(lambda: image_views(model, analysis, depth, MEAN), repeat)),
         (f"encode the {len(pictures)} pictures ({image_format}) as Gradio does", timed(encode_all, repeat)),
         ("whole handler", timed(handler, repeat)),
         ("whole handler + encoding = server time", timed(lambda: (handler(), encode_all()), repeat)),
@@ -99,29 +108,29 @@ def step_rows(model: str, decode: Callable[[], Any], handler: Callable[[], tuple
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--repeat", type=int, default=100)
-    parser.add_argument("--format", default=ui.VIEW_FORMAT, help="image format Gradio encodes the pictures in")
+    parser.add_argument("--format", default=VIEW_FORMAT, help="image format Gradio encodes the pictures in")
     parser.add_argument("--glibc-mmap-threshold", action="store_true",
                         help="leave glibc's mmap threshold as glibc sets it, to see what the server's fixed one costs")
     parser.add_argument("--photo-recipe", action="store_true",
                         help="also the photo path with the cifar10 recipe's architecture (random weights)")
     args = parser.parse_args()
     if not args.glibc_mmap_threshold:
-        ui.return_large_buffers_to_the_os()
-    torch.set_num_threads(ui.TORCH_THREADS)
+        serving.return_large_buffers_to_the_os()
+    torch.set_num_threads(serving.TORCH_THREADS)
 
     value = canvas_value()
     photo = str(example_photos()[0])
-    tables = {"drawing (mnist)": step_rows("mnist", lambda: ui.decode_drawing(value),
-                                           lambda: ui.on_drawing(value, ui.model_config("mnist").depth, ui.MEAN),
+    tables = {"drawing (mnist)": step_rows("mnist", lambda: decode_drawing(value),
+                                           lambda: on_drawing(value, models.model_config("mnist").depth, MEAN),
                                            args.repeat, args.format)}
-    photo_steps = ("cifar10", lambda: photo, lambda: ui.predict_image(photo), args.repeat, args.format)
-    if ui.model_problem("cifar10") is None:
+    photo_steps = ("cifar10", lambda: photo, lambda: predict_image(photo), args.repeat, args.format)
+    if models.model_problem("cifar10") is None:
         tables[photo_name(recipe=False)] = step_rows(*photo_steps)
     if args.photo_recipe:
         with recipe_photo_model():
             tables[photo_name(recipe=True)] = step_rows(*photo_steps)
 
-    print(f"device {ui.classifier('mnist').device}, torch threads {torch.get_num_threads()}, "
+    print(f"device {models.classifier('mnist').device}, torch threads {torch.get_num_threads()}, "
           f"{args.repeat} runs each, as the server runs"
           + (" but with glibc's own mmap threshold" if args.glibc_mmap_threshold else ""))
     print("| step | " + " | ".join(f"{name} median ms | {name} p95 ms" for name in tables) + " |")

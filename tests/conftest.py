@@ -169,6 +169,22 @@ def draw_digit(digit: str, canvas: int, box: tuple[int, int, int], pen: float) -
 
 
 @pytest.fixture(scope="session")
+def snapshot_weights(mnist_root, tmp_path_factory) -> Path:
+    """A weights root (for VIT_DEMO_WEIGHTS) whose mnist/ is a real, short training run that kept a snapshot after
+    each of its first 3 of 4 epochs, and whose cifar10/ is the shipped model."""
+    from vit_demo import training
+    from vit_demo.weights import WEIGHTS_ROOT
+
+    root = tmp_path_factory.mktemp("weights")
+    training.main(["--dataset", "mnist", "--data-dir", str(mnist_root), "--out", str(root / "mnist"),
+                   "--checkpoint-dir", str(root.parent / f"{root.name}-ckpt"), "--train-limit", "2000",
+                   "--test-limit", "300", "--epochs", "4", "--snapshots", "3", "--lr", "2e-3", "--warmup-epochs",
+                   "0.3", "--batch-size", "64", "--no-progress"])
+    (root / "cifar10").symlink_to(WEIGHTS_ROOT / "cifar10")
+    return root
+
+
+@pytest.fixture(scope="session")
 def app_url():
     """The real app (python app.py) running on a free local port; stopped after the tests."""
     with serving(REPO / "app.py") as server:
@@ -194,6 +210,7 @@ def busy_app(monkeypatch, tmp_path):
     from gradio_client import Client
 
     from vit_demo import ui
+    from vit_demo.ui import digit_tab, serving
 
     seven = tmp_path / "seven.png"
     draw_digit("7", 300, (20, 20, 260), 0.08).save(seven)
@@ -201,18 +218,18 @@ def busy_app(monkeypatch, tmp_path):
     demo = ui.launch(queue_size=2, server_name="127.0.0.1", server_port=free_port(), prevent_thread_lock=True,
                      quiet=True)
     started, release = threading.Semaphore(0), threading.Event()
-    analyse_batch = ui.analyse_batch
+    analyse_batch = digit_tab.analyse_batch
 
-    def held(model, images):  # a worker that waits, as if every image took long
+    def held(*args):  # a worker that waits, as if every image took long
         started.release()
         assert release.wait(60)
-        return analyse_batch(model, images)
+        return analyse_batch(*args)
 
-    monkeypatch.setattr(ui, "analyse_batch", held)
+    monkeypatch.setattr(digit_tab, "analyse_batch", held)
     client = Client(demo.local_url, verbose=False)
     try:
         jobs = []
-        for _ in range(ui.WORKERS):
+        for _ in range(serving.WORKERS):
             jobs.append(client.submit(sketch(seven), api_name="/predict_digit"))
             assert started.acquire(timeout=30)  # this one is running, alone
         jobs += [client.submit(sketch(seven), api_name="/predict_digit") for _ in range(2)]

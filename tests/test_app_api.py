@@ -19,38 +19,39 @@ def client(app_url):
 def test_predict_digit_reads_clear_digits_and_returns_pictures(client, tmp_path, digit):
     path = tmp_path / f"{digit}.png"
     draw_digit(digit, 600, (100, 80, 420), 0.08).save(path)
-    label, info, patches, cls_grid, selected, rollout, query, query_note = client.predict(
+    label, info, patches, cls_grid, selected, rollout, query, query_note, relevance, relevance_note = client.predict(
         sketch(path), api_name="/predict_digit")
     assert label["label"] == digit
     assert label["confidences"][0]["label"] == digit and label["confidences"][0]["confidence"] > 0.5
     assert "on `cpu`" in info and "ms" in info
     sizes = {name: Image.open(picture).size for name, picture in
              (("patches", patches), ("cls_grid", cls_grid), ("selected", selected), ("rollout", rollout),
-              ("query", query))}
-    assert sizes["patches"] == sizes["selected"] == sizes["rollout"] == (336, 336)
+              ("query", query), ("relevance", relevance))}
+    assert sizes["patches"] == sizes["selected"] == sizes["rollout"] == sizes["relevance"] == (336, 336)
     assert sizes["cls_grid"][0] > 400 and sizes["query"] == sizes["cls_grid"]
-    assert "Where patch" in query_note
+    assert "Where patch" in query_note and relevance_note.startswith(f"### Why {digit}?")
 
 
 def test_predict_digit_on_a_blank_canvas_guesses_nothing(client, tmp_path):
     path = tmp_path / "blank.png"
     Image.new("RGB", (400, 400), "white").save(path)
-    label, info, *pictures, _ = client.predict(sketch(path), api_name="/predict_digit")
+    label, info, *pictures, query_note, relevance, relevance_note = client.predict(sketch(path), api_name="/predict_digit")
     assert label is None or not label.get("label")
     assert "Draw a digit" in info
-    assert all(p is None for p in pictures)
+    assert all(p is None for p in [*pictures, relevance])
 
 
 def test_bad_files_get_a_clear_error_and_the_server_keeps_serving(client, tmp_path):
     bad = tmp_path / "notes.png"
     bad.write_text("this is not an image")
     # The reason comes as the answer, in place of a prediction (in a batch, it fails no one else's request).
-    label, info, *pictures = client.predict(sketch(bad), api_name="/predict_digit")
-    assert not label and info.startswith("Can't read this image") and all(p is None for p in pictures[:-1])
+    label, info, *pictures, query_note, relevance, relevance_note = client.predict(sketch(bad), api_name="/predict_digit")
+    assert not label and info.startswith("Can't read this image") and all(p is None for p in [*pictures, relevance])
     if (WEIGHTS_ROOT / "cifar10" / "config.json").is_file():
-        label, info, *pictures = client.predict(handle_file(str(bad)), api_name="/predict_image")
+        label, info, *pictures, query_note, relevance, relevance_note = client.predict(handle_file(str(bad)),
+                                                                                      api_name="/predict_image")
         assert not label and info.startswith("Can't read this image: this file is not an image")
-        assert all(p is None for p in pictures[:-1])
+        assert all(p is None for p in [*pictures, relevance])
     good = tmp_path / "one.png"
     draw_digit("1", 300, (20, 20, 260), 0.1).save(good)
     assert client.predict(sketch(good), api_name="/predict_digit")[0]["label"] == "1"
@@ -60,14 +61,17 @@ def test_predict_image(client):
     photo = Path(__file__).resolve().parents[1] / "examples" / "photos" / "ship.png"
     if not (WEIGHTS_ROOT / "cifar10" / "config.json").is_file():
         # Until the CIFAR-10 weights exist, the endpoint says so plainly instead of failing.
-        label, info, *pictures, _ = client.predict(handle_file(str(photo)), api_name="/predict_image")
+        label, info, *pictures, query_note, relevance, relevance_note = client.predict(handle_file(str(photo)),
+                                                                                      api_name="/predict_image")
         assert label is None or not label.get("label")
         assert info.startswith("weights/cifar10/config.json not found. Make it with: python train.py --dataset cifar10")
-        assert all(p is None for p in pictures)
+        assert all(p is None for p in [*pictures, relevance])
         return
-    label, info, patches, *_ = client.predict(handle_file(str(photo)), api_name="/predict_image")
+    label, info, patches, *_, relevance, relevance_note = client.predict(handle_file(str(photo)),
+                                                                        api_name="/predict_image")
     assert label["label"] == "ship"
-    assert Image.open(patches).size == (336, 336)
+    assert Image.open(patches).size == Image.open(relevance).size == (336, 336)
+    assert relevance_note.startswith("### Why ship?")
 
 
 def test_oversized_upload_is_refused_and_the_server_keeps_serving(client, tmp_path):

@@ -7,7 +7,7 @@ import time
 from pathlib import Path
 
 import pytest
-from conftest import pixel_bomb_png
+from conftest import pixel_bomb_png, serving
 
 from vit_demo.preprocess import MAX_FILE_BYTES
 
@@ -55,8 +55,10 @@ def page(browser, app_url):
 
 
 def draw(page, points, steps=3):
-    """Draw one stroke through points given as fractions of the canvas."""
-    box = page.locator("#canvas canvas.vd-draw").bounding_box()
+    """Draw one stroke through points given as fractions of the canvas (scrolled into view first)."""
+    canvas = page.locator("#canvas canvas.vd-draw")
+    canvas.scroll_into_view_if_needed()
+    box = canvas.bounding_box()
     xy = [(box["x"] + fx * box["width"], box["y"] + fy * box["height"]) for fx, fy in points]
     page.mouse.move(*xy[0])
     page.mouse.down()
@@ -145,7 +147,8 @@ def test_upload_a_photo(page):
         assert page.locator("#photo-info").is_visible()
         return
     wait_for_label(page, "ship", panel="photo")
-    assert image_src(page, "photo-rollout")
+    assert image_src(page, "photo-rollout") and image_src(page, "photo-relevance")
+    assert "Why ship?" in page.locator("#photo-relevance-note").inner_text()
     # The 32x32 upload fills its box (Gradio's "scale-down" shows it at 32 pixels).
     assert page.evaluate("() => getComputedStyle(document.querySelector('#photo-input img')).objectFit") == "contain"
     assert page.outside_requests == []
@@ -203,3 +206,68 @@ def test_a_full_queue_says_busy_in_the_page_and_the_page_recovers(browser, busy_
         assert [job.result(timeout=60)[0]["label"] for job in busy_app.jobs] == ["7"] * len(busy_app.jobs)
         draw(page, [(0.3, 0.9), (0.7, 0.9)])  # try again: one more stroke under the 7
         wait_for_label(page, "7")
+
+
+def wait_for_picture(page, elem_id: str, timeout: float = 20000) -> None:
+    """Wait until a view shows a picture, scrolled into view (Gradio's pictures load lazily)."""
+    page.wait_for_function(f"() => document.querySelector('#{elem_id} img')", timeout=timeout)
+    page.locator(f"#{elem_id} img").scroll_into_view_if_needed()
+    page.wait_for_function(f"() => document.querySelector('#{elem_id} img')?.complete", timeout=timeout)
+
+
+def wait_for_text(page, elem_id: str, text: str, timeout: float = 20000) -> None:
+    page.wait_for_function(f"() => document.querySelector('#{elem_id}')?.innerText.includes({text!r})", timeout=timeout)
+
+
+def test_why_this_class_why_not_another_and_how_far_to_trust_the_maps(page):
+    draw(page, [(0.25, 0.2), (0.75, 0.2), (0.45, 0.85)])  # a 7
+    wait_for_label(page, "7")
+    wait_for_text(page, "digit-relevance-note", "Why 7?")
+    wait_for_picture(page, "digit-relevance")
+    seven = image_src(page, "digit-relevance")
+    page.locator("#digit-explain-class input").click()
+    page.get_by_role("option", name="8", exact=True).click()
+    wait_for_text(page, "digit-relevance-note", "Why not 8?")
+    page.wait_for_function(f"() => document.querySelector('#digit-relevance img')?.src !== {seven!r}")
+    page.locator("#digit-score").click()
+    wait_for_text(page, "digit-faithfulness-note", "deletion AUC")
+    wait_for_picture(page, "digit-faithfulness")
+    assert page.locator("#digit-faithfulness img").evaluate("img => img.naturalWidth") > 500
+    # A new stroke explains the picked class for the new drawing, and the old chart goes.
+    draw(page, [(0.3, 0.9), (0.7, 0.9)])
+    wait_for_text(page, "digit-faithfulness-note", "Press")
+    assert "Why not 8?" in page.locator("#digit-relevance-note").inner_text()
+    assert page.outside_requests == [] and page.console_errors == []
+
+
+def test_inside_the_model(page, tmp_path):
+    page.get_by_role("tab", name="Inside the model").click()
+    for view in ("inside-filters", "inside-distance", "inside-positions", "inside-position"):
+        wait_for_picture(page, view)
+    wait_for_text(page, "inside-position-note", "Patch 24 ")  # the centre of the digits' 7x7 grid
+    grid = page.locator("#inside-positions img")
+    box = grid.bounding_box()
+    grid.click(position={"x": 0.75 * box["width"], "y": 0.75 * box["height"]})  # a cell down and right
+    page.wait_for_function("() => !document.querySelector('#inside-position-note').innerText.includes('Patch 24 ')")
+    page.locator("#inside-model label", has_text="Photos (CIFAR-10)").click()
+    wait_for_text(page, "inside-position-note", "Patch 36 ")  # the centre of the photos' 8x8 grid
+    page.screenshot(path=str(tmp_path / "inside.png"), full_page=True)
+    assert page.outside_requests == [] and page.console_errors == []
+
+
+def test_the_training_slider_shows_the_drawing_through_earlier_models(browser, snapshot_weights):
+    with serving(REPO / "app.py", VIT_DEMO_WEIGHTS=str(snapshot_weights)) as server, \
+            app_page(browser, server.url) as page:
+        draw(page, [(0.25, 0.2), (0.75, 0.2), (0.45, 0.85)])
+        wait_for_picture(page, "digit-training")
+        wait_for_text(page, "digit-training-note", "The trained model (epoch 4")
+        trained = image_src(page, "digit-training")
+        slider = page.locator("#digit-training-position input[type='number']")
+        slider.fill("1")
+        slider.press("Enter")
+        wait_for_text(page, "digit-training-note", "Epoch 1 of 4")
+        page.wait_for_function(f"() => document.querySelector('#digit-training img')?.src !== {trained!r}")
+        draw(page, [(0.3, 0.9), (0.7, 0.9)])  # a new stroke is shown through the same earlier model
+        page.wait_for_timeout(500)
+        wait_for_text(page, "digit-training-note", "Epoch 1 of 4")
+        assert page.outside_requests == [] and page.console_errors == []

@@ -7,7 +7,10 @@ import numpy as np
 import pytest
 from PIL import Image, ImageDraw
 
-from vit_demo import ui
+from vit_demo import render
+from vit_demo.ui import attention_view, demo, digit_tab, explanation_view, inside_tab, models, training_view
+from vit_demo.ui.attention_view import MEAN
+from vit_demo.ui.components import LARGE
 from vit_demo.canvas import CANVAS_SIZE, decode_drawing
 from vit_demo.preprocess import InputError
 
@@ -34,45 +37,49 @@ def test_decode_drawing():
 
 
 def test_on_drawing_gives_every_view():
-    label, info, patches, cls_grid, selected, rollout, query, query_note, analysis = ui.on_drawing(
-        canvas_value(SEVEN), 6, ui.MEAN)
+    (label, info, patches, cls_grid, selected, rollout, query, query_note, relevance, relevance_note, faithfulness,
+     faithfulness_note, training, training_note, analysis) = digit_tab.on_drawing(canvas_value(SEVEN), 6, MEAN)
     assert max(label, key=label.get) == "7"
     assert "ms on" in info
-    assert patches.size == selected.size == rollout.size == (ui.LARGE, ui.LARGE)
+    assert patches.size == selected.size == rollout.size == relevance.size == (LARGE, LARGE)
     assert cls_grid.size == query.size
-    assert analysis.attention.shape == (6, 4, 50, 50)
-    assert "Where patch" in query_note
+    assert analysis.attention.shape == (6, 4, 50, 50) and analysis.relevance.shape == (7, 7)
+    assert "Where patch" in query_note and "Why 7?" in relevance_note
+    assert faithfulness is None and "Score the maps" in faithfulness_note  # scored on demand only
+    # The shipped digits were trained before snapshots were kept: the training view says so, and shows nothing.
+    assert training is None and "before train.py kept snapshots" in training_note
 
 
 def test_blank_and_cleared_canvas_guess_nothing():
     for value in ("", canvas_value([])):
-        label, info, *pictures, analysis = ui.on_drawing(value, 6, ui.MEAN)
+        views = digit_tab.on_drawing(value, 6, MEAN)
+        label, info, analysis = views[0], views[1], views[-1]
         assert label is None and analysis is None
-        assert info == ui.DRAW_PROMPT
-        assert all(p is None for p in pictures[:-1])
+        assert info == digit_tab.DRAW_PROMPT
+        assert all(not isinstance(v, Image.Image) for v in views)  # no picture of nothing
 
 
 def test_a_malformed_canvas_value_is_a_clear_error():
     with pytest.raises(gr.Error, match="Can't read this drawing"):
-        ui.on_drawing("@@@", 6, ui.MEAN)
+        digit_tab.on_drawing("@@@", 6, MEAN)
 
 
 def test_layer_head_and_patch_choices():
-    analysis = ui.on_drawing(canvas_value(SEVEN), 6, ui.MEAN)[-1]
-    views = {(layer, head): np.asarray(ui.on_layer_or_head(analysis, layer, head))
-             for layer in (1, 6) for head in (ui.MEAN, "head 1", "head 4")}
+    analysis = digit_tab.on_drawing(canvas_value(SEVEN), 6, MEAN)[-1]
+    views = {(layer, head): np.asarray(attention_view.on_layer_or_head(analysis, layer, head))
+             for layer in (1, 6) for head in (MEAN, "head 1", "head 4")}
     assert not np.array_equal(views[(1, "head 1")], views[(6, "head 1")])
     assert not np.array_equal(views[(6, "head 1")], views[(6, "head 4")])
-    assert ui.on_layer_or_head(None, 1, ui.MEAN) is None
+    assert attention_view.on_layer_or_head(None, 1, MEAN) is None
     # A click at (x, y) on the 336 px patch grid picks the patch under it: row 2, column 5 of 7.
     event = gr.SelectData(target=None, data={"index": [5 * 48 + 10, 2 * 48 + 10], "value": None})
-    _, _, note = ui.on_patch_click(analysis, event)
+    _, _, note = attention_view.on_patch_click(analysis, event)
     assert "patch 19 looks" in note
 
 
 def test_warm_up_runs_every_available_model():
-    ui.warm_up()  # must not raise, with or without the CIFAR-10 weights
-    assert ui.classifier.cache_info().currsize >= 1
+    demo.warm_up()  # must not raise, with or without the CIFAR-10 weights
+    assert models.classifier.cache_info().currsize >= 1
 
 
 def test_a_batch_gets_the_same_answers_as_one_drawing_at_a_time(tmp_path):
@@ -86,21 +93,84 @@ def test_a_batch_gets_the_same_answers_as_one_drawing_at_a_time(tmp_path):
     bad = tmp_path / "bad.png"
     bad.write_text("not an image")
     batch = [paths[0], str(bad), paths[1], None, paths[2]]
-    columns = ui.predict_digits(batch)
-    assert len(columns) == 8 and all(len(column) == len(batch) for column in columns)  # 8 outputs: no State
+    columns = digit_tab.predict_digits(batch)
+    assert len(columns) == 10 and all(len(column) == len(batch) for column in columns)  # 10 outputs: no State
     answers = list(zip(*columns))
     for path, answer in zip(batch, answers):
-        alone = list(zip(*ui.predict_digits([path])))[0]
+        alone = list(zip(*digit_tab.predict_digits([path])))[0]
         if alone[0] is not None:  # the same probabilities (up to float rounding: batched matmuls sum differently)
             assert answer[0] == pytest.approx(alone[0], rel=1e-5, abs=1e-7)
         else:
             assert answer[0] is None
         assert answer[1].split(" · ")[0] == alone[1].split(" · ")[0]  # the top class, without the timing
-        for picture, picture_alone in zip(answer[2:7], alone[2:7]):
+        for picture, picture_alone in zip(answer[2:7] + answer[8:9], alone[2:7] + alone[8:9]):
             assert (picture is None) == (picture_alone is None)
             if picture is not None:
                 diff = np.abs(np.asarray(picture, dtype=int) - np.asarray(picture_alone, dtype=int))
                 assert diff.max() <= 1  # the same picture, up to a rounding step
     assert max(answers[0][0], key=answers[0][0].get) == "7" and max(answers[2][0], key=answers[2][0].get) == "1"
     assert answers[1][1].startswith("Can't read this image") and answers[1][0] is None
-    assert answers[3][1] == answers[4][1] == ui.DRAW_PROMPT
+    assert answers[3][1] == answers[4][1] == digit_tab.DRAW_PROMPT
+
+
+def test_why_this_class_and_why_not_another():
+    analysis = digit_tab.on_drawing(canvas_value(SEVEN), 6, MEAN)[-1]
+    clf = models.classifier("mnist")
+    seven, note = explanation_view.on_explain_class(analysis, explanation_view.PREDICTED_CHOICE)
+    assert note.startswith("### Why 7?")
+    eight, note = explanation_view.on_explain_class(analysis, "8")
+    assert note.startswith("### Why not 8?") and "the model says **7**" in note
+    assert not np.array_equal(np.asarray(seven), np.asarray(eight))
+    # The picture is the Python API's map for that class.
+    np.testing.assert_allclose(explanation_view.relevance_map(analysis, "8"),
+                               clf.relevance_preprocessed([analysis.input], ["8"])[0], rtol=1e-5)
+    # Picked before drawing, the class is explained with the prediction, in the same pass.
+    views = digit_tab.on_drawing(canvas_value(SEVEN), 6, MEAN, "8")
+    assert views[-1].relevance_label == "8" and views[9].startswith("### Why not 8?")
+    assert explanation_view.on_explain_class(None, "8")[0] is None
+
+
+def test_scoring_the_maps_of_the_image_in_hand():
+    analysis = digit_tab.on_drawing(canvas_value(SEVEN), 6, MEAN)[-1]
+    chart, note = explanation_view.on_score(analysis)
+    assert chart.width > 500 and "deletion AUC" in note
+    assert any(f"**{kind}**" in note for kind in ("attention", "rollout", "relevance"))
+    assert explanation_view.on_score(None)[0] is None
+
+
+def test_the_training_slider_shows_the_model_as_it_was(snapshot_weights, monkeypatch):
+    monkeypatch.setenv(models.WEIGHTS_ENV, str(snapshot_weights))
+    for cached in (models.classifier, models.training_run):
+        cached.cache_clear()
+    try:
+        run = models.training_run("mnist")
+        assert run.problem is None and [s.epoch for s in run.snapshots] == [1, 2, 3] and run.positions == 4
+        analysis = digit_tab.on_drawing(canvas_value(SEVEN), 1, MEAN)[-1]
+        first, first_note = training_view.training_views("mnist", analysis, 1)
+        assert first_note.startswith("**Epoch 1 of 4**") and f"{100 * run.snapshots[0].test_accuracy:.2f}%" in first_note
+        later, _ = training_view.training_views("mnist", analysis, 3)
+        assert not np.array_equal(np.asarray(first), np.asarray(later))  # the attention changed as it trained
+        trained, trained_note = training_view.training_views("mnist", analysis, 4)
+        assert "The trained model" in trained_note and "epoch 4" in trained_note
+        # The trained model's position shows the main view's grid; a new drawing at an earlier position, that epoch.
+        views = digit_tab.on_drawing(canvas_value(SEVEN), 1, MEAN, explanation_view.PREDICTED_CHOICE, 2)
+        assert views[13].startswith("**Epoch 2 of 4**")
+    finally:
+        for cached in (models.classifier, models.training_run):
+            cached.cache_clear()
+
+
+def test_inside_the_model_for_both_models():
+    for choice, grid in (("Digits (MNIST)", 7), ("Photos (CIFAR-10)", 8)):
+        filters, filters_note, positions, position, position_note, distance, distance_note = inside_tab.inside_views(
+            choice)
+        assert "principal components" in filters_note and distance is not None and "pixels" in distance_note
+        centre = (grid // 2) * grid + grid // 2
+        assert f"Patch {centre} " in position_note and position.size == (LARGE, LARGE)
+        assert inside_tab.insides(inside_tab.MODELS[choice]) is inside_tab.insides(inside_tab.MODELS[choice])  # once
+    # A click on a cell of the position grid picks that patch.
+    x, y = next((x, y) for y in range(0, 800, 4) for x in range(0, 800, 4)
+                if render.position_cell_at(x, y, 8, inside_tab.POSITION_CELL) == 9)
+    event = gr.SelectData(target=None, data={"index": [x, y], "value": None})
+    _, large, note = inside_tab.on_position_click("Photos (CIFAR-10)", event)
+    assert note.startswith("Patch 9 (row 2, column 2)")

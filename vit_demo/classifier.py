@@ -9,7 +9,7 @@ from pathlib import Path
 import numpy as np
 import torch
 
-from vit_demo.explain import relevance_maps
+from vit_demo.explain import PREDICTED, relevance_forward
 from vit_demo.device import resolve_device
 from vit_demo.model import VisionTransformer
 from vit_demo.preprocess import ImageInput, preprocess_drawing, preprocess_photo
@@ -22,6 +22,8 @@ class Prediction:
     probs: dict[str, float]  # class name -> probability, in class order
     attention: np.ndarray | None  # (layers, heads, tokens, tokens); token 0 is [CLS]
     input: np.ndarray  # what the model saw, in [0, 1]: (28, 28) for digits, (32, 32, 3) for photos
+    relevance: np.ndarray | None = None  # (g, g) class-specific relevance for relevance_label, when asked for
+    relevance_label: str | None = None
 
     @property
     def confidence(self) -> float:
@@ -63,39 +65,50 @@ class Classifier:
     def relevance_preprocessed(self, inputs: Sequence[np.ndarray], labels: Sequence[str | None]) -> np.ndarray:
         """Class-specific relevance of already preprocessed images, one label (None: the predicted class)
         each, in one forward and backward pass: (B, g, g)."""
-        unknown = [label for label in labels if label is not None and label not in self.classes]
-        if unknown:
-            raise ValueError(f"unknown class {unknown[0]!r}; this model's classes are {', '.join(self.classes)}")
-        batch = self.batch(inputs)  # (B, C, H, W)
-        if any(label is None for label in labels):
-            with torch.no_grad():
-                predicted = self.model(batch).argmax(1).tolist()  # (B,)
-        classes = [predicted[i] if label is None else self.classes.index(label) for i, label in enumerate(labels)]
-        return relevance_maps(self.model, batch, torch.tensor(classes))
+        return np.stack([p.relevance for p in self.predict_preprocessed(inputs, relevance_for=labels)])
 
     def batch(self, inputs: Sequence[np.ndarray]) -> torch.Tensor:
         """Preprocessed images -> one (B, C, H, W) float tensor on the model's device."""
         return torch.from_numpy(np.stack([to_chw(x) for x in inputs])).to(self.device)
 
-    @torch.no_grad()
-    def predict_preprocessed(self, inputs: Sequence[np.ndarray], attention: bool = True) -> list[Prediction]:
-        """Classify already preprocessed images in one forward pass (attention=False takes the fast path)."""
+    def predict_preprocessed(self, inputs: Sequence[np.ndarray], attention: bool = True,
+                             relevance_for: Sequence[str | None] | None = None) -> list[Prediction]:
+        """Classify already preprocessed images in one forward pass.
+
+        attention=False takes the fast path. ``relevance_for`` gives each image a class to explain (None: the
+        one predicted), and each prediction its relevance map, from the same forward pass and one backward pass.
+
+        Raises:
+            ValueError: a label in ``relevance_for`` is not one of the model's classes.
+        """
         batch = self.batch(inputs)  # (B, C, H, W)
-        if attention:
-            logits, attn = self.model(batch, return_attention=True)  # (B, classes), (B, L, H, T, T)
-            attn = attn.float().cpu().numpy()
+        relevance = None
+        if relevance_for is not None:
+            unknown = [label for label in relevance_for if label is not None and label not in self.classes]
+            if unknown:
+                raise ValueError(f"unknown class {unknown[0]!r}; this model's classes are {', '.join(self.classes)}")
+            classes = torch.tensor([PREDICTED if label is None else self.classes.index(label) for label in relevance_for])
+            logits, attn, relevance = relevance_forward(self.model, batch, classes)  # (B, cls), (B, L, H, T, T), (B, g, g)
+        elif attention:
+            with torch.no_grad():
+                logits, attn = self.model(batch, return_attention=True)  # (B, classes), (B, L, H, T, T)
         else:
-            logits, attn = self.model(batch), None
+            with torch.no_grad():
+                logits, attn = self.model(batch), None
+        attn = None if attn is None else attn.float().cpu().numpy()
         probs = logits.float().softmax(dim=-1).cpu().numpy()  # (B, classes)
-        return [
-            Prediction(
-                label=self.classes[int(p.argmax())],
+        predictions = []
+        for i, p in enumerate(probs):
+            label = self.classes[int(p.argmax())]
+            predictions.append(Prediction(
+                label=label,
                 probs={c: float(v) for c, v in zip(self.classes, p)},
                 attention=None if attn is None else attn[i],
                 input=inputs[i],
-            )
-            for i, p in enumerate(probs)
-        ]
+                relevance=None if relevance is None else relevance[i],
+                relevance_label=None if relevance is None else relevance_for[i] or label,
+            ))
+        return predictions
 
 
 def to_chw(image: np.ndarray) -> np.ndarray:

@@ -47,39 +47,47 @@ def attention_rollout(attention: np.ndarray) -> np.ndarray:
     return (cls_to_patches / cls_to_patches.sum()).reshape(g, g)
 
 
-def relevance_maps(model: nn.Module, images: torch.Tensor, classes: torch.Tensor) -> np.ndarray:
+PREDICTED = -1  # in a ``classes`` tensor: explain the class the model predicts for that image
+
+
+def relevance_forward(model: nn.Module, images: torch.Tensor,
+                      classes: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor, np.ndarray]:
     """Class-specific relevance (Chefer, Gur and Wolf, 2021, "Generic Attention-model Explainability for
-    Interpreting Bi-Modal and Encoder-Decoder Transformers", ICCV): why the model says ``classes[i]`` for image i.
+    Interpreting Bi-Modal and Encoder-Decoder Transformers", ICCV): why the model says ``classes[i]`` for image i,
+    with the prediction and the attention of the same forward pass.
 
     For each layer l, Abar_l = mean over heads of (dy_c/dA_l * A_l) clamped at 0: the attention weighted by the
     gradient of class c's logit with respect to it. Then R <- R + Abar_l R, starting from R = I, layer by
     layer; the map is R[CLS, patches]. As ``generate_relevance`` in the reference code
     (hila-chefer/Transformer-MM-Explainability, the ViT notebook). One forward and one backward pass for the
     whole batch: each image's class logit depends on that image alone, so their sum's gradient is each one's.
+    No hooks: the attention comes from ``forward_attention``, so two threads can share the model.
 
     Args:
         model: a ``VisionTransformer`` in eval mode.
         images: (B, C, H, W) in [0, 1].
-        classes: (B,) the class to explain for each image.
+        classes: (B,) the class to explain for each image; ``PREDICTED`` for the one the model predicts.
 
     Returns:
-        (B, g, g) relevance of each patch, >= 0; not normalised.
+        logits (B, classes) and attention (B, L, H, T, T), detached, and the relevance of each patch
+        (B, g, g), >= 0, not normalised.
     """
-    attentions: list[torch.Tensor] = []  # per layer (B, H, T, T), in the graph from attention to logits
-    hooks = [block.attn.register_forward_hook(lambda module, args, output: attentions.append(output[1]))
-             for block in model.blocks]
-    try:
-        with torch.enable_grad():
-            logits, _ = model(images, return_attention=True)  # (B, classes)
-            chosen = logits.gather(1, classes.view(-1, 1).to(logits.device)).sum()
-            gradients = torch.autograd.grad(chosen, attentions)  # per layer (B, H, T, T)
-    finally:
-        for hook in hooks:
-            hook.remove()
+    with torch.enable_grad():
+        logits, attentions = model.forward_attention(images)  # (B, classes), L x (B, H, T, T)
+        classes = classes.to(logits.device)
+        classes = torch.where(classes == PREDICTED, logits.argmax(1), classes)  # (B,)
+        chosen = logits.gather(1, classes.view(-1, 1)).sum()
+        gradients = torch.autograd.grad(chosen, attentions)  # L x (B, H, T, T)
     B, _, T, _ = attentions[0].shape
     relevance = torch.eye(T, device=images.device).repeat(B, 1, 1)  # (B, T, T)
     for attention, gradient in zip(attentions, gradients):
         weighted = (gradient * attention).clamp(min=0).mean(dim=1)  # (B, T, T): Abar_l
         relevance = relevance + weighted.detach() @ relevance
     g = int(round((T - 1) ** 0.5))
-    return relevance[:, 0, 1:].reshape(B, g, g).float().cpu().numpy()
+    maps = relevance[:, 0, 1:].reshape(B, g, g).float().cpu().numpy()
+    return logits.detach(), torch.stack(attentions, dim=1).detach(), maps
+
+
+def relevance_maps(model: nn.Module, images: torch.Tensor, classes: torch.Tensor) -> np.ndarray:
+    """Class-specific relevance alone (see ``relevance_forward``): (B, g, g)."""
+    return relevance_forward(model, images, classes)[2]

@@ -50,16 +50,16 @@ def patch_maps(model: nn.Module, images: torch.Tensor, seed: int = 0) -> tuple[d
     attention: the last layer's [CLS] attention, mean over heads; rollout: attention rollout; relevance:
     class-specific relevance; random: a random ranking (the floor), seeded.
     """
-    logits, attention = model(images, return_attention=True)  # (B, classes), (B, L, H, T, T)
-    predicted = logits.argmax(1)  # (B,)
+    predicted = torch.full((len(images),), explain.PREDICTED)
+    logits, attention, relevance = explain.relevance_forward(model, images, predicted)  # (B, cls), (B, L, H, T, T)
     attention = attention.float().cpu().numpy()
     maps = {
         "attention": np.stack([explain.token_attention_maps(a)[-1].mean(0) for a in attention]),
         "rollout": np.stack([explain.attention_rollout(a) for a in attention]),
-        "relevance": explain.relevance_maps(model, images, predicted),
+        "relevance": relevance,
     }
     maps["random"] = np.random.default_rng(seed).random(maps["rollout"].shape)
-    return maps, predicted
+    return maps, logits.argmax(1)
 
 
 @torch.no_grad()

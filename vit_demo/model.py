@@ -184,6 +184,17 @@ class VisionTransformer(nn.Module):
             (B, layers, heads, tokens, tokens), where token 0 is [CLS] and token 1 + i is patch i
             in row-major order.
         """
+        if return_attention:
+            logits, attentions = self.forward_attention(images)
+            return logits, torch.stack(attentions, dim=1)  # (B, L, H, T, T)
+        return self._encode(images, need_weights=False)[0]
+
+    def forward_attention(self, images: torch.Tensor) -> tuple[torch.Tensor, list[torch.Tensor]]:
+        """Logits (B, num_classes) and each layer's attention weights, a list of L tensors (B, H, T, T) that are
+        still in the autograd graph: gradients with respect to them can be taken (class-specific relevance)."""
+        return self._encode(images, need_weights=True)
+
+    def _encode(self, images: torch.Tensor, need_weights: bool) -> tuple[torch.Tensor, list[torch.Tensor]]:
         x = (images - self.mean) / self.std  # (B, C, H, W)
         x = self.patch_embed(x).flatten(2).transpose(1, 2)  # (B, N, D), N = grid_size**2
         cls = self.cls_token.expand(x.shape[0], -1, -1)  # (B, 1, D)
@@ -191,9 +202,6 @@ class VisionTransformer(nn.Module):
         x = self.pos_drop(x)
         attentions = []
         for block in self.blocks:
-            x, attn = block(x, return_attention)
+            x, attn = block(x, need_weights)
             attentions.append(attn)
-        logits = self.head(self.norm(x)[:, 0])  # (B, num_classes)
-        if return_attention:
-            return logits, torch.stack(attentions, dim=1)  # (B, L, H, T, T)
-        return logits
+        return self.head(self.norm(x)[:, 0]), attentions  # (B, num_classes), L x (B, H, T, T) or L x None

@@ -1,7 +1,8 @@
-"""Pictures from explanation maps, with numpy and PIL (no matplotlib figure per request).
+"""Pictures from explanation maps and from the model's weights, with numpy and PIL (no matplotlib figure
+per request).
 
-Every function takes the model's input image (values in [0, 1]; (H, W) grey or (H, W, 3) RGB) and
-returns a PIL image ready for the UI.
+The explanation pictures take the model's input image (values in [0, 1]; (H, W) grey or (H, W, 3) RGB);
+the pictures of the weights take what ``inside`` computes. All return a PIL image ready for the UI.
 """
 
 from __future__ import annotations
@@ -171,3 +172,109 @@ def attention_grid(image: np.ndarray, maps: np.ndarray, thumb: int = 96, cmap: s
     for index, tile in enumerate(tiles):
         canvas.paste(tile, _tile_origin(*divmod(index, H + 1), H, thumb))
     return canvas
+
+
+def _crisp_levels(maps: np.ndarray, low: float, high: float, size: int) -> np.ndarray:
+    """(N, h, w) values from low to high -> (N, size, size) uint8 levels 0..255, upsampled nearest (crisp)."""
+    scaled = (maps - low) * (255 / (high - low))
+    return _upsample(scaled, size, smooth=False).round().clip(0, 255).astype(np.uint8)
+
+
+_FILTER_COLUMNS, _FILTER_GAP, _FILTER_LABEL = 7, 10, 18  # filter_components: tiles per row, spacing, label row
+
+
+def _filter_origin(index: int, tile: int) -> tuple[int, int]:
+    """Top-left corner of component ``index``'s tile; its label goes underneath."""
+    row, col = divmod(index, _FILTER_COLUMNS)
+    return _FILTER_GAP + col * (tile + _FILTER_GAP), _FILTER_GAP + row * (tile + _FILTER_LABEL + _FILTER_GAP)
+
+
+def filter_components(components: np.ndarray, share: np.ndarray, tile: int = 56) -> Image.Image:
+    """The patch-embedding filters' principal components as a grid of tiles, each labelled with its rank and
+    share of the filters' variance (the ViT paper's Fig. 7, left).
+
+    ``components``: (K, C, p, p) unit vectors, signed; ``share``: (K,). Each tile is scaled to its own largest
+    magnitude, symmetric around zero: RGB components have mid-grey as zero, grey ones a diverging colormap.
+    """
+    K, C, p, _ = components.shape
+    peaks = np.abs(components).max(axis=(1, 2, 3), keepdims=True).clip(1e-12)  # (K, 1, 1, 1)
+    levels = _crisp_levels((components / peaks).reshape(K * C, p, p), -1, 1, tile)  # (K*C, tile, tile); 128 = 0
+    if C == 1:
+        rgb = colormap("RdBu_r")[levels]  # (K, tile, tile, 3)
+    else:
+        rgb = levels.reshape(K, C, tile, tile).transpose(0, 2, 3, 1)  # (K, tile, tile, 3)
+    rows = (K + _FILTER_COLUMNS - 1) // _FILTER_COLUMNS
+    width = _FILTER_GAP + min(K, _FILTER_COLUMNS) * (tile + _FILTER_GAP)
+    height = _filter_origin(rows * _FILTER_COLUMNS, tile)[1]  # where a next row of tiles would start
+    canvas = Image.new("RGB", (width, height), BACKGROUND)
+    draw = ImageDraw.Draw(canvas)
+    for index, (picture, part) in enumerate(zip(rgb, share)):
+        x, y = _filter_origin(index, tile)
+        canvas.paste(Image.fromarray(picture), (x, y))
+        percent = f"{100 * part:.0f}%" if part >= 0.01 else f"{100 * part:.1f}%"
+        draw.text((x + tile // 2, y + tile + _FILTER_LABEL // 2), f"{index + 1} · {percent}", fill=TEXT,
+                  font=font(13), anchor="mm")
+    return canvas
+
+
+_SIMILARITY_RANGE = (-1, 1)  # cosine similarity: a fixed range, so that the maps compare
+_SIMILARITY_MARK = (255, 40, 40)  # the outline of the chosen patch: red stands out on viridis
+_POS_GAP, _POS_LEFT, _POS_TOP = 2, 36, 40  # position_similarity_grid: spacing, row-label column, header rows
+
+
+def _similarity_pictures(maps: np.ndarray, size: int) -> np.ndarray:
+    """(N, g, g) cosine similarities -> (N, size, size, 3) uint8, viridis over -1..1, crisp patches."""
+    return colormap("viridis")[_crisp_levels(maps, *_SIMILARITY_RANGE, size)]
+
+
+def _position_origin(index: int, grid: int, cell: int) -> tuple[int, int]:
+    """Top-left corner of cell ``index`` (row-major) of position_similarity_grid."""
+    row, col = divmod(index, grid)
+    return _POS_LEFT + col * (cell + _POS_GAP), _POS_TOP + row * (cell + _POS_GAP)
+
+
+def position_cell_at(x: float, y: float, grid: int, cell: int) -> int | None:
+    """The cell (row-major index) of position_similarity_grid under pixel (x, y); None in a gap, on a label or
+    outside."""
+    (col, dx), (row, dy) = divmod(x - _POS_LEFT, cell + _POS_GAP), divmod(y - _POS_TOP, cell + _POS_GAP)
+    if not (0 <= col < grid and 0 <= row < grid and dx < cell and dy < cell):
+        return None
+    return int(row) * grid + int(col)
+
+
+def position_similarity_grid(similarity: np.ndarray, cell: int = 56, selected: int | None = None) -> Image.Image:
+    """How alike the position embeddings are (the ViT paper's Fig. 7, centre): a g x g grid of g x g maps, the
+    map in row r, column c showing patch (r, c)'s cosine similarity to every patch; ``selected`` is outlined.
+
+    ``similarity``: (g, g, g, g), as ``inside.position_similarity`` returns. A cell of 56 px divides evenly
+    for g = 7 and g = 8; ``position_cell_at`` maps a click back to a cell.
+    """
+    g = similarity.shape[0]
+    pictures = _similarity_pictures(similarity.reshape(g * g, g, g), cell)  # (g*g, cell, cell, 3)
+    span = g * (cell + _POS_GAP)
+    canvas = Image.new("RGB", (_POS_LEFT + span, _POS_TOP + span), BACKGROUND)
+    draw = ImageDraw.Draw(canvas)
+    label_font = font(14)
+    for index, picture in enumerate(pictures):
+        canvas.paste(Image.fromarray(picture), _position_origin(index, g, cell))
+    for i in range(g):
+        x, y = _position_origin(i * g + i, g, cell)  # the diagonal: column i and row i
+        draw.text((x + cell // 2, _POS_TOP - 10), str(i + 1), fill=TEXT, font=label_font, anchor="mm")
+        draw.text((_POS_LEFT // 2, y + cell // 2), str(i + 1), fill=TEXT, font=label_font, anchor="mm")
+    draw.text((_POS_LEFT + span // 2, 10), "column", fill=TEXT, font=label_font, anchor="mm")
+    draw.text((_POS_LEFT // 2, _POS_TOP - 10), "row", fill=TEXT, font=label_font, anchor="mm")
+    if selected is not None:
+        x, y = _position_origin(selected, g, cell)
+        draw.rectangle((x - 1, y - 1, x + cell, y + cell), outline=_SIMILARITY_MARK, width=3)
+    return canvas
+
+
+def position_similarity_large(similarity: np.ndarray, patch: int, size: int = 336) -> Image.Image:
+    """One patch's position similarity to every patch, large, that patch outlined.
+
+    ``similarity``: (g, g, g, g), as ``inside.position_similarity`` returns; ``patch``: row-major index.
+    """
+    g = similarity.shape[0]
+    row, col = divmod(patch, g)
+    picture = Image.fromarray(_similarity_pictures(similarity[row, col][None], size)[0])
+    return mark_patch(picture, patch, g, _SIMILARITY_MARK)

@@ -25,6 +25,7 @@ from vit_demo.augment import AUGMENTATIONS, mix_batch, random_erasing, trivial_a
 from vit_demo.data import DATASETS, DatasetSpec, dataset_spec, load_split
 from vit_demo.device import resolve_device
 from vit_demo.evaluation import evaluate
+from vit_demo.figures import training_curves
 from vit_demo.inside import DISTANCE_IMAGES, write_attention_distance
 from vit_demo.model import ViTConfig, VisionTransformer
 from vit_demo.weights import (CURVES_FILE, METRICS_FILE, WEIGHTS_ROOT, save_snapshot, save_weights, snapshot_epochs,
@@ -232,32 +233,6 @@ class TrainStep:
         self.sums += torch.stack([loss.detach().double() * len(x), correct.double()])
 
 
-def plot_training_curves(history: list[dict], path: Path, title: str) -> None:
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
-    epochs = [h["epoch"] for h in history]
-    fig, (ax_loss, ax_acc) = plt.subplots(1, 2, figsize=(10, 4), dpi=100)
-    ax_loss.plot(epochs, [h["train_loss"] for h in history], label="train (augmented, label-smoothed)")
-    ax_loss.plot(epochs, [h["test_loss"] for h in history], label="test")
-    ax_loss.set(xlabel="epoch", ylabel="cross-entropy loss", title="Loss")
-    ax_acc.plot(epochs, [100 * h["train_accuracy"] for h in history], label="train (augmented)")
-    ax_acc.plot(epochs, [100 * h["test_accuracy"] for h in history], label="test")
-    # Zoom in on the last few percent, where the runs differ.
-    best = max(h["test_accuracy"] for h in history)
-    ax_acc.set_ylim(max(0.0, 100 * best - 10), 100)
-    ax_acc.set(xlabel="epoch", ylabel="accuracy (%)", title="Accuracy")
-    for ax in (ax_loss, ax_acc):
-        ax.grid(alpha=0.3)
-        ax.legend()
-    fig.suptitle(title)
-    fig.tight_layout()
-    atomic_write(path, lambda f: fig.savefig(f, format="png"))
-    plt.close(fig)
-
-
 def main(argv: list[str] | None = None) -> dict | None:
     """Parse ``train.py`` arguments and train; return the metrics on rank 0 (None on other ranks)."""
     argv = sys.argv[1:] if argv is None else argv
@@ -402,7 +377,7 @@ def _train(args: argparse.Namespace, command: str, device: torch.device, rank: i
     if snapshots:
         write_snapshot_index(out, history)
     atomic_write_text(out / METRICS_FILE, json.dumps(metrics, indent=2) + "\n")
-    plot_training_curves(history, out / CURVES_FILE,
-                         f"ViT on {spec.name}: {100 * metrics['test_accuracy']:.2f}% test accuracy")
+    curves = training_curves(history, f"ViT on {spec.name}: {100 * metrics['test_accuracy']:.2f}% test accuracy")
+    atomic_write(out / CURVES_FILE, lambda f: curves.save(f, format="png"))
     print(json.dumps({k: metrics[k] for k in ("dataset", "test_accuracy", "epochs", "wall_time_s", "parameters")}))
     return metrics

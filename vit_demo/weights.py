@@ -183,3 +183,12 @@ def load_snapshots(name_or_path: str | Path, device: torch.device | str = "cpu")
         model.load_state_dict({k: v.float() for k, v in load_safetensors(blob).items()})
         snapshots.append(Snapshot(entry["epoch"], entry["test_accuracy"], model.to(device).eval()))
     return snapshots
+
+
+def read_metrics(name_or_path: str | Path) -> dict | None:
+    """What train.py recorded about a weights folder's run (metrics.json), or None where there is no record."""
+    path = resolve_weights_folder(name_or_path) / METRICS_FILE
+    try:
+        return json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return None

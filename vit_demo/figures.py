@@ -1,0 +1,106 @@
+"""Charts, drawn with matplotlib's object API (a Figure on an Agg canvas) and returned as RGB PIL images.
+
+No pyplot: its global figure registry is not thread-safe, and the app draws in several worker threads at once.
+Every chart sets its own font sizes rather than changing matplotlib's global settings, for the same reason.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+from matplotlib.axes import Axes
+from matplotlib.backends.backend_agg import FigureCanvasAgg
+from matplotlib.figure import Figure
+from PIL import Image
+
+from vit_demo.faithfulness import Curves
+
+DPI = 100
+FONT_SIZE = 12  # points; at 100 dpi large enough to read on a projector
+KIND_STYLES = {  # one look per kind of map, the same in both panels; random is the floor, grey and dashed
+    "attention": {"color": "tab:blue"},
+    "rollout": {"color": "tab:orange"},
+    "relevance": {"color": "tab:green"},
+    "random": {"color": "grey", "linestyle": "--"},
+}
+
+
+def _figure(width: int, height: int) -> Figure:
+    """A white figure of width x height pixels, laid out tightly when drawn."""
+    return Figure(figsize=(width / DPI, height / DPI), dpi=DPI, facecolor="white", layout="tight")
+
+
+def _label(ax: Axes, title: str, xlabel: str, ylabel: str = "") -> None:
+    """Title, axis labels and ticks at a readable size, and a light grid."""
+    ax.set_title(title, fontsize=FONT_SIZE)
+    ax.set_xlabel(xlabel, fontsize=FONT_SIZE)
+    ax.set_ylabel(ylabel, fontsize=FONT_SIZE)
+    ax.tick_params(labelsize=FONT_SIZE)
+    ax.grid(alpha=0.3)
+
+
+def _picture(fig: Figure) -> Image.Image:
+    """Render a figure to an RGB picture of its own size in pixels."""
+    canvas = FigureCanvasAgg(fig)
+    canvas.draw()
+    return Image.fromarray(np.asarray(canvas.buffer_rgba())[..., :3].copy())  # (H, W, 3) uint8
+
+
+def faithfulness_plot(curves: dict[str, Curves], image_index: int = 0) -> Image.Image:
+    """One image's deletion and insertion curves, every kind of map in both panels (about 760 x 400 px).
+
+    ``curves``: {kind: Curves}, as ``faithfulness.faithfulness`` returns; ``image_index`` picks the image (row).
+    """
+    fig = _figure(760, 400)
+    deletion, insertion = fig.subplots(1, 2, sharey=True)
+    panels = ((deletion, "deletion", "Deletion (lower AUC = more faithful)", "% of patches removed"),
+              (insertion, "insertion", "Insertion (higher AUC = more faithful)", "% of patches added"))
+    for ax, field, title, xlabel in panels:
+        for kind, kind_curves in curves.items():
+            curve = getattr(kind_curves, field)[image_index]  # (STEPS + 1,)
+            auc = getattr(kind_curves, f"{field}_auc")[image_index]
+            ax.plot(np.linspace(0, 100, len(curve)), curve, label=f"{kind}  AUC {auc:.2f}", linewidth=2,
+                    **KIND_STYLES[kind])
+        _label(ax, title, xlabel)
+        ax.set(xlim=(0, 100), ylim=(-0.02, 1.02), xticks=range(0, 101, 25))
+        # Under the panel, clear of the tick labels and the axis label (3.2 font sizes), so it hides no curve.
+        ax.legend(fontsize=FONT_SIZE, loc="upper left", bbox_to_anchor=(0, 0), frameon=False, handlelength=1.5,
+                  handletextpad=0.5, labelspacing=0.15, borderaxespad=3.2)
+    deletion.set_ylabel("P(predicted class)", fontsize=FONT_SIZE)
+    return _picture(fig)
+
+
+def attention_distance_plot(distance: np.ndarray) -> Image.Image:
+    """How far each head looks: one dot per head over its layer (about 480 x 320 px).
+
+    ``distance``: (L, H) mean attention distance in pixels, as ``inside.read_attention_distance`` returns.
+    """
+    L, H = distance.shape
+    jitter = np.linspace(-0.15, 0.15, H) if H > 1 else np.zeros(1)  # (H,): the heads of a layer side by side
+    fig = _figure(480, 320)
+    ax = fig.subplots()
+    layers = np.arange(1, L + 1)[:, None] + jitter[None]  # (L, H)
+    ax.scatter(layers.ravel(), distance.ravel(), s=36, color="tab:blue", alpha=0.8, edgecolors="white",
+               linewidths=0.5)
+    _label(ax, "How far each head looks", "layer", "mean attention distance (px)")
+    ax.set(xticks=range(1, L + 1), xlim=(0.5, L + 0.5), ylim=(0, 1.1 * max(float(distance.max()), 1e-6)))
+    return _picture(fig)
+
+
+def training_curves(history: list[dict], title: str) -> Image.Image:
+    """Loss and accuracy per epoch, train and test, from a training run's history (1000 x 400 px)."""
+    epochs = [h["epoch"] for h in history]
+    fig = _figure(1000, 400)
+    ax_loss, ax_acc = fig.subplots(1, 2)
+    ax_loss.plot(epochs, [h["train_loss"] for h in history], label="train (augmented, label-smoothed)")
+    ax_loss.plot(epochs, [h["test_loss"] for h in history], label="test")
+    _label(ax_loss, "Loss", "epoch", "cross-entropy loss")
+    ax_acc.plot(epochs, [100 * h["train_accuracy"] for h in history], label="train (augmented)")
+    ax_acc.plot(epochs, [100 * h["test_accuracy"] for h in history], label="test")
+    # Zoom in on the last few percent, where the runs differ.
+    best = max(h["test_accuracy"] for h in history)
+    ax_acc.set_ylim(max(0.0, 100 * best - 10), 100)
+    _label(ax_acc, "Accuracy", "epoch", "accuracy (%)")
+    for ax in (ax_loss, ax_acc):
+        ax.legend(fontsize=FONT_SIZE)
+    fig.suptitle(title, fontsize=FONT_SIZE + 2)
+    return _picture(fig)

@@ -1,0 +1,138 @@
+"""Where attention goes: the patch grid, [CLS] in every layer and head, one layer and head large, rollout, and
+where any one patch looks."""
+
+from __future__ import annotations
+
+import dataclasses
+
+import gradio as gr
+from PIL import Image
+
+from vit_demo import explain, render
+from vit_demo.model import ViTConfig
+from vit_demo.ui.components import LARGE, VIEW_BUTTONS, view_image
+from vit_demo.ui.models import Analysis
+from vit_demo.ui.serving import PRIVATE
+
+MEAN = "mean"  # the head radio's choice for the mean over heads
+
+
+def head_index(head: str | int, heads: int) -> int | None:
+    """The radio's choice ("head 3" or "mean") -> a 0-based head index, or None for the mean."""
+    if head in (MEAN, None):
+        return None
+    index = int(str(head).split()[-1]) - 1
+    return index if 0 <= index < heads else None
+
+
+def selected_view(analysis: Analysis, layer: int, head: str) -> Image.Image:
+    """Where [CLS] attends in one layer and head (or the layer's mean over heads), shown large."""
+    maps = explain.token_attention_maps(analysis.attention)  # (L, H, g, g)
+    layer_index = min(max(int(layer), 1), len(maps)) - 1
+    h = head_index(head, maps.shape[1])
+    chosen = maps[layer_index].mean(axis=0) if h is None else maps[layer_index, h]
+    return render.overlay(analysis.input, chosen, LARGE)
+
+
+def query_views(analysis: Analysis, patch: int) -> tuple[Image.Image, Image.Image]:
+    """The patch grid with ``patch`` outlined, and where that patch attends in every layer and head."""
+    grid = render.patch_grid(analysis.input, analysis.grid, LARGE, selected=patch)
+    where = render.attention_grid(analysis.input, explain.token_attention_maps(analysis.attention, 1 + patch))
+    return grid, where
+
+
+def query_title(patch: int | None) -> str:
+    if patch is None:
+        return "### Where a patch looks"
+    return (f"### Where patch {patch} looks\nIn every layer and head; click a patch in "
+            "*What the model sees* to choose another.")
+
+
+def patch_at(analysis: Analysis, x: float, y: float) -> int:
+    """The patch under pixel (x, y) of the LARGE patch grid."""
+    step = LARGE / analysis.grid
+    return int(min(y // step, analysis.grid - 1) * analysis.grid + min(x // step, analysis.grid - 1))
+
+
+@dataclasses.dataclass
+class AttentionView:
+    patches: gr.Image
+    cls_grid: gr.Image
+    layer: gr.Slider
+    head: gr.Radio
+    selected: gr.Image
+    rollout: gr.Image
+    query: gr.Image
+    query_note: gr.Markdown
+
+    @property
+    def outputs(self) -> list:
+        """The outputs a new image updates, in the order of ``views``."""
+        return [self.patches, self.cls_grid, self.selected, self.rollout, self.query, self.query_note]
+
+    @staticmethod
+    def views(analysis: Analysis | None, layer: int, head: str) -> tuple:
+        """The pictures of an image (None: none), in the order of ``outputs``."""
+        if analysis is None:
+            return None, None, None, None, None, query_title(None)
+        patch = int(analysis.rollout.argmax())  # start the query-patch view where [CLS] draws most
+        grid, where = query_views(analysis, patch)
+        return (grid, render.attention_grid(analysis.input, explain.token_attention_maps(analysis.attention)),
+                selected_view(analysis, layer, head), render.overlay(analysis.input, analysis.rollout, LARGE),
+                where, query_title(patch))
+
+    def wire(self, state: gr.State) -> None:
+        for control in (self.layer, self.head):
+            control.change(on_layer_or_head, [state, self.layer, self.head], self.selected, **PRIVATE)
+        self.patches.select(on_patch_click, state, [self.patches, self.query, self.query_note], **PRIVATE)
+
+
+def on_layer_or_head(analysis: Analysis | None, layer: int, head: str) -> Image.Image | None:
+    return None if analysis is None else selected_view(analysis, layer, head)
+
+
+def on_patch_click(analysis: Analysis | None, event: gr.SelectData) -> tuple:
+    if analysis is None:
+        return None, None, query_title(None)
+    patch = patch_at(analysis, *event.index)
+    return *query_views(analysis, patch), query_title(patch)
+
+
+def build_patches(prefix: str, config: ViTConfig) -> gr.Image:
+    """What the model sees: the input cut into numbered patches (a column of the panel's first row)."""
+    gr.Markdown("### What the model sees\nClick a patch to see where it looks.")
+    patches = view_image(f"{prefix}-patches", height=LARGE, buttons=[])
+    gr.Markdown(
+        f"The {config.image_size}x{config.image_size} input is cut into {config.grid_size}x{config.grid_size} "
+        f"patches of {config.patch_size}x{config.patch_size} pixels, numbered in reading order; each becomes "
+        f"a token, and a learned **[CLS]** token is added in front ({config.num_tokens} tokens). "
+        "The prediction is read from [CLS].",
+        elem_classes="vd-note")
+    return patches
+
+
+def build_cls_views(prefix: str, config: ViTConfig) -> tuple[gr.Image, gr.Slider, gr.Radio, gr.Image]:
+    """A row: where [CLS] looks in every layer and head, beside one layer and head large."""
+    with gr.Row(equal_height=False):
+        with gr.Column(scale=3):
+            gr.Markdown("### Where [CLS] looks\nEvery layer (rows) and head (columns), and each layer's mean.")
+            cls_grid = view_image(f"{prefix}-cls-grid", buttons=VIEW_BUTTONS)
+        with gr.Column(scale=2):
+            gr.Markdown("### One layer and head, large")
+            layer = gr.Slider(1, config.depth, value=config.depth, step=1, label="Layer", elem_id=f"{prefix}-layer")
+            head = gr.Radio([MEAN] + [f"head {h + 1}" for h in range(config.heads)], value=MEAN, label="Head",
+                            elem_id=f"{prefix}-head")
+            selected = view_image(f"{prefix}-selected", height=LARGE, buttons=VIEW_BUTTONS)
+    return cls_grid, layer, head, selected
+
+
+def build_rollout(prefix: str) -> gr.Image:
+    """A column: attention rollout."""
+    gr.Markdown("### Attention rollout\n[CLS] through all layers, residuals included (Abnar & Zuidema, 2020).")
+    return view_image(f"{prefix}-rollout", height=LARGE, buttons=VIEW_BUTTONS)
+
+
+def build_query(prefix: str) -> tuple[gr.Image, gr.Markdown]:
+    """A column: where the chosen patch looks, in every layer and head."""
+    query_note = gr.Markdown(query_title(None), elem_id=f"{prefix}-query-note")
+    return view_image(f"{prefix}-query", buttons=VIEW_BUTTONS), query_note

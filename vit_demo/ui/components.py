@@ -1,0 +1,72 @@
+"""Gradio components made for this app: inputs that reach Python undecoded, and picture outputs cached once."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+from typing import Any
+
+import gradio as gr
+from gradio import processing_utils
+from gradio.data_classes import ImageData
+from PIL import Image
+
+from vit_demo.atomic import atomic_write
+
+LARGE = 336  # pixels a side of the large views
+VIEW_BUTTONS = ["fullscreen", "download"]  # no "share": nothing leaves the server
+VIEW_FORMAT = "jpeg"  # encodes in ~1 ms where WebP (Gradio's default) took ~30 ms for the layer x head grid
+
+
+class UndecodedImage(gr.Image):
+    """An image input whose upload reaches Python as a file path, undecoded.
+
+    Gradio's own preprocessing opens images with PIL before our code runs, so a bad file would fail
+    there with a generic error; this way only our decoder, with its size limits, reads uploads.
+    """
+
+    is_template = True  # use gr.Image's frontend
+
+    def preprocess(self, payload):
+        return None if payload is None else payload.path
+
+
+class UndecodedSketch(gr.ImageEditor):
+    """A sketch input (an ImageEditor value) whose composite reaches Python as a file path, undecoded."""
+
+    is_template = True  # use gr.ImageEditor's frontend
+
+    def preprocess(self, payload):
+        if payload is None:
+            return None
+        image = payload.composite or payload.background
+        return None if image is None else image.path
+
+
+class CachedImage(gr.Image):
+    """A picture output that is written to Gradio's cache once, atomically.
+
+    ``gr.Image`` rewrites a cached picture in place whenever the same picture is made again (two
+    users drawing the same digit), so a download of the earlier copy that is under way can read a
+    truncated file: the stock app drops such requests under load. Here a picture already in the
+    cache is reused, and a new one appears under its final name complete or not at all.
+    """
+
+    is_template = True  # use gr.Image's frontend
+
+    def postprocess(self, value: Image.Image | None) -> ImageData | None:
+        if value is None:
+            return None
+        data = processing_utils.encode_pil_to_bytes(value, self.format)
+        path = Path(self.GRADIO_CACHE) / processing_utils.hash_bytes(data) / f"image.{self.format}"
+        try:
+            os.utime(path)  # Blocks(delete_cache=...) ages files by ctime: a picture handed out again is fresh
+        except FileNotFoundError:
+            path.parent.mkdir(parents=True, exist_ok=True)
+            atomic_write(path, lambda f: f.write(data))
+        return ImageData(path=str(path), orig_name=path.name)
+
+
+def view_image(elem_id: str, format: str = VIEW_FORMAT, **layout: Any) -> CachedImage:
+    """A picture made by the server, never edited by the user (``format="png"`` for charts: crisp lines and text)."""
+    return CachedImage(show_label=False, type="pil", format=format, interactive=False, elem_id=elem_id, **layout)

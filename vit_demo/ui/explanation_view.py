@@ -1,0 +1,119 @@
+"""Why this class and not that one (class-specific relevance, for any class), and how far to trust each map for
+the image in hand (its deletion and insertion curves)."""
+
+from __future__ import annotations
+
+import dataclasses
+
+import gradio as gr
+import numpy as np
+from PIL import Image
+
+from vit_demo import figures, render
+from vit_demo.faithfulness import MAP_KINDS, faithfulness
+from vit_demo.ui.components import LARGE, VIEW_BUTTONS, view_image
+from vit_demo.ui.models import Analysis, classifier
+from vit_demo.ui.serving import PRIVATE
+
+PREDICTED_CHOICE = "the predicted class"  # the class picker's default
+SCORE_PROMPT = ("Press **Score the maps** to see, for this image, how fast each map's most relevant patches take "
+                "the prediction away (deletion) or bring it back (insertion).")
+
+
+def explain_label(choice: str | None) -> str | None:
+    """The class picker's choice -> the class to explain (None: the predicted one)."""
+    return None if choice in (None, "", PREDICTED_CHOICE) else choice
+
+
+def relevance_map(analysis: Analysis, label: str | None) -> np.ndarray:
+    """The relevance of ``label`` (None: the predicted class) for the analysed image, (g, g): the one computed with
+    the prediction when it is that class, else one more forward and backward pass."""
+    label = label or analysis.label
+    if label == analysis.relevance_label:
+        return analysis.relevance
+    return classifier(analysis.model).relevance_preprocessed([analysis.input], [label])[0]
+
+
+def relevance_title(analysis: Analysis | None, label: str | None) -> str:
+    if analysis is None:
+        return "### Why this class?"
+    label = label or analysis.label
+    share = f"{100 * analysis.probs[label]:.1f}%"
+    if label == analysis.label:
+        return (f"### Why {label}?\nThe patches whose attention pushed the model towards **{label}**, its answer "
+                f"({share}): class-specific relevance (Chefer et al., 2021).")
+    return (f"### Why not {label}?\nThe patches that speak for **{label}** ({share}); the model says "
+            f"**{analysis.label}**. Class-specific relevance (Chefer et al., 2021).")
+
+
+def score_maps(analysis: Analysis) -> tuple[Image.Image, str]:
+    """Each kind of map's deletion and insertion curve for this image, as a chart, and which map did best."""
+    clf = classifier(analysis.model)
+    curves = faithfulness(clf.model, clf.batch([analysis.input]), clf.info.dataset.name)
+    deletion = {kind: float(curves[kind].deletion_auc[0]) for kind in MAP_KINDS}
+    best = min((kind for kind in MAP_KINDS if kind != "random"), key=deletion.get)
+    note = (f"For this image, **{best}** finds what the prediction rests on best: removing its top patches takes "
+            f"the prediction away fastest (deletion AUC {deletion[best]:.2f}, random {deletion['random']:.2f}; "
+            "lower is better). The README has these scores over 1,000 test images.")
+    return figures.faithfulness_plot(curves), note
+
+
+@dataclasses.dataclass
+class ExplanationView:
+    explain_class: gr.Dropdown
+    relevance: gr.Image
+    relevance_note: gr.Markdown
+    score: gr.Button
+    faithfulness: gr.Image
+    faithfulness_note: gr.Markdown
+
+    @property
+    def outputs(self) -> list:
+        """The outputs a new image updates, in the order of ``views``."""
+        return [self.relevance, self.relevance_note, self.faithfulness, self.faithfulness_note]
+
+    @staticmethod
+    def views(analysis: Analysis | None) -> tuple:
+        """An image's relevance view, for the class it was analysed for (None: nothing); the faithfulness chart
+        waits for the button (it takes some 90 more forward passes)."""
+        if analysis is None:
+            return None, relevance_title(None, None), None, SCORE_PROMPT
+        return (render.overlay(analysis.input, analysis.relevance, LARGE),
+                relevance_title(analysis, analysis.relevance_label), None, SCORE_PROMPT)
+
+    def wire(self, state: gr.State) -> None:
+        self.explain_class.change(on_explain_class, [state, self.explain_class], [self.relevance, self.relevance_note],
+                                  **PRIVATE)
+        self.score.click(on_score, state, [self.faithfulness, self.faithfulness_note],
+                         **{**PRIVATE, "show_progress": "minimal"})
+
+
+def on_explain_class(analysis: Analysis | None, choice: str) -> tuple:
+    if analysis is None:
+        return None, relevance_title(None, None)
+    label = explain_label(choice)
+    return render.overlay(analysis.input, relevance_map(analysis, label), LARGE), relevance_title(analysis, label)
+
+
+def on_score(analysis: Analysis | None) -> tuple:
+    if analysis is None:
+        return None, "Draw or upload an image first: the maps are scored for the image in hand."
+    return score_maps(analysis)
+
+
+def build_relevance(prefix: str, classes: tuple[str, ...]) -> tuple[gr.Dropdown, gr.Image, gr.Markdown]:
+    """A column: the relevance view, with the picker of the class to explain."""
+    note = gr.Markdown(relevance_title(None, None), elem_id=f"{prefix}-relevance-note")
+    explain_class = gr.Dropdown([PREDICTED_CHOICE, *classes], value=PREDICTED_CHOICE, label="Explain the class",
+                                elem_id=f"{prefix}-explain-class")
+    return explain_class, view_image(f"{prefix}-relevance", height=LARGE, buttons=VIEW_BUTTONS), note
+
+
+def build_faithfulness(prefix: str) -> tuple[gr.Button, gr.Image, gr.Markdown]:
+    """A column: how far to trust each map for this image."""
+    gr.Markdown("### How far to trust each map\nRank the patches by a map, then remove (or add back) the top "
+                "10%, 20%, ...: the faster the prediction falls (or returns), the more faithful the map. A random "
+                "ranking is the floor.")
+    score = gr.Button("Score the maps", elem_id=f"{prefix}-score", size="sm")
+    note = gr.Markdown(SCORE_PROMPT, elem_id=f"{prefix}-faithfulness-note")
+    return score, view_image(f"{prefix}-faithfulness", format="png", buttons=VIEW_BUTTONS), note

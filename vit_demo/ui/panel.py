@@ -1,0 +1,119 @@
+"""One tab's views of an image: the input beside the prediction, then every view below, all wired to the
+analysed image kept in the session's state."""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Callable
+from typing import Any
+
+import gradio as gr
+
+from vit_demo.data import dataset_spec
+from vit_demo.preprocess import InputError, NothingDrawn
+from vit_demo.ui import attention_view, explanation_view, training_view
+from vit_demo.ui.attention_view import MEAN, AttentionView
+from vit_demo.ui.explanation_view import ExplanationView
+from vit_demo.ui.models import Analysis, model_config, model_problem, training_run
+from vit_demo.ui.training_view import TrainingView, training_views
+
+API_OUTPUTS = 10  # the API endpoints answer the first outputs: label, info, the attention views and relevance
+
+
+def info_text(analysis: Analysis) -> str:
+    return f"**{analysis.label}** ({100 * analysis.probs[analysis.label]:.1f}%) · model {analysis.model_ms:.1f} ms on `{analysis.device}`"
+
+
+def image_views(model: str, analysis: Analysis, layer: int, head: str, position: int | None = None) -> tuple:
+    """Every output of a prediction, in the order of ``Panel.outputs`` (position None: the trained model)."""
+    attention = AttentionView.views(analysis, layer, head)
+    position = training_run(model).positions if position is None else position
+    return (analysis.probs, info_text(analysis), *attention, *ExplanationView.views(analysis),
+            *training_views(model, analysis, position, trained_grid=attention[1]), analysis)
+
+
+def empty_views(model: str, message: str) -> tuple:
+    """The outputs when there is no image to show, ``message`` in place of the prediction."""
+    return (None, message, *AttentionView.views(None, 1, MEAN), *ExplanationView.views(None),
+            *training_views(model, None, 1), None)
+
+
+def result_views(model: str, result: Analysis | InputError, layer: int, head: str, position: int | None,
+                 blank_message: str) -> tuple:
+    """An image's outputs: its views, ``blank_message`` when it is blank, or why it can't be read.
+
+    An image that can't be read is answered, not raised: the page shows why in place of the
+    prediction, rather than a red "Error" over every output, and in a batch it fails no one else's
+    request.
+    """
+    if isinstance(result, NothingDrawn):
+        return empty_views(model, blank_message)
+    if isinstance(result, InputError):
+        return empty_views(model, f"Can't read this image: {result}")
+    return image_views(model, result, layer, head, position)
+
+
+@dataclasses.dataclass
+class Panel:
+    """A tab's outputs and the controls that choose what they show."""
+
+    model: str
+    label: gr.Label
+    info: gr.Markdown
+    attention: AttentionView
+    explanation: ExplanationView
+    training: TrainingView
+    state: gr.State
+
+    @property
+    def outputs(self) -> list:
+        return [self.label, self.info, *self.attention.outputs, *self.explanation.outputs, *self.training.outputs,
+                self.state]
+
+    @property
+    def api_outputs(self) -> list:
+        return self.outputs[:API_OUTPUTS]
+
+    @property
+    def controls(self) -> list:
+        """The inputs, after the image itself, of a tab's image handler: layer, head, class to explain, epoch."""
+        return [self.attention.layer, self.attention.head, self.explanation.explain_class, self.training.position]
+
+    def wire(self) -> None:
+        self.attention.wire(self.state)
+        self.explanation.wire(self.state)
+        self.training.wire(self.model, self.state)
+
+
+def build_panel(prefix: str, model: str, prompt: str, build_input: Callable[[], Any]) -> tuple[Panel, Any]:
+    """One tab: the input (made by ``build_input``) beside the prediction, then every view below."""
+    config = model_config(model)
+    with gr.Row(equal_height=False):
+        with gr.Column(scale=1, min_width=300):
+            source = build_input()
+        with gr.Column(scale=1, min_width=260):
+            label = gr.Label(num_top_classes=3, label="Prediction", elem_id=f"{prefix}-label")
+            info = gr.Markdown(model_problem(model) or prompt, elem_id=f"{prefix}-info")
+        with gr.Column(scale=1, min_width=300):
+            patches = attention_view.build_patches(prefix, config)
+    cls_grid, layer, head, selected = attention_view.build_cls_views(prefix, config)
+    with gr.Row(equal_height=False):
+        with gr.Column(scale=1, min_width=300):
+            rollout = attention_view.build_rollout(prefix)
+        with gr.Column(scale=1, min_width=300):
+            explain_class, relevance, relevance_note = explanation_view.build_relevance(
+                prefix, dataset_spec(model).classes)
+    with gr.Row(equal_height=False):
+        with gr.Column(scale=3):
+            query, query_note = attention_view.build_query(prefix)
+        with gr.Column(scale=2):
+            score, faithfulness, faithfulness_note = explanation_view.build_faithfulness(prefix)
+    panel = Panel(
+        model, label, info,
+        AttentionView(patches, cls_grid, layer, head, selected, rollout, query, query_note),
+        ExplanationView(explain_class, relevance, relevance_note, score, faithfulness, faithfulness_note),
+        training_view.build_training(prefix, model),
+        gr.State(),
+    )
+    panel.wire()
+    return panel, source

@@ -1,0 +1,80 @@
+"""Attention through training: the image in hand through the model as it was at an earlier epoch (the snapshots
+train.py keeps), with that epoch's test accuracy."""
+
+from __future__ import annotations
+
+import dataclasses
+
+import gradio as gr
+import torch
+from PIL import Image
+
+from vit_demo import explain, render
+from vit_demo.ui.components import VIEW_BUTTONS, view_image
+from vit_demo.ui.models import Analysis, TrainingRun, classifier, training_run
+from vit_demo.ui.serving import PRIVATE
+
+
+def cls_grid(analysis: Analysis, attention) -> Image.Image:
+    """Where [CLS] looks in every layer and head, for attention (L, H, T, T) of the analysed image."""
+    return render.attention_grid(analysis.input, explain.token_attention_maps(attention))
+
+
+def trained_note(run: TrainingRun) -> str:
+    epochs = f"epoch {run.epochs}" if run.epochs else "the end of training"
+    accuracy = f", test accuracy **{100 * run.test_accuracy:.2f}%**" if run.test_accuracy is not None else ""
+    return (f"**The trained model** ({epochs}{accuracy}): the views above. Move the slider left to see the image "
+            "through the model earlier in training.")
+
+
+def training_views(model: str, analysis: Analysis | None, position: int,
+                   trained_grid: Image.Image | None = None) -> tuple:
+    """The picture and note for slider ``position`` (1-based; the last is the trained model, whose grid is
+    ``trained_grid`` when the caller has it already)."""
+    run = training_run(model)
+    if run.problem or analysis is None:
+        return None, run.problem or ""
+    position = min(max(int(position), 1), run.positions)
+    if position == run.positions:
+        return trained_grid or cls_grid(analysis, analysis.attention), trained_note(run)
+    snapshot = run.snapshots[position - 1]
+    clf = classifier(analysis.model)
+    with torch.no_grad():
+        logits, attention = snapshot.model(clf.batch([analysis.input]), return_attention=True)  # (1, classes), (1, L, H, T, T)
+    probs = logits[0].float().softmax(-1)  # (classes,)
+    label = clf.classes[int(probs.argmax())]
+    epochs = f" of {run.epochs}" if run.epochs else ""
+    note = (f"**Epoch {snapshot.epoch}{epochs}**: test accuracy then **{100 * snapshot.test_accuracy:.2f}%**. "
+            f"For this image it said **{label}** ({100 * float(probs.max()):.1f}%).")
+    return cls_grid(analysis, attention[0].float().cpu().numpy()), note
+
+
+@dataclasses.dataclass
+class TrainingView:
+    position: gr.Slider
+    picture: gr.Image
+    note: gr.Markdown
+
+    @property
+    def outputs(self) -> list:
+        return [self.picture, self.note]
+
+    def wire(self, model: str, state: gr.State) -> None:
+        self.position.change(lambda analysis, position: training_views(model, analysis, position),
+                             [state, self.position], self.outputs, **PRIVATE)
+
+
+def build_training(prefix: str, model: str) -> TrainingView:
+    """A row: where [CLS] looks through training, with a slider over the snapshots (hidden where there are none)."""
+    run = training_run(model)
+    with gr.Row(equal_height=False):
+        with gr.Column():
+            gr.Markdown("### Attention through training\nThe same image through the model as it was during "
+                        "training: watch the heads learn where to look.")
+            # Hidden where there are no snapshots (one position; Gradio wants a slider's minimum below its maximum).
+            position = gr.Slider(1, max(run.positions, 2), value=run.positions, step=1,
+                                 label="Training progress (snapshot)", visible=not run.problem,
+                                 elem_id=f"{prefix}-training-position")
+            note = gr.Markdown(run.problem or "", elem_id=f"{prefix}-training-note")
+            picture = view_image(f"{prefix}-training", buttons=VIEW_BUTTONS, visible=not run.problem)
+    return TrainingView(position, picture, note)
