@@ -38,7 +38,7 @@ class Classifier:
 
     def __init__(self, info: WeightsInfo, model: VisionTransformer) -> None:
         self.info = info
-        self.model = model
+        self.model = model.requires_grad_(False)  # for inference only: relevance needs no gradients of the weights
         self.device = next(model.parameters()).device
         self.classes = info.dataset.classes
         self.preprocess = preprocess_drawing if info.dataset.name == "mnist" else preprocess_photo
