@@ -38,7 +38,7 @@ from vit_demo.ui import models, serving  # noqa: E402
 from vit_demo.ui.attention_view import MEAN  # noqa: E402
 from vit_demo.ui.components import VIEW_FORMAT  # noqa: E402
 from vit_demo.ui.digit_tab import on_drawing  # noqa: E402
-from vit_demo.ui.panel import image_views  # noqa: E402
+from vit_demo.ui.panel import views  # noqa: E402
 from vit_demo.ui.photo_tab import predict_image  # noqa: E402
 from vit_demo.weights import WeightsInfo  # noqa: E402
 
@@ -98,7 +98,7 @@ def step_rows(model: str, decode: Callable[[], Any], handler: Callable[[], tuple
                                                                    explain.token_attention_maps(analysis.attention, 1),
                                                                    explain.attention_rollout(analysis.attention)),
                                                            repeat)),
-        ("render all pictures", timed(lambda: image_views(model, analysis, depth, MEAN), repeat)),
+        ("render all pictures", timed(lambda: views(model, analysis, depth, MEAN), repeat)),
         (f"encode the {len(pictures)} pictures ({image_format}) as Gradio does", timed(encode_all, repeat)),
         ("whole handler", timed(handler, repeat)),
         ("whole handler + encoding = server time", timed(lambda: (handler(), encode_all()), repeat)),
@@ -121,7 +121,7 @@ def main() -> None:
     value = canvas_value()
     photo = str(example_photos()[0])
     tables = {"drawing (mnist)": step_rows("mnist", lambda: decode_drawing(value),
-                                           lambda: on_drawing(value, models.model_config("mnist").depth, MEAN),
+                                           lambda: views("mnist", on_drawing(value)[-1], models.model_config("mnist").depth, MEAN),
                                            args.repeat, args.format)}
     photo_steps = ("cifar10", lambda: photo, lambda: predict_image(photo), args.repeat, args.format)
     if models.model_problem("cifar10") is None:

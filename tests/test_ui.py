@@ -8,7 +8,7 @@ import pytest
 from PIL import Image, ImageDraw
 
 from vit_demo import render
-from vit_demo.ui import attention_view, demo, digit_tab, explanation_view, inside_tab, models, training_view
+from vit_demo.ui import attention_view, demo, digit_tab, explanation_view, inside_tab, models, panel, training_view
 from vit_demo.ui.attention_view import MEAN
 from vit_demo.ui.components import LARGE
 from vit_demo.canvas import CANVAS_SIZE, decode_drawing
@@ -37,8 +37,9 @@ def test_decode_drawing():
 
 
 def test_on_drawing_gives_every_view():
-    (label, info, patches, cls_grid, selected, rollout, query, query_note, relevance, relevance_note, faithfulness,
-     faithfulness_note, training, training_note, analysis) = digit_tab.on_drawing(canvas_value(SEVEN), 6, MEAN)
+    label, info, analysis = digit_tab.on_drawing(canvas_value(SEVEN))  # the label first, then the views
+    (patches, cls_grid, selected, rollout, query, query_note, relevance, relevance_note, faithfulness,
+     faithfulness_note, training, training_note) = panel.views("mnist", analysis, 6, MEAN)
     assert max(label, key=label.get) == "7"
     assert "ms on" in info
     assert patches.size == selected.size == rollout.size == relevance.size == (LARGE, LARGE)
@@ -52,20 +53,19 @@ def test_on_drawing_gives_every_view():
 
 def test_blank_and_cleared_canvas_guess_nothing():
     for value in ("", canvas_value([])):
-        views = digit_tab.on_drawing(value, 6, MEAN)
-        label, info, analysis = views[0], views[1], views[-1]
+        label, info, analysis = digit_tab.on_drawing(value)
         assert label is None and analysis is None
         assert info == digit_tab.DRAW_PROMPT
-        assert all(not isinstance(v, Image.Image) for v in views)  # no picture of nothing
+        assert all(not isinstance(v, Image.Image) for v in panel.views("mnist", None, 6, MEAN))  # no picture of nothing
 
 
 def test_a_malformed_canvas_value_is_a_clear_error():
     with pytest.raises(gr.Error, match="Can't read this drawing"):
-        digit_tab.on_drawing("@@@", 6, MEAN)
+        digit_tab.on_drawing("@@@")
 
 
 def test_layer_head_and_patch_choices():
-    analysis = digit_tab.on_drawing(canvas_value(SEVEN), 6, MEAN)[-1]
+    analysis = digit_tab.on_drawing(canvas_value(SEVEN))[-1]
     views = {(layer, head): np.asarray(attention_view.on_layer_or_head(analysis, layer, head))
              for layer in (1, 6) for head in (MEAN, "head 1", "head 4")}
     assert not np.array_equal(views[(1, "head 1")], views[(6, "head 1")])
@@ -114,7 +114,7 @@ def test_a_batch_gets_the_same_answers_as_one_drawing_at_a_time(tmp_path):
 
 
 def test_why_this_class_and_why_not_another():
-    analysis = digit_tab.on_drawing(canvas_value(SEVEN), 6, MEAN)[-1]
+    analysis = digit_tab.on_drawing(canvas_value(SEVEN))[-1]
     clf = models.classifier("mnist")
     seven, note = explanation_view.on_explain_class(analysis, explanation_view.PREDICTED_CHOICE)
     assert note.startswith("### Why 7?")
@@ -125,13 +125,13 @@ def test_why_this_class_and_why_not_another():
     np.testing.assert_allclose(explanation_view.relevance_map(analysis, "8"),
                                clf.relevance_preprocessed([analysis.input], ["8"])[0], rtol=1e-5)
     # Picked before drawing, the class is explained with the prediction, in the same pass.
-    views = digit_tab.on_drawing(canvas_value(SEVEN), 6, MEAN, "8")
-    assert views[-1].relevance_label == "8" and views[9].startswith("### Why not 8?")
+    picked = digit_tab.on_drawing(canvas_value(SEVEN), "8")[-1]
+    assert picked.relevance_label == "8" and panel.views("mnist", picked, 6, MEAN)[7].startswith("### Why not 8?")
     assert explanation_view.on_explain_class(None, "8")[0] is None
 
 
 def test_scoring_the_maps_of_the_image_in_hand():
-    analysis = digit_tab.on_drawing(canvas_value(SEVEN), 6, MEAN)[-1]
+    analysis = digit_tab.on_drawing(canvas_value(SEVEN))[-1]
     chart, note = explanation_view.on_score(analysis)
     assert chart.width > 500 and "deletion AUC" in note
     assert any(f"**{kind}**" in note for kind in ("attention", "rollout", "relevance"))
@@ -145,7 +145,7 @@ def test_the_training_slider_shows_the_model_as_it_was(snapshot_weights, monkeyp
     try:
         run = models.training_run("mnist")
         assert run.problem is None and [s.epoch for s in run.snapshots] == [1, 2, 3] and run.positions == 4
-        analysis = digit_tab.on_drawing(canvas_value(SEVEN), 1, MEAN)[-1]
+        analysis = digit_tab.on_drawing(canvas_value(SEVEN))[-1]
         first, first_note = training_view.training_views("mnist", analysis, 1)
         assert first_note.startswith("**Epoch 1 of 4**") and f"{100 * run.snapshots[0].test_accuracy:.2f}%" in first_note
         later, _ = training_view.training_views("mnist", analysis, 3)
@@ -153,8 +153,7 @@ def test_the_training_slider_shows_the_model_as_it_was(snapshot_weights, monkeyp
         trained, trained_note = training_view.training_views("mnist", analysis, 4)
         assert "The trained model" in trained_note and "epoch 4" in trained_note
         # The trained model's position shows the main view's grid; a new drawing at an earlier position, that epoch.
-        views = digit_tab.on_drawing(canvas_value(SEVEN), 1, MEAN, explanation_view.PREDICTED_CHOICE, 2)
-        assert views[13].startswith("**Epoch 2 of 4**")
+        assert panel.views("mnist", analysis, 1, MEAN, 2)[11].startswith("**Epoch 2 of 4**")
     finally:
         for cached in (models.classifier, models.training_run):
             cached.cache_clear()

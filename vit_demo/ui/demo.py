@@ -11,7 +11,7 @@ from vit_demo.ui.attention_view import MEAN
 from vit_demo.ui.digit_tab import build_digit_tab
 from vit_demo.ui.inside_tab import build_inside_tab
 from vit_demo.ui.models import analyse, model_config, model_problem
-from vit_demo.ui.panel import image_views
+from vit_demo.ui.panel import views
 from vit_demo.ui.photo_tab import build_photo_tab
 from vit_demo.ui.serving import CACHE_SWEEP, QUEUE_SIZE, serve, tune_process
 
@@ -46,7 +46,7 @@ def warm_up() -> None:
     """Run one example through each available model and every view, so the first user waits for nothing."""
     for model, example in (("mnist", EXAMPLES / "digits" / "7.png"), ("cifar10", EXAMPLES / "photos" / "ship.png")):
         if not model_problem(model):
-            image_views(model, analyse(model, example), model_config(model).depth, MEAN)
+            views(model, analyse(model, example), model_config(model).depth, MEAN)
 
 
 def launch(queue_size: int = QUEUE_SIZE, **launch_args: Any) -> gr.Blocks:

@@ -84,9 +84,13 @@ def training_run(name: str) -> TrainingRun:
     return TrainingRun(snapshots, epochs, accuracy, None)
 
 
-@dataclasses.dataclass(frozen=True)
+@dataclasses.dataclass(frozen=True, eq=False)
 class Analysis:
-    """One image through the model: what it saw, what it said, its attention and its class-specific relevance."""
+    """One image through the model: what it saw, what it said, its attention and its class-specific relevance.
+
+    Compared and hashed by identity (``eq=False``): each analysis is a new state, and Gradio hashes the state to
+    see whether it changed (its ``change`` event draws the views).
+    """
 
     model: str  # mnist or cifar10
     input: np.ndarray  # (28, 28) or (32, 32, 3), in [0, 1]

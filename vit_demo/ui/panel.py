@@ -15,42 +15,46 @@ from vit_demo.ui import attention_view, explanation_view, training_view
 from vit_demo.ui.attention_view import MEAN, AttentionView
 from vit_demo.ui.explanation_view import ExplanationView
 from vit_demo.ui.models import Analysis, model_config, model_problem, training_run
+from vit_demo.ui.serving import PRIVATE
 from vit_demo.ui.training_view import TrainingView, training_views
 
-API_OUTPUTS = 10  # the API endpoints answer the first outputs: label, info, the attention views and relevance
+API_VIEWS = 8  # the API endpoints answer the label, the info and these first views: attention and relevance
 
 
 def info_text(analysis: Analysis) -> str:
     return f"**{analysis.label}** ({100 * analysis.probs[analysis.label]:.1f}%) · model {analysis.model_ms:.1f} ms on `{analysis.device}`"
 
 
-def image_views(model: str, analysis: Analysis, layer: int, head: str, position: int | None = None) -> tuple:
-    """Every output of a prediction, in the order of ``Panel.outputs`` (position None: the trained model)."""
-    attention = AttentionView.views(analysis, layer, head)
-    position = training_run(model).positions if position is None else position
-    return (analysis.probs, info_text(analysis), *attention, *ExplanationView.views(analysis),
-            *training_views(model, analysis, position, trained_grid=attention[1]), analysis)
-
-
-def empty_views(model: str, message: str) -> tuple:
-    """The outputs when there is no image to show, ``message`` in place of the prediction."""
-    return (None, message, *AttentionView.views(None, 1, MEAN), *ExplanationView.views(None),
-            *training_views(model, None, 1), None)
-
-
-def result_views(model: str, result: Analysis | InputError, layer: int, head: str, position: int | None,
-                 blank_message: str) -> tuple:
-    """An image's outputs: its views, ``blank_message`` when it is blank, or why it can't be read.
+def prediction(result: Analysis | InputError, blank_message: str) -> tuple:
+    """An image's label, info and analysis (the order of ``Panel.prediction_outputs``): ``blank_message`` when it is
+    blank, or why it can't be read.
 
     An image that can't be read is answered, not raised: the page shows why in place of the
     prediction, rather than a red "Error" over every output, and in a batch it fails no one else's
     request.
     """
     if isinstance(result, NothingDrawn):
-        return empty_views(model, blank_message)
+        return None, blank_message, None
     if isinstance(result, InputError):
-        return empty_views(model, f"Can't read this image: {result}")
-    return image_views(model, result, layer, head, position)
+        return None, f"Can't read this image: {result}", None
+    return result.probs, info_text(result), result
+
+
+def views(model: str, analysis: Analysis | None, layer: int, head: str, position: int | None = None) -> tuple:
+    """Every view of an analysed image (None: none), in the order of ``Panel.view_outputs`` (position None: the
+    trained model)."""
+    attention = AttentionView.views(analysis, layer, head)
+    if analysis is None:
+        return *attention, *ExplanationView.views(None), *training_views(model, None, 1)
+    position = training_run(model).positions if position is None else position
+    return (*attention, *ExplanationView.views(analysis),
+            *training_views(model, analysis, position, trained_grid=attention[1]))
+
+
+def api_answer(model: str, result: Analysis | InputError | str, blank_message: str) -> tuple:
+    """The API's answer (``Panel.api_outputs``) for an analysed image, one that failed, or a message (a str)."""
+    label, info, analysis = (None, result, None) if isinstance(result, str) else prediction(result, blank_message)
+    return label, info, *views(model, analysis, model_config(model).depth, MEAN)[:API_VIEWS]
 
 
 @dataclasses.dataclass
@@ -66,18 +70,26 @@ class Panel:
     state: gr.State
 
     @property
-    def outputs(self) -> list:
-        return [self.label, self.info, *self.attention.outputs, *self.explanation.outputs, *self.training.outputs,
-                self.state]
+    def prediction_outputs(self) -> list:
+        return [self.label, self.info, self.state]
+
+    @property
+    def view_outputs(self) -> list:
+        return [*self.attention.outputs, *self.explanation.outputs, *self.training.outputs]
 
     @property
     def api_outputs(self) -> list:
-        return self.outputs[:API_OUTPUTS]
+        return [self.label, self.info, *self.view_outputs[:API_VIEWS]]
 
-    @property
-    def controls(self) -> list:
-        """The inputs, after the image itself, of a tab's image handler: layer, head, class to explain, epoch."""
-        return [self.attention.layer, self.attention.head, self.explanation.explain_class, self.training.position]
+    def wire_input(self, source: Any, predict: Callable[..., tuple], **event_args: Any) -> None:
+        """``predict(source value, class to explain)`` answers a new image with its label first; its views follow
+        when the analysis in the state changes, so the label never waits for some forty pictures. (A ``.then``
+        would do the same, but Gradio drops the one after a change event that ``always_last`` merged.)"""
+        source.change(predict, [source, self.explanation.explain_class], self.prediction_outputs,
+                      api_visibility="private", **event_args)
+        self.state.change(lambda analysis, layer, head, position: views(self.model, analysis, layer, head, position),
+                          [self.state, self.attention.layer, self.attention.head, self.training.position],
+                          self.view_outputs, **PRIVATE)
 
     def wire(self) -> None:
         self.attention.wire(self.state)

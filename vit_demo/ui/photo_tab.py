@@ -6,11 +6,10 @@ from pathlib import Path
 
 import gradio as gr
 
-from vit_demo.ui.attention_view import MEAN
 from vit_demo.ui.components import LARGE, UndecodedImage
 from vit_demo.ui.explanation_view import PREDICTED_CHOICE, explain_label
-from vit_demo.ui.models import analyse_batch, model_config, model_problem
-from vit_demo.ui.panel import API_OUTPUTS, Panel, build_panel, empty_views, result_views
+from vit_demo.ui.models import analyse_batch, model_problem
+from vit_demo.ui.panel import Panel, api_answer, build_panel, prediction
 from vit_demo.ui.serving import SHARED_WORKERS
 
 MODEL = "cifar10"
@@ -18,22 +17,22 @@ UPLOAD_PROMPT = "Upload a photo, or pick an example below."
 BLANK_PHOTO = "This image is blank: there is nothing to classify."
 
 
-def on_photo(path: str | None, layer: int | None = None, head: str = MEAN, choice: str = PREDICTED_CHOICE,
-             position: int | None = None) -> tuple:
-    """Browser: classify an uploaded photo; every output, in the order of ``Panel.outputs``."""
+def analyse_photo(path: str | None, choice: str = PREDICTED_CHOICE):
+    """The analysis of an uploaded photo (with the relevance of ``choice``), why it failed, or a message (a str)."""
     if path is None:
-        return empty_views(MODEL, UPLOAD_PROMPT)
-    problem = model_problem(MODEL)
-    if problem:  # say so plainly, in the page and to API clients, rather than fail
-        return empty_views(MODEL, problem)
-    layer = model_config(MODEL).depth if layer is None else layer
-    result = analyse_batch(MODEL, [path], [explain_label(choice)])[0]
-    return result_views(MODEL, result, layer, head, position, BLANK_PHOTO)
+        return UPLOAD_PROMPT
+    return model_problem(MODEL) or analyse_batch(MODEL, [path], [explain_label(choice)])[0]
+
+
+def on_photo(path: str | None, choice: str = PREDICTED_CHOICE) -> tuple:
+    """Browser: a photo was uploaded; its label, info and analysis (``Panel.prediction_outputs``)."""
+    result = analyse_photo(path, choice)
+    return (None, result, None) if isinstance(result, str) else prediction(result, BLANK_PHOTO)
 
 
 def predict_image(path: str | None) -> tuple:
     """API: classify a photo; the label, info, attention views and relevance (``Panel.api_outputs``)."""
-    return on_photo(path)[:API_OUTPUTS]
+    return api_answer(MODEL, analyse_photo(path), BLANK_PHOTO)
 
 
 def photo_input(examples: list[Path]) -> gr.Image:
@@ -45,8 +44,7 @@ def photo_input(examples: list[Path]) -> gr.Image:
 
 def build_photo_tab(examples: list[Path]) -> Panel:
     photos, photo = build_panel("photo", MODEL, UPLOAD_PROMPT, lambda: photo_input(examples))
-    photo.change(on_photo, [photo, *photos.controls], photos.outputs, api_visibility="private",
-                 show_progress="minimal", **SHARED_WORKERS)
+    photos.wire_input(photo, on_photo, show_progress="minimal", **SHARED_WORKERS)
     # API only: a photo file for scripts.
     api_photo = UndecodedImage(type="filepath", visible=False)
     api_photo.change(predict_image, api_photo, photos.api_outputs, api_name="predict_image", **SHARED_WORKERS)
