@@ -4,7 +4,7 @@
 
 ``/predict_digit`` and ``/predict_image`` take the same input components as the app's and answer with
 the same output components (label, text, five JPEG pictures of the app's sizes, the query note, the relevance
-picture and its note), but their handlers return answers made once at start-up: what is left per request is
+picture and its note; ``/classify``'s JSON), but their handlers return answers made once at start-up: what is left per request is
 Gradio's own work (upload, queue, encoding and caching the pictures, sending them). It runs with
 Gradio's defaults (``demo.queue()``, one event at a time per endpoint, no queue limit), as a stock
 app would.
@@ -18,6 +18,7 @@ os.environ.setdefault("GRADIO_ANALYTICS_ENABLED", "False")
 
 import gradio as gr  # noqa: E402
 
+from vit_demo.ui.classify_api import classify  # noqa: E402
 from vit_demo.ui.components import VIEW_FORMAT, UndecodedImage, UndecodedSketch  # noqa: E402
 from vit_demo.ui.demo import EXAMPLES  # noqa: E402
 from vit_demo.ui.digit_tab import predict_digits  # noqa: E402
@@ -41,6 +42,9 @@ def build_demo() -> gr.Blocks:
         sketch.change(lambda _sketch: digit_views, sketch, outputs(), api_name="predict_digit")
         photo = UndecodedImage(type="filepath")
         photo.change(lambda _photo: photo_views, photo, outputs(), api_name="predict_image")
+        answers = {"mnist": classify(str(DIGIT), "mnist"), "cifar10": classify(str(PHOTO), "cifar10")}
+        image, model = UndecodedImage(type="filepath"), gr.Textbox()
+        image.change(lambda _image, name: answers[name], [image, model], gr.JSON(), api_name="classify")
     return demo
 
 

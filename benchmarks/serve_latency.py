@@ -1,4 +1,5 @@
-"""One user: each API endpoint end to end through gradio_client, beside a do-nothing app and the bare model.
+"""One user: each API endpoint (``/classify`` with each model) end to end through gradio_client, beside a do-nothing
+app and the bare model.
 
     python benchmarks/serve_latency.py [--repeat 100]
 
@@ -49,22 +50,28 @@ def main() -> None:
     with tempfile.TemporaryDirectory() as folder:
         drawings = example_drawings(Path(folder))
         photos = example_photos()
-        endpoints = {"/predict_digit": lambda i: sketch(drawings[i % len(drawings)]),
-                     "/predict_image": lambda i: handle_file(str(photos[i % len(photos)]))}
+        drawing, photo = (lambda i: drawings[i % len(drawings)]), (lambda i: photos[i % len(photos)])
+        endpoints = {  # row -> (api_name, the arguments of request i)
+            "/predict_digit": ("/predict_digit", lambda i: [sketch(drawing(i))]),
+            "/predict_image": ("/predict_image", lambda i: [handle_file(str(photo(i)))]),
+            "/classify mnist": ("/classify", lambda i: [handle_file(str(drawing(i))), "mnist"]),
+            "/classify cifar10": ("/classify", lambda i: [handle_file(str(photo(i))), "cifar10"]),
+        }
         times: dict[tuple[str, str], list[float]] = {}
         with serving("app.py") as app, serving(REPO / "benchmarks" / "noop_app.py") as noop:
             clients = {"app": client(app.url), "do-nothing": client(noop.url)}
-            for endpoint, argument in endpoints.items():
+            for endpoint, (api_name, arguments) in endpoints.items():
                 for i in range(args.warmup + args.repeat):
                     for name, session in clients.items():
                         started = time.perf_counter()
-                        session.predict(argument(i), api_name=endpoint)
+                        session.predict(*arguments(i), api_name=api_name)
                         if i >= args.warmup:
                             times.setdefault((endpoint, name), []).append((time.perf_counter() - started) * 1000)
             for session in clients.values():
                 session.close()
-        forwards = {"/predict_digit": forward_ms("mnist", drawings[7], args.repeat),
-                    "/predict_image": forward_ms("cifar10", photos[0], args.repeat)}
+        digit_forward, photo_forward = forward_ms("mnist", drawings[7], args.repeat), forward_ms("cifar10", photos[0], args.repeat)
+        forwards = {"/predict_digit": digit_forward, "/predict_image": photo_forward,
+                    "/classify mnist": digit_forward, "/classify cifar10": photo_forward}
 
     print(f"one user, {args.repeat} requests per endpoint and app (after {args.warmup} untimed), "
           f"end to end through gradio_client; bare forward: 1 image, CPU, torch threads {torch.get_num_threads()}")

@@ -94,3 +94,32 @@ def test_a_full_queue_answers_busy_try_again_and_the_server_keeps_serving(busy_a
     busy_app.release.set()
     assert [job.result(timeout=60)[0]["label"] for job in busy_app.jobs] == ["7"] * len(busy_app.jobs)
     assert busy_app.client.predict(sketch(busy_app.seven), api_name="/predict_digit")[0]["label"] == "7"
+
+
+def test_classify_answers_json_for_both_models(client, tmp_path):
+    seven = tmp_path / "seven.png"
+    draw_digit("7", 300, (20, 20, 260), 0.08).save(seven)
+    answer = client.predict(handle_file(str(seven)), "mnist", api_name="/classify")
+    assert answer["label"] == "7" and answer["confidence"] == answer["probs"]["7"] > 0.5
+    assert list(answer["probs"]) == [str(d) for d in range(10)] and sum(answer["probs"].values()) == pytest.approx(1)
+    if (WEIGHTS_ROOT / "cifar10" / "config.json").is_file():
+        ship = Path(__file__).resolve().parents[1] / "examples" / "photos" / "ship.png"
+        answer = client.predict(handle_file(str(ship)), "cifar10", api_name="/classify")
+        assert answer["label"] == "ship" and set(answer) == {"label", "confidence", "probs"}
+
+
+def test_classify_says_what_is_wrong(client, tmp_path):
+    bad = tmp_path / "notes.png"
+    bad.write_text("this is not an image")
+    white = tmp_path / "white.png"
+    Image.new("RGB", (64, 64), "white").save(white)
+    assert client.predict(handle_file(str(bad)), "mnist", api_name="/classify")["error"].startswith(
+        "Can't read this image: this file is not an image")
+    assert "blank" in client.predict(handle_file(str(white)), "mnist", api_name="/classify")["error"]
+    assert "Unknown model 'imagenet'" in client.predict(handle_file(str(white)), "imagenet", api_name="/classify")["error"]
+    if (WEIGHTS_ROOT / "cifar10" / "config.json").is_file():
+        assert client.predict(handle_file(str(white)), "cifar10", api_name="/classify") == {
+            "error": "Nothing to classify: the image is one flat colour."}
+        # The photo endpoint answers a one-colour photo as blank, not with a confident label.
+        label, info, *_ = client.predict(handle_file(str(white)), api_name="/predict_image")
+        assert not label and "nothing to classify" in info

@@ -1,7 +1,11 @@
 import json
+import os
+import subprocess
+import sys
+from pathlib import Path
 
 import pytest
-from conftest import HAS_SHARED_MNIST, draw_on_canvas, mnist_test_digits, run_cli
+from conftest import HAS_SHARED_MNIST, REPO, draw_on_canvas, mnist_test_digits, run_cli
 
 import vit_demo.training as training
 
@@ -105,3 +109,12 @@ def test_evaluate_on_damaged_data_is_a_clear_error(tmp_path):
     result = run_cli("evaluate", "--model", "mnist", "--data-dir", str(tmp_path))
     assert result.returncode == 2, result.stderr
     assert result.stderr.startswith("error:") and "truncated" in result.stderr and "Traceback" not in result.stderr
+
+
+def test_plain_pytest_finds_the_package_too():
+    """``pytest`` (the console script, which does not put the checkout on sys.path) works as ``python -m pytest``."""
+    pytest_script = Path(sys.executable).parent / "pytest"
+    env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
+    result = subprocess.run([str(pytest_script), "--collect-only", "-q", "tests/test_model.py"], cwd=REPO, env=env,
+                            capture_output=True, text=True, timeout=120)
+    assert result.returncode == 0 and "test_model.py::" in result.stdout, result.stdout[-2000:]

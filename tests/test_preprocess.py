@@ -122,7 +122,7 @@ def _halves(width: int = 64, height: int = 48) -> Image.Image:
     return image
 
 
-@pytest.mark.parametrize("mode", ["RGB", "RGBA", "P", "L", "LA", "1", "CMYK", "I;16", "I", "F", "YCbCr"])
+@pytest.mark.parametrize("mode", ["RGB", "RGBA", "P", "L", "LA", "1", "CMYK", "I", "F", "YCbCr"])  # 16-bit: below
 def test_photo_of_any_mode(mode):
     out = preprocess_photo(_halves().convert(mode))
     assert out.shape == (32, 32, 3) and out.dtype == np.float32
@@ -139,8 +139,28 @@ def test_sixteen_bit_photo_keeps_its_range():
 
 
 def test_transparent_photo_is_composited_on_white():
-    out = preprocess_photo(Image.new("RGBA", (50, 50), (0, 0, 0, 0)))
-    assert out.min() == pytest.approx(1.0)
+    image = Image.new("RGBA", (50, 50), (0, 0, 0, 0))
+    image.paste((0, 0, 255, 255), (25, 0, 50, 50))  # the right half opaque blue
+    out = preprocess_photo(image)
+    assert out[:, :10].min() == pytest.approx(1.0) and out[:, -10:, 2].min() > 0.95
+
+
+@pytest.mark.parametrize("image", [Image.new("RGB", (64, 48), "white"), Image.new("RGB", (64, 48), "black"),
+                                   Image.new("RGBA", (64, 48), (200, 30, 30, 0)), Image.new("RGB", (1, 1), "red"),
+                                   Image.new("L", (32, 32), 128)], ids=["white", "black", "transparent", "1x1", "grey"])
+def test_a_one_colour_photo_is_nothing_to_classify(image):
+    with pytest.raises(NothingDrawn, match="one flat colour"):
+        preprocess_photo(image)
+
+
+def test_a_float_tiff_in_0_1_is_read_like_a_float_array(tmp_path, digits):
+    """Scientific tools write 32-bit float images (PIL mode "F") with values in [0, 1]."""
+    digit = digits[0][0].astype(np.float32) / 255  # (28, 28) in [0, 1], white ink on black
+    Image.fromarray(digit).save(tmp_path / "digit.tif")
+    np.testing.assert_allclose(preprocess_drawing(tmp_path / "digit.tif"), preprocess_drawing(digit), atol=1e-6)
+    photo = np.asarray(_halves(), dtype=np.float32)[..., 0] / 255  # red channel: a bright half and a dark half
+    Image.fromarray(photo).save(tmp_path / "photo.tif")
+    np.testing.assert_allclose(preprocess_photo(tmp_path / "photo.tif"), preprocess_photo(photo), atol=1e-6)
 
 
 def test_photo_is_resized_by_its_shorter_side_and_centre_cropped():
@@ -159,6 +179,8 @@ def test_exif_rotation_is_applied():
 
 def test_animated_gif_gives_its_first_frame():
     frames = [Image.new("RGB", (40, 40), colour) for colour in ((255, 0, 0), (0, 255, 0), (0, 0, 255))]
+    for frame in frames:
+        frame.paste((255, 255, 255), (0, 0, 4, 4))  # a white corner: no frame is one flat colour
     buffer = io.BytesIO()
     frames[0].save(buffer, format="GIF", save_all=True, append_images=frames[1:], duration=100, loop=0)
     out = preprocess_photo(buffer.getvalue())

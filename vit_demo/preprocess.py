@@ -104,7 +104,9 @@ def to_float_array(image: ImageInput) -> np.ndarray:
             raise InputError(f"cannot read an image from a {type(image).__name__}")
         image = open_image(image)
     _check_size(image.width, image.height)
-    if image.mode in ("I;16", "I;16B", "I;16L", "I;16N", "I", "F"):
+    if image.mode == "F":  # 32-bit float, as scientific tools write it: scaled as a float array is
+        return _array_to_float(np.asarray(image, dtype=np.float32))
+    if image.mode in ("I;16", "I;16B", "I;16L", "I;16N", "I"):
         array = np.asarray(image, dtype=np.float32)
         peak = 65535.0 if image.mode.startswith("I;16") or array.max(initial=0) > 255 else 255.0
         return np.clip(array / peak, 0, 1)[..., None]
@@ -263,13 +265,17 @@ def _centre_by_mass(digit: np.ndarray) -> np.ndarray:
 # ---- Photos -> CIFAR-10 --------------------------------------------------------------------------
 
 
+FLAT_RANGE = 4 / 255  # a photo whose pixel values all lie closer than this is one flat colour: nothing to classify
+
+
 def preprocess_photo(image: ImageInput, size: int = 32) -> np.ndarray:
     """A photo of any size and mode -> a (size, size, 3) float32 RGB image in [0, 1].
 
     Transparent areas become white; the shorter side is resized to ``size`` and the centre cropped.
 
     Raises:
-        NothingDrawn: for an empty image.
+        NothingDrawn: for an empty image, or one of a single flat colour (all white, all black, fully
+            transparent, a single pixel): a model would give it a confident, meaningless label.
         InputError: for anything that is not a usable image.
     """
     pixels = to_float_array(image)  # (H, W, C)
@@ -279,6 +285,8 @@ def preprocess_photo(image: ImageInput, size: int = 32) -> np.ndarray:
         pixels = pixels[..., :-1] * alpha + (1.0 - alpha)  # composite over white
     if channels in (1, 2):
         pixels = np.repeat(pixels, 3, axis=-1)
+    if np.ptp(pixels.reshape(-1, 3), axis=0).max() < FLAT_RANGE:  # every channel's range
+        raise NothingDrawn("Nothing to classify: the image is one flat colour.")
     rgb = torch.from_numpy(np.ascontiguousarray(pixels)).permute(2, 0, 1)[None]  # (1, 3, H, W)
     h, w = rgb.shape[-2:]
     scale = size / min(h, w)

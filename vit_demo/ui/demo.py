@@ -8,6 +8,7 @@ from typing import Any
 import gradio as gr
 
 from vit_demo.ui.attention_view import MEAN
+from vit_demo.ui.classify_api import build_classify_api
 from vit_demo.ui.digit_tab import build_digit_tab
 from vit_demo.ui.inside_tab import build_inside_tab
 from vit_demo.ui.models import analyse, model_config, model_problem
@@ -39,6 +40,7 @@ def build_demo() -> gr.Blocks:
                 build_photo_tab(PHOTO_EXAMPLES)
             with gr.Tab("Inside the model", id="inside") as inside:
                 build_inside_tab(inside)
+        build_classify_api()
     return demo
 
 
