@@ -30,9 +30,9 @@ def browser():
 
 
 @contextlib.contextmanager
-def app_page(browser, url: str):
+def app_page(browser, url: str, width: int = 1400):
     """A fresh browser page on the app at ``url``, noting any request to another server and any console error."""
-    context = browser.new_context(viewport={"width": 1400, "height": 1000})
+    context = browser.new_context(viewport={"width": width, "height": 1000 if width > 600 else 844})
     page = context.new_page()
     page.outside_requests = []
     page.console_errors = []
@@ -271,3 +271,37 @@ def test_the_training_slider_shows_the_drawing_through_earlier_models(browser, s
         page.wait_for_timeout(500)
         wait_for_text(page, "digit-training-note", "Epoch 1 of 4")
         assert page.outside_requests == [] and page.console_errors == []
+
+
+VIEWS_THAT_FIT = """() => [...document.querySelectorAll('.vd-view')].filter(v => v.offsetParent && v.querySelector('img'))
+    .map(v => {
+        const box = v.getBoundingClientRect(), img = v.querySelector('img').getBoundingClientRect();
+        const buttons = v.querySelector('.icon-button-wrapper')?.getBoundingClientRect();
+        const covered = buttons && buttons.width > 0 && !(buttons.bottom <= img.top || buttons.top >= img.bottom
+            || buttons.right <= img.left || buttons.left >= img.right);
+        return [v.id, img.left >= box.left - 1 && img.right <= box.right + 1 && img.width > 0, !covered];
+    })"""
+
+
+@pytest.mark.parametrize("width", [390, 1280, 1920])
+def test_every_view_fits_its_box_on_phones_and_projectors(browser, app_url, width, tmp_path):
+    """Every picture inside its box, none under its buttons; every tab one tap away; on a phone, the prediction
+    in sight while drawing (above the canvas)."""
+    with app_page(browser, app_url, width) as page:
+        assert page.locator("button[aria-label='More tabs']:visible").count() == 0
+        assert page.get_by_role("tab").count() == 3
+        draw(page, [(0.25, 0.2), (0.75, 0.2), (0.45, 0.85)])
+        wait_for_label(page, "7")
+        wait_for_picture(page, "digit-relevance")
+        if width < 600:
+            label = page.locator("#digit-label").bounding_box()
+            assert label["y"] + label["height"] <= page.locator("#canvas canvas.vd-draw").bounding_box()["y"]
+        checked = page.evaluate(VIEWS_THAT_FIT)
+        page.get_by_role("tab", name="Upload a photo (CIFAR-10)").click()
+        page.locator("#photo-input input[type='file']").set_input_files(str(REPO / "examples" / "photos" / "ship.png"))
+        wait_for_label(page, "ship", panel="photo")
+        wait_for_picture(page, "photo-relevance")
+        checked += page.evaluate(VIEWS_THAT_FIT)
+        page.screenshot(path=str(tmp_path / f"photo-{width}.png"), full_page=True)
+        assert len(checked) >= 12  # the digit tab's views and the photo tab's
+        assert [view for view, inside, clear in checked if not (inside and clear)] == []

@@ -69,4 +69,5 @@ class CachedImage(gr.Image):
 
 def view_image(elem_id: str, format: str = VIEW_FORMAT, **layout: Any) -> CachedImage:
     """A picture made by the server, never edited by the user (``format="png"`` for charts: crisp lines and text)."""
-    return CachedImage(show_label=False, type="pil", format=format, interactive=False, elem_id=elem_id, **layout)
+    return CachedImage(show_label=False, type="pil", format=format, interactive=False, elem_id=elem_id,
+                       elem_classes="vd-view", **layout)

@@ -24,6 +24,14 @@ CSS = """
 #digit-label .output-class, #photo-label .output-class { font-size: 3rem !important; }
 .vd-note { font-size: 0.95rem; opacity: 0.85; }
 #photo-input img { object-fit: contain !important; }  /* a 32x32 photo fills the box, as large ones do */
+/* A view's buttons sit above its picture, not over it (they hid the grid's "mean" label). */
+.vd-view .icon-button-wrapper { position: static !important; margin: 0 0 2px auto !important; width: fit-content; }
+@media (max-width: 640px) {
+  /* A phone: the prediction above the canvas, in sight while drawing; every tab a tap away, none behind "...". */
+  .vd-prediction { order: -1; }
+  #digit-label .output-class, #photo-label .output-class { font-size: 2rem !important; }
+  .tab-container button { padding: 4px 3px !important; font-size: 0.7rem !important; }
+}
 """
 
 

@@ -103,7 +103,7 @@ def build_panel(prefix: str, model: str, prompt: str, build_input: Callable[[], 
     with gr.Row(equal_height=False):
         with gr.Column(scale=1, min_width=300):
             source = build_input()
-        with gr.Column(scale=1, min_width=260):
+        with gr.Column(scale=1, min_width=260, elem_classes="vd-prediction"):
             label = gr.Label(num_top_classes=3, label="Prediction", elem_id=f"{prefix}-label")
             info = gr.Markdown(model_problem(model) or prompt, elem_id=f"{prefix}-info")
         with gr.Column(scale=1, min_width=300):
