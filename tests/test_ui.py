@@ -173,3 +173,24 @@ def test_inside_the_model_for_both_models():
     event = gr.SelectData(target=None, data={"index": [x, y], "value": None})
     _, large, note = inside_tab.on_position_click("Photos (CIFAR-10)", event)
     assert note.startswith("Patch 9 (row 2, column 2)")
+
+
+def test_inside_says_how_to_compute_missing_attention_distances(tmp_path, monkeypatch):
+    import shutil
+
+    from vit_demo.weights import CONFIG_FILE, WEIGHTS_FILE, WEIGHTS_ROOT
+
+    (tmp_path / "mnist").mkdir()
+    for name in (CONFIG_FILE, WEIGHTS_FILE):  # the weights, without attention_distance.json
+        shutil.copy(WEIGHTS_ROOT / "mnist" / name, tmp_path / "mnist" / name)
+    monkeypatch.setenv(models.WEIGHTS_ENV, str(tmp_path))
+    caches = (models.classifier, inside_tab.insides)
+    for cached in caches:
+        cached.cache_clear()
+    try:
+        views = inside_tab.inside_views("Digits (MNIST)")
+        assert views[0] is not None and views[5] is None
+        assert "python -m vit_demo inside --model mnist" in views[6]
+    finally:
+        for cached in caches:
+            cached.cache_clear()

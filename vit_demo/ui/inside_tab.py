@@ -49,13 +49,12 @@ def insides(model: str) -> Insides:
     if distance is None:
         distance_note = ("These weights have no attention distances yet. Compute them once with: "
                          f"python -m vit_demo inside --model {model}")
-        return Insides(render.filter_components(components, share), filters_note,
-                       inside.position_similarity(clf.model), None, distance_note)
-    distance_note = (f"For each head: how far, in pixels, a patch looks on average (the distance between patch "
-                     f"centres weighted by attention, over test images; [CLS] left out). The image is "
-                     f"{config.image_size} pixels wide: low heads look near, high ones across the image.")
+    else:
+        distance_note = (f"For each head: how far, in pixels, a patch looks on average (the distance between patch "
+                         f"centres weighted by attention, over test images; [CLS] left out). The image is "
+                         f"{config.image_size} pixels wide: low heads look near, high ones across the image.")
     return Insides(render.filter_components(components, share), filters_note, inside.position_similarity(clf.model),
-                   figures.attention_distance_plot(distance), distance_note)
+                   None if distance is None else figures.attention_distance_plot(distance), distance_note)
 
 
 def position_views(model: str, patch: int) -> tuple[Image.Image, Image.Image, str]:
