@@ -74,7 +74,7 @@ def relevance_forward(model: nn.Module, images: torch.Tensor,
     """
     with torch.enable_grad():
         # The graph starts at the images, so that a model whose weights need no gradient (a Classifier's) is not
-        # made to track them: 15 -> 12 ms for a drawing on one CPU thread.
+        # made to track them.
         logits, attentions = model.forward_attention(images.detach().requires_grad_(True))  # (B, cls), L x (B, H, T, T)
         classes = classes.to(logits.device)
         classes = torch.where(classes == PREDICTED, logits.argmax(1), classes)  # (B,)

@@ -6,6 +6,7 @@ from __future__ import annotations
 import dataclasses
 
 import gradio as gr
+import numpy as np
 from PIL import Image
 
 from vit_demo import explain, render
@@ -32,6 +33,11 @@ def selected_view(analysis: Analysis, layer: int, head: str) -> Image.Image:
     h = head_index(head, maps.shape[1])
     chosen = maps[layer_index].mean(axis=0) if h is None else maps[layer_index, h]
     return render.overlay(analysis.input, chosen, LARGE)
+
+
+def cls_grid(image: np.ndarray, attention: np.ndarray) -> Image.Image:
+    """Where [CLS] looks in every layer and head, and each layer's mean: attention (L, H, T, T) over ``image``."""
+    return render.attention_grid(image, explain.token_attention_maps(attention))
 
 
 def query_views(analysis: Analysis, patch: int) -> tuple[Image.Image, Image.Image]:
@@ -77,7 +83,7 @@ class AttentionView:
             return None, None, None, None, None, query_title(None)
         patch = int(analysis.rollout.argmax())  # start the query-patch view where [CLS] draws most
         grid, where = query_views(analysis, patch)
-        return (grid, render.attention_grid(analysis.input, explain.token_attention_maps(analysis.attention)),
+        return (grid, cls_grid(analysis.input, analysis.attention),
                 selected_view(analysis, layer, head), render.overlay(analysis.input, analysis.rollout, LARGE),
                 where, query_title(patch))
 

@@ -9,15 +9,10 @@ import gradio as gr
 import torch
 from PIL import Image
 
-from vit_demo import explain, render
+from vit_demo.ui.attention_view import cls_grid
 from vit_demo.ui.components import VIEW_BUTTONS, view_image
 from vit_demo.ui.models import Analysis, TrainingRun, classifier, training_run
 from vit_demo.ui.serving import PRIVATE
-
-
-def cls_grid(analysis: Analysis, attention) -> Image.Image:
-    """Where [CLS] looks in every layer and head, for attention (L, H, T, T) of the analysed image."""
-    return render.attention_grid(analysis.input, explain.token_attention_maps(attention))
 
 
 def trained_note(run: TrainingRun) -> str:
@@ -36,7 +31,7 @@ def training_views(model: str, analysis: Analysis | None, position: int,
         return None, run.problem or ""
     position = min(max(int(position), 1), run.positions)
     if position == run.positions:
-        return trained_grid or cls_grid(analysis, analysis.attention), trained_note(run)
+        return trained_grid or cls_grid(analysis.input, analysis.attention), trained_note(run)
     snapshot = run.snapshots[position - 1]
     clf = classifier(analysis.model)
     with torch.no_grad():
@@ -46,7 +41,7 @@ def training_views(model: str, analysis: Analysis | None, position: int,
     epochs = f" of {run.epochs}" if run.epochs else ""
     note = (f"**Epoch {snapshot.epoch}{epochs}**: test accuracy then **{100 * snapshot.test_accuracy:.2f}%**. "
             f"For this image it said **{label}** ({100 * float(probs.max()):.1f}%).")
-    return cls_grid(analysis, attention[0].float().cpu().numpy()), note
+    return cls_grid(analysis.input, attention[0].float().cpu().numpy()), note
 
 
 @dataclasses.dataclass
