@@ -283,6 +283,16 @@ VIEWS_THAT_FIT = """() => [...document.querySelectorAll('.vd-view')].filter(v =>
     })"""
 
 
+def views_that_fit(page) -> list:
+    """[view id, inside its box, clear of its buttons] for every picture shown, each loaded first (they load lazily)."""
+    pictures = page.locator(".vd-view img:visible")
+    for i in range(pictures.count()):
+        pictures.nth(i).scroll_into_view_if_needed()
+    page.wait_for_function("""() => [...document.querySelectorAll('.vd-view img')].filter(i => i.offsetParent)
+        .every(i => i.complete && i.naturalWidth > 0)""", timeout=20000)
+    return page.evaluate(VIEWS_THAT_FIT)
+
+
 @pytest.mark.parametrize("width", [390, 1280, 1920])
 def test_every_view_fits_its_box_on_phones_and_projectors(browser, app_url, width, tmp_path):
     """Every picture inside its box, none under its buttons; every tab one tap away; on a phone, the prediction
@@ -296,12 +306,12 @@ def test_every_view_fits_its_box_on_phones_and_projectors(browser, app_url, widt
         if width < 600:
             label = page.locator("#digit-label").bounding_box()
             assert label["y"] + label["height"] <= page.locator("#canvas canvas.vd-draw").bounding_box()["y"]
-        checked = page.evaluate(VIEWS_THAT_FIT)
+        checked = views_that_fit(page)
         page.get_by_role("tab", name="Upload a photo (CIFAR-10)").click()
         page.locator("#photo-input input[type='file']").set_input_files(str(REPO / "examples" / "photos" / "ship.png"))
         wait_for_label(page, "ship", panel="photo")
         wait_for_picture(page, "photo-relevance")
-        checked += page.evaluate(VIEWS_THAT_FIT)
+        checked += views_that_fit(page)
         page.screenshot(path=str(tmp_path / f"photo-{width}.png"), full_page=True)
         assert len(checked) >= 12  # the digit tab's views and the photo tab's
         assert [view for view, inside, clear in checked if not (inside and clear)] == []
