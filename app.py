@@ -1,6 +1,12 @@
-"""Hugging Face Spaces entry point: ``python app.py`` starts the demo (GRADIO_SERVER_NAME / _PORT are honoured)."""
+"""Hugging Face Spaces entry point: ``python app.py`` starts the demo (GRADIO_SERVER_NAME / _PORT are honoured).
 
-from vit_demo.ui import launch
+A "starting" page answers on the port at once, while the heavy imports and the models' warm-up run.
+"""
+
+from vit_demo.starting import open_starting_page
 
 if __name__ == "__main__":
-    launch()
+    starting = open_starting_page()
+    from vit_demo.ui import launch
+
+    launch(before_serving=starting.close if starting else None)

@@ -1,10 +1,12 @@
-"""Cold start: from ``python app.py`` to the first HTTP 200, and to the first prediction, a few times.
+"""Cold start: from ``python app.py`` to its "starting" page, to the first HTTP 200 (the app), and to the first
+prediction, a few times.
 
     python benchmarks/cold_start.py [--repeat 3]
 
-Each run starts the app on a free local port and polls its page every 50 ms; as soon as it answers,
-a gradio_client Client connects and sends one drawing to ``/predict_digit``. Both times count from
-the moment the process is started. Goal on a 2-core machine: at most 10 s each.
+Each run starts the app on a free local port and polls its page every 50 ms; as soon as the app answers 200,
+a gradio_client Client connects and sends one drawing to ``/predict_digit``. All times count from the moment
+the process is started. Goals on a 2-core machine: the app and its first prediction within 10 s each; the
+starting page within 1 s.
 """
 
 from __future__ import annotations
@@ -34,15 +36,15 @@ def main() -> None:
                 label = session.predict(sketch(drawing), api_name="/predict_digit")[0]["label"]
                 first_prediction = time.perf_counter() - app.started
                 session.close()
-            runs.append((app.seconds_to_200, first_prediction, label))
+            runs.append((app.seconds_to_answer, app.seconds_to_200, first_prediction, label))
 
     print(f"cold start of python app.py, {args.repeat} runs")
-    print("| run | to first HTTP 200 s | to first prediction s | label |")
-    print("|---|---:|---:|---|")
-    for i, (to_200, to_prediction, label) in enumerate(runs, 1):
-        print(f"| {i} | {to_200:.1f} | {to_prediction:.1f} | {label} |")
-    medians = [statistics.median(run[i] for run in runs) for i in (0, 1)]
-    print(f"| median | **{medians[0]:.1f}** | **{medians[1]:.1f}** | |")
+    print("| run | to the starting page s | to first HTTP 200 s | to first prediction s | label |")
+    print("|---|---:|---:|---:|---|")
+    for i, (to_answer, to_200, to_prediction, label) in enumerate(runs, 1):
+        print(f"| {i} | {to_answer:.2f} | {to_200:.1f} | {to_prediction:.1f} | {label} |")
+    medians = [statistics.median(run[i] for run in runs) for i in (0, 1, 2)]
+    print(f"| median | **{medians[0]:.2f}** | **{medians[1]:.1f}** | **{medians[2]:.1f}** | |")
 
 
 if __name__ == "__main__":

@@ -11,6 +11,7 @@ import subprocess
 import sys
 import tempfile
 import time
+import urllib.error
 import urllib.request
 from collections.abc import Callable, Iterator
 from pathlib import Path
@@ -47,7 +48,8 @@ class Server:
     process: subprocess.Popen
     url: str
     started: float  # time.perf_counter() when the process was started
-    seconds_to_200: float  # from starting the process to its first HTTP 200
+    seconds_to_answer: float  # from starting the process to its first HTTP answer (app.py's starting page: a 503)
+    seconds_to_200: float | None  # to its first HTTP 200: the app itself (None: not waited for)
 
     def rss_mb(self) -> float:
         """The server process' resident memory now (Linux /proc), in MiB."""
@@ -58,8 +60,9 @@ class Server:
 
 
 @contextlib.contextmanager
-def serving(script: str | Path, timeout: float = 180, **env: str) -> Iterator[Server]:
-    """Run ``python script`` from the repo root on a free local port until it answers HTTP 200; stop it on exit.
+def serving(script: str | Path, timeout: float = 180, until_200: bool = True, **env: str) -> Iterator[Server]:
+    """Run ``python script`` from the repo root on a free local port until it answers HTTP 200 (or, with
+    ``until_200=False``, until it answers at all); stop it on exit.
 
     Extra keyword arguments are environment variables for the server (the app runs on CPU unless
     VIT_DEMO_DEVICE says otherwise).
@@ -72,21 +75,27 @@ def serving(script: str | Path, timeout: float = 180, **env: str) -> Iterator[Se
     process = subprocess.Popen([sys.executable, str(script)], cwd=REPO, env=env, stdout=log, stderr=subprocess.STDOUT,
                                text=True)
     url = f"http://127.0.0.1:{port}/"
+    answered = None
     try:
         while True:
             try:
                 with urllib.request.urlopen(url, timeout=2) as response:
-                    if response.status == 200:
-                        break
+                    status = response.status
+            except urllib.error.HTTPError as error:  # an answer all the same, such as the starting page's 503
+                status = error.code
             except OSError:
-                pass
+                status = None
+            if status is not None and answered is None:
+                answered = time.perf_counter() - started
+            if status == 200 or (answered is not None and not until_200):
+                break
             if process.poll() is not None or time.perf_counter() - started > timeout:
                 process.kill()
                 process.wait()
                 log.seek(0)
                 raise RuntimeError(f"{script} did not start:\n{log.read()[-3000:]}")
             time.sleep(0.05)
-        yield Server(process, url, started, time.perf_counter() - started)
+        yield Server(process, url, started, answered, time.perf_counter() - started if status == 200 else None)
     finally:
         if process.poll() is None:
             process.terminate()

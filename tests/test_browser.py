@@ -4,6 +4,7 @@ import contextlib
 import os
 import shutil
 import time
+import urllib.parse
 from pathlib import Path
 
 import pytest
@@ -30,18 +31,19 @@ def browser():
 
 
 @contextlib.contextmanager
-def app_page(browser, url: str, width: int = 1400):
+def app_page(browser, url: str, width: int = 1400, height: int | None = None):
     """A fresh browser page on the app at ``url``, noting any request to another server and any console error."""
-    context = browser.new_context(viewport={"width": width, "height": 1000 if width > 600 else 844})
+    context = browser.new_context(viewport={"width": width, "height": height or (1000 if width > 600 else 844)},
+                                  accept_downloads=True)
     page = context.new_page()
     page.outside_requests = []
     page.console_errors = []
-    local = url.rstrip("/")
+    local = "{0.scheme}://{0.netloc}".format(urllib.parse.urlsplit(url))
     page.on("request", lambda r: None if r.url.startswith((local, "data:", "blob:"))
             else page.outside_requests.append(r.url))
     page.on("console", lambda m: page.console_errors.append(m.text) if m.type == "error" else None)
     page.goto(url)
-    page.wait_for_selector("#canvas canvas.vd-draw")
+    page.wait_for_selector("#canvas canvas.vd-draw[data-ready]")  # its script is listening
     try:
         yield page
     finally:
@@ -315,3 +317,99 @@ def test_every_view_fits_its_box_on_phones_and_projectors(browser, app_url, widt
         page.screenshot(path=str(tmp_path / f"photo-{width}.png"), full_page=True)
         assert len(checked) >= 12  # the digit tab's views and the photo tab's
         assert [view for view, inside, clear in checked if not (inside and clear)] == []
+
+
+def layer_and_head(page) -> tuple[str, str]:
+    return tuple(page.evaluate("""() => [document.querySelector('#digit-layer input[type=range]').value,
+        [...document.querySelectorAll('#digit-head input')].find(r => r.checked)?.value]"""))
+
+
+def test_talk_mode_shows_one_large_view_and_answers_its_keys(browser, app_url, tmp_path):
+    with app_page(browser, app_url.rstrip("/") + "/?view=talk", 1280, 720) as page:
+        page.wait_for_function("() => document.body.classList.contains('vd-talk')")
+        assert page.locator("#talk-mode input").is_checked()
+        draw(page, [(0.25, 0.2), (0.75, 0.2), (0.45, 0.85)])  # a 7
+        wait_for_label(page, "7")
+        wait_for_picture(page, "digit-selected")
+        # Nothing but the input, the prediction and one large view, side by side and all on a 1280x720 screen.
+        for hidden in ("#vd-intro", "#digit-cls-grid", "#digit-rollout", "#digit-export-png"):
+            assert not page.locator(hidden).is_visible(), hidden
+        canvas, label, view = (page.locator(s).bounding_box() for s in
+                               ("#canvas canvas.vd-draw", "#digit-label", "#digit-selected img"))
+        assert canvas["x"] + canvas["width"] <= label["x"] and label["x"] + label["width"] <= view["x"]
+        assert view["width"] >= 400 and view["y"] + view["height"] <= 720
+        head = page.locator("#digit-head").bounding_box()
+        assert head["y"] + head["height"] <= 720
+        big = page.evaluate("() => parseFloat(getComputedStyle(document.querySelector('#digit-label .output-class')).fontSize)")
+        assert big >= 80  # px: legible from the back of a room
+        page.screenshot(path=str(Path(os.environ.get("VIT_DEMO_TALK_SCREENSHOT", tmp_path / "talk.png"))))
+
+        # The keys: left/right the layer, up/down the head (round the list), c clears.
+        assert layer_and_head(page) == ("6", "mean")
+        for key, expected in (("ArrowLeft", ("5", "mean")), ("ArrowDown", ("5", "head 1")),
+                              ("ArrowUp", ("5", "mean")), ("ArrowUp", ("5", "head 4")), ("ArrowRight", ("6", "head 4")),
+                              ("ArrowRight", ("6", "head 4"))):  # the last layer stays the last
+            page.keyboard.press(key)
+            page.wait_for_function(f"() => document.querySelector('#digit-layer input[type=range]').value === {expected[0]!r}")
+            assert layer_and_head(page) == expected, key
+        page.keyboard.press("ArrowLeft")
+        before = image_src(page, "digit-selected")
+        page.keyboard.press("ArrowLeft")
+        page.wait_for_function(f"() => document.querySelector('#digit-selected img')?.src !== {before!r}")  # the view follows
+        page.keyboard.press("c")
+        wait_for_label(page, "")
+
+        # Off again: the whole page is back, and the address no longer asks for talk mode.
+        page.locator("#talk-mode input").click()
+        page.wait_for_function("() => !document.body.classList.contains('vd-talk')")
+        assert "view=talk" not in page.url and page.locator("#vd-intro").is_visible()
+        assert page.outside_requests == [] and page.console_errors == []
+
+
+def test_the_toggle_turns_talk_mode_on_and_keys_do_nothing_without_it(page):
+    page.locator("#canvas .vd-examples button[title='example: 3']").click()
+    wait_for_label(page, "3")
+    page.keyboard.press("ArrowLeft")
+    page.keyboard.press("c")
+    time.sleep(0.5)
+    assert layer_and_head(page) == ("6", "mean") and label_text(page) == "3"
+    page.locator("#talk-mode input").click()
+    page.wait_for_function("() => document.body.classList.contains('vd-talk')")
+    assert "view=talk" in page.url and not page.locator("#digit-cls-grid").is_visible()
+    page.keyboard.press("ArrowLeft")
+    page.wait_for_function("() => document.querySelector('#digit-layer input[type=range]').value === '5'")
+
+
+def test_export_a_view_and_a_gif_for_slides(page, tmp_path):
+    from PIL import Image
+
+    page.locator("#canvas .vd-examples button[title='example: 3']").click()
+    wait_for_label(page, "3")
+    for button, name, width in (("#digit-export-png", "mnist-3-cls-grid.png", 1600),
+                                ("#digit-export-gif", "mnist-3-layers-mean.gif", 600)):
+        page.locator(button).click()
+        link = page.locator(f"#digit-export-file a[download='{name}']")
+        link.wait_for(timeout=20000)
+        with page.expect_download() as download:
+            link.click()
+        assert download.value.suggested_filename == name
+        saved = tmp_path / name
+        download.value.save_as(saved)
+        with Image.open(saved) as picture:
+            assert picture.width >= width
+    assert page.outside_requests == [] and page.console_errors == []
+
+
+def test_a_cold_start_shows_a_starting_page_that_opens_the_app_by_itself(browser):
+    with serving(REPO / "app.py", until_200=False) as server:
+        assert server.seconds_to_answer < 30
+        context = browser.new_context()
+        page = context.new_page()
+        answer = page.goto(server.url)
+        assert answer.status == 503  # the app is still warming up
+        assert "Starting" in page.locator("h1").inner_text()
+        # Once the app has the port, the page opens it with no click.
+        page.wait_for_selector("#canvas canvas.vd-draw[data-ready]", timeout=120_000)
+        page.locator("#canvas .vd-examples button[title='example: 3']").click()
+        wait_for_label(page, "3")
+        context.close()

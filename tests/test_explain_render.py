@@ -77,3 +77,23 @@ def test_patch_grid_and_photos():
     assert picture.size == (320, 320)
     # The selected patch (row 1, column 1) is outlined in green.
     assert tuple(np.asarray(picture)[41, 60]) == (0, 255, 120)
+
+
+@pytest.mark.parametrize("heads", [4, 6, 8])
+def test_slides_grid_is_1600_pixels_wide_with_legible_labels(heads):
+    from vit_demo import slides
+
+    rng = np.random.default_rng(0)
+    attention = rng.random((3, heads, 17, 17)).astype(np.float32)  # 3 layers, a 4x4 grid and [CLS]
+    image = rng.random((28, 28))
+    grid = slides.cls_grid_slide(image, attention)
+    app_grid = render.attention_grid(image, explain.token_attention_maps(attention))
+    assert 1600 <= grid.width < 1620 and app_grid.height == 24 + 3 * 100  # the app's grid is as it was
+
+    def header_text_height(picture) -> int:
+        header = np.asarray(picture.convert("L"))[: picture.height // 20]
+        rows = np.nonzero((header < 100).any(axis=1))[0]
+        return rows.max() - rows.min()
+
+    # The labels grow with the tiles, so that they stay legible on a slide.
+    assert header_text_height(grid) > 1.4 * header_text_height(app_grid)

@@ -194,3 +194,40 @@ def test_inside_says_how_to_compute_missing_attention_distances(tmp_path, monkey
     finally:
         for cached in caches:
             cached.cache_clear()
+
+
+def test_export_for_slides_makes_each_view_1600_pixels_wide_and_a_gif_through_the_layers():
+    from vit_demo.ui import export_view
+
+    _, _, analysis = digit_tab.on_drawing(canvas_value(SEVEN))
+    names = set()
+    for view in export_view.EXPORTED_VIEWS:
+        path = export_view.on_png(analysis, view, 3, "head 2", "8")
+        with Image.open(path) as picture:
+            assert picture.format == "PNG" and picture.width >= 1600, view
+        names.add(path.rsplit("/", 1)[-1])
+    assert names == {"mnist-7-cls-grid.png", "mnist-7-layer3-head2.png", "mnist-7-rollout.png",
+                     "mnist-7-relevance-8.png", "mnist-7-patches.png"}
+    # The same export twice is one file in Gradio's cache, not two.
+    assert export_view.on_png(analysis, export_view.ROLLOUT, 6, MEAN, None) == \
+        export_view.on_png(analysis, export_view.ROLLOUT, 6, MEAN, None)
+
+    path = export_view.on_gif(analysis, "head 2")
+    assert path.endswith("mnist-7-layers-head2.gif")
+    with Image.open(path) as gif:
+        assert gif.n_frames == 6 and gif.info["loop"] == 0 and gif.info["duration"] > 0
+        frames = []
+        for index in range(gif.n_frames):
+            gif.seek(index)
+            frames.append(np.asarray(gif.convert("RGB")))
+    assert all(not np.array_equal(a, b) for a, b in zip(frames, frames[1:]))  # each layer its own picture
+
+
+def test_export_before_any_image_says_so(monkeypatch):
+    from vit_demo.ui import export_view
+
+    warnings = []
+    monkeypatch.setattr(gr, "Warning", warnings.append)
+    assert export_view.on_png(None, export_view.CLS_GRID, 6, MEAN, None) is None
+    assert export_view.on_gif(None, MEAN) is None
+    assert warnings == [export_view.NOTHING_YET] * 2

@@ -6,20 +6,30 @@
     result.label, result.probs, result.attention  # attention: (layers, heads, tokens, tokens)
 """
 
-from vit_demo.classifier import Classifier, Prediction, load_model
-from vit_demo.model import ViTConfig, VisionTransformer
-from vit_demo.preprocess import InputError, NothingDrawn, preprocess_drawing, preprocess_photo
-from vit_demo.weights import WeightsError
+from __future__ import annotations
 
-__all__ = [
-    "Classifier",
-    "InputError",
-    "NothingDrawn",
-    "Prediction",
-    "ViTConfig",
-    "VisionTransformer",
-    "WeightsError",
-    "load_model",
-    "preprocess_drawing",
-    "preprocess_photo",
-]
+import importlib
+from typing import TYPE_CHECKING, Any
+
+# Each name's module, imported on first use (PEP 562): importing a light module of the package, such as the
+# app's starting page, then costs no torch import.
+_HOMES = {
+    "Classifier": "classifier", "Prediction": "classifier", "load_model": "classifier",
+    "ViTConfig": "model", "VisionTransformer": "model",
+    "InputError": "preprocess", "NothingDrawn": "preprocess", "preprocess_drawing": "preprocess",
+    "preprocess_photo": "preprocess",
+    "WeightsError": "weights",
+}
+__all__ = sorted(_HOMES)
+
+if TYPE_CHECKING:
+    from vit_demo.classifier import Classifier, Prediction, load_model
+    from vit_demo.model import ViTConfig, VisionTransformer
+    from vit_demo.preprocess import InputError, NothingDrawn, preprocess_drawing, preprocess_photo
+    from vit_demo.weights import WeightsError
+
+
+def __getattr__(name: str) -> Any:
+    if name not in _HOMES:
+        raise AttributeError(f"module 'vit_demo' has no attribute {name!r}")
+    return getattr(importlib.import_module(f"vit_demo.{_HOMES[name]}"), name)

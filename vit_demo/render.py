@@ -133,31 +133,45 @@ def patch_grid(image: np.ndarray, grid: int, size: int = 336, selected: int | No
     return picture
 
 
-_GAP, _LEFT, _TOP = 4, 64, 24  # attention_grid's spacing, label column and header row, in pixels
+def _grid_spacing(thumb: int) -> tuple[int, int, int, int]:
+    """attention_grid's gap, label column, header row and label font size, in pixels: 4, 64, 24 and 15 for
+    96-pixel thumbnails, in proportion for others (a grid for slides keeps its labels legible)."""
+    scale = max(thumb / 96, 1.0)
+    return round(4 * scale), round(64 * scale), round(24 * scale), round(15 * scale)
 
 
 def _tile_origin(layer: int, head: int, heads: int, thumb: int) -> tuple[int, int]:
     """Top-left corner of a tile; the mean column (head == heads) stands a little apart."""
-    x = _LEFT + head * (thumb + _GAP) + (_GAP if head == heads else 0)
-    return x, _TOP + layer * (thumb + _GAP)
+    gap, left, top, _ = _grid_spacing(thumb)
+    x = left + head * (thumb + gap) + (gap if head == heads else 0)
+    return x, top + layer * (thumb + gap)
 
 
 @functools.cache
 def _grid_frame(layers: int, heads: int, thumb: int) -> Image.Image:
     """The white frame of attention_grid with its row and column labels, drawn once per shape. Don't draw on it."""
-    width = _LEFT + (heads + 1) * (thumb + _GAP) + _GAP
-    height = _TOP + layers * (thumb + _GAP)
+    gap, left, top, text_size = _grid_spacing(thumb)
+    width = left + (heads + 1) * (thumb + gap) + gap
+    height = top + layers * (thumb + gap)
     frame = Image.new("RGB", (width, height), BACKGROUND)
     draw = ImageDraw.Draw(frame)
-    label_font = font(15)
+    label_font = font(text_size)
     for head in range(heads + 1):
         x, _ = _tile_origin(0, head, heads, thumb)
-        draw.text((x + thumb // 2, _TOP // 2), "mean" if head == heads else f"head {head + 1}", fill=TEXT,
+        draw.text((x + thumb // 2, top // 2), "mean" if head == heads else f"head {head + 1}", fill=TEXT,
                   font=label_font, anchor="mm")
     for layer in range(layers):
         _, y = _tile_origin(layer, 0, heads, thumb)
-        draw.text((_LEFT // 2 - 2, y + thumb // 2), f"layer {layer + 1}", fill=TEXT, font=label_font, anchor="mm")
+        draw.text((left // 2 - 2, y + thumb // 2), f"layer {layer + 1}", fill=TEXT, font=label_font, anchor="mm")
     return frame
+
+
+def attention_grid_thumb(heads: int, width: int) -> int:
+    """The thumbnail size that makes attention_grid (``heads`` and the mean) at least ``width`` pixels wide."""
+    thumb = 96
+    while _tile_origin(0, heads, heads, thumb)[0] + thumb + _grid_spacing(thumb)[0] < width:
+        thumb += 1
+    return thumb
 
 
 def attention_grid(image: np.ndarray, maps: np.ndarray, thumb: int = 96, cmap: str = "inferno") -> Image.Image:

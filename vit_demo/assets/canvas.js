@@ -109,3 +109,4 @@ ctx.lineCap = "round";
 ctx.lineJoin = "round";
 ctx.strokeStyle = "#000";
 setPen(element.querySelector("button.vd-pen[aria-pressed='true']"));
+canvas.dataset.ready = "true";  // listening: tests and scripts wait for this before drawing

@@ -26,13 +26,13 @@ def head_index(head: str | int, heads: int) -> int | None:
     return index if 0 <= index < heads else None
 
 
-def selected_view(analysis: Analysis, layer: int, head: str) -> Image.Image:
-    """Where [CLS] attends in one layer and head (or the layer's mean over heads), shown large."""
+def selected_view(analysis: Analysis, layer: int, head: str, size: int = LARGE) -> Image.Image:
+    """Where [CLS] attends in one layer and head (or the layer's mean over heads), ``size`` pixels a side."""
     maps = explain.token_attention_maps(analysis.attention)  # (L, H, g, g)
     layer_index = min(max(int(layer), 1), len(maps)) - 1
     h = head_index(head, maps.shape[1])
     chosen = maps[layer_index].mean(axis=0) if h is None else maps[layer_index, h]
-    return render.overlay(analysis.input, chosen, LARGE)
+    return render.overlay(analysis.input, chosen, size)
 
 
 def cls_grid(image: np.ndarray, attention: np.ndarray) -> Image.Image:
@@ -117,19 +117,21 @@ def build_patches(prefix: str, config: ViTConfig) -> gr.Image:
     return patches
 
 
-def build_cls_views(prefix: str, config: ViTConfig) -> tuple[gr.Image, gr.Slider, gr.Radio, gr.Image]:
-    """A row: where [CLS] looks in every layer and head, beside one layer and head large."""
-    with gr.Row(equal_height=False):
-        with gr.Column(scale=3):
-            gr.Markdown("### Where [CLS] looks\nEvery layer (rows) and head (columns), and each layer's mean.")
-            cls_grid = view_image(f"{prefix}-cls-grid", buttons=VIEW_BUTTONS)
-        with gr.Column(scale=2):
-            gr.Markdown("### One layer and head, large")
-            layer = gr.Slider(1, config.depth, value=config.depth, step=1, label="Layer", elem_id=f"{prefix}-layer")
-            head = gr.Radio([MEAN] + [f"head {h + 1}" for h in range(config.heads)], value=MEAN, label="Head",
-                            elem_id=f"{prefix}-head")
-            selected = view_image(f"{prefix}-selected", height=LARGE, buttons=VIEW_BUTTONS)
-    return cls_grid, layer, head, selected
+def build_selected(prefix: str, config: ViTConfig) -> tuple[gr.Slider, gr.Radio, gr.Image]:
+    """A column: one layer and head (or the layer's mean) large, with its controls; talk mode's one view."""
+    gr.Markdown("### One layer and head, large", elem_classes="vd-detail")
+    layer = gr.Slider(1, config.depth, value=config.depth, step=1, label="Layer", elem_id=f"{prefix}-layer",
+                      elem_classes="vd-layer")
+    head = gr.Radio([MEAN] + [f"head {h + 1}" for h in range(config.heads)], value=MEAN, label="Head",
+                    elem_id=f"{prefix}-head", elem_classes="vd-head")
+    selected = view_image(f"{prefix}-selected", height=LARGE, buttons=VIEW_BUTTONS)
+    return layer, head, selected
+
+
+def build_cls_grid(prefix: str) -> gr.Image:
+    """A column: where [CLS] looks in every layer and head."""
+    gr.Markdown("### Where [CLS] looks\nEvery layer (rows) and head (columns), and each layer's mean.")
+    return view_image(f"{prefix}-cls-grid", buttons=VIEW_BUTTONS)
 
 
 def build_rollout(prefix: str) -> gr.Image:

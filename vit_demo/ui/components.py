@@ -9,6 +9,7 @@ from typing import Any
 import gradio as gr
 from gradio import processing_utils
 from gradio.data_classes import ImageData
+from gradio.utils import get_upload_folder
 from PIL import Image
 
 from vit_demo.atomic import atomic_write
@@ -43,6 +44,18 @@ class UndecodedSketch(gr.ImageEditor):
         return None if image is None else image.path
 
 
+def cached_file(data: bytes, name: str) -> Path:
+    """``data`` as a file called ``name`` in Gradio's cache, written once and atomically (see ``CachedImage``); the
+    cache's sweep deletes it with the other pictures."""
+    path = Path(get_upload_folder()) / processing_utils.hash_bytes(data) / name  # where every component caches
+    try:
+        os.utime(path)  # Blocks(delete_cache=...) ages files by ctime: a file handed out again is fresh
+    except FileNotFoundError:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        atomic_write(path, lambda f: f.write(data))
+    return path
+
+
 class CachedImage(gr.Image):
     """A picture output that is written to Gradio's cache once, atomically.
 
@@ -57,13 +70,7 @@ class CachedImage(gr.Image):
     def postprocess(self, value: Image.Image | None) -> ImageData | None:
         if value is None:
             return None
-        data = processing_utils.encode_pil_to_bytes(value, self.format)
-        path = Path(self.GRADIO_CACHE) / processing_utils.hash_bytes(data) / f"image.{self.format}"
-        try:
-            os.utime(path)  # Blocks(delete_cache=...) ages files by ctime: a picture handed out again is fresh
-        except FileNotFoundError:
-            path.parent.mkdir(parents=True, exist_ok=True)
-            atomic_write(path, lambda f: f.write(data))
+        path = cached_file(processing_utils.encode_pil_to_bytes(value, self.format), f"image.{self.format}")
         return ImageData(path=str(path), orig_name=path.name)
 
 

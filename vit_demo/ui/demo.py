@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -16,6 +17,7 @@ from vit_demo.ui.panel import views
 from vit_demo.ui.photo_tab import build_photo_tab
 from vit_demo.ui.serving import CACHE_SWEEP, QUEUE_SIZE, serve, tune_process
 
+ASSETS = Path(__file__).resolve().parents[1] / "assets"
 EXAMPLES = Path(__file__).resolve().parents[2] / "examples"
 DIGIT_EXAMPLES = sorted((EXAMPLES / "digits").glob("*.png"))
 PHOTO_EXAMPLES = sorted((EXAMPLES / "photos").glob("*.png"))
@@ -26,6 +28,38 @@ CSS = """
 #photo-input img { object-fit: contain !important; }  /* a 32x32 photo fills the box, as large ones do */
 /* A view's buttons sit above its picture, not over it (they hid the grid's "mean" label). */
 .vd-view .icon-button-wrapper { position: static !important; margin: 0 0 2px auto !important; width: fit-content; }
+#vd-header { align-items: center; }
+#talk-mode { flex: 0 0 auto !important; width: auto !important; }
+/* Talk mode: the input, the prediction and one large view side by side, large type, black on white; nothing
+   else. The large view's column dissolves into the top row's grid so that its controls sit under the prediction. */
+body.vd-talk #vd-intro, body.vd-talk .vd-detail { display: none !important; }
+body.vd-talk #vd-header h1 { font-size: 1.6rem; margin: 0; }
+body.vd-talk .gradio-container {
+  --body-text-color: #000; --body-text-color-subdued: #000; --block-label-text-color: #000;
+  --block-title-text-color: #000; --block-info-text-color: #000; --body-text-size: 1.3rem;
+  --block-label-text-size: 1.15rem; --block-title-text-size: 1.2rem; --input-text-size: 1.2rem;
+}
+body.vd-talk .vd-top {
+  display: grid !important; grid-template-columns: minmax(0, 1fr) minmax(0, 1fr) minmax(0, 1.3fr);
+  grid-template-areas: "input prediction view" "input controls view"; grid-template-rows: auto 1fr; align-items: start;
+}
+body.vd-talk .vd-top > .vd-input { grid-area: input; }
+body.vd-talk .vd-top > .vd-prediction { grid-area: prediction; }
+body.vd-talk .vd-top > .vd-selected { display: contents; }
+body.vd-talk .vd-selected > .form { grid-area: controls; }
+body.vd-talk .vd-selected > .vd-view { grid-area: view; }
+body.vd-talk .vd-selected > .vd-view { height: auto !important; }
+body.vd-talk .vd-selected > .vd-view :is(.image-container, .image-frame) { width: 100%; }
+body.vd-talk .vd-selected > .vd-view img {
+  width: 100%; height: auto !important; max-height: calc(100vh - 170px); object-fit: contain; }
+/* (.vd-top: as specific as Gradio's scoped copy of the label rule above, which it must beat) */
+body.vd-talk .vd-top .vd-prediction #digit-label .output-class { font-size: 6rem !important; }
+body.vd-talk .vd-top .vd-prediction #photo-label .output-class { font-size: 3.2rem !important; }  /* "automobile" */
+body.vd-talk .vd-top .vd-prediction .output-class { line-height: 1; font-weight: 800; }
+body.vd-talk .vd-prediction .prose { font-size: 1.15rem; opacity: 1; }
+body.vd-talk .vd-selected .vd-head label { padding: 2px 8px; font-size: 1rem; }
+body.vd-talk .vd-selected .vd-head label.selected { font-weight: 800; }
+body.vd-talk .vd-selected .vd-layer input[type=number] { font-size: 1.6rem; font-weight: 800; width: 4.5rem; }
 @media (max-width: 640px) {
   /* A phone: the prediction above the canvas, in sight while drawing; every tab a tap away, none behind "...". */
   .vd-prediction { order: -1; }
@@ -34,13 +68,26 @@ CSS = """
 }
 """
 
+# The toggle switches talk mode's CSS on and keeps the address in step, so a speaker can bookmark it.
+TALK_TOGGLE = """(on) => {
+  document.body.classList.toggle("vd-talk", on);
+  const address = new URL(window.location.href);
+  if (on) address.searchParams.set("view", "talk"); else address.searchParams.delete("view");
+  window.history.replaceState(null, "", address);
+}"""
+TALK_FROM_ADDRESS = '() => new URLSearchParams(window.location.search).get("view") === "talk"'
+TALK_KEYS = (ASSETS / "talk.js").read_text(encoding="utf-8")
+
 
 def build_demo() -> gr.Blocks:
     with gr.Blocks(title="ViT demo: what a Vision Transformer looks at", delete_cache=CACHE_SWEEP) as demo:
-        gr.Markdown("# What does a Vision Transformer look at?\n"
-                    "A ViT written from scratch in PyTorch. Draw a digit or upload a photo: see its prediction, "
+        with gr.Row(elem_id="vd-header"):
+            gr.Markdown("# What does a Vision Transformer look at?")
+            talk = gr.Checkbox(label="Talk mode", elem_id="talk-mode", container=False, scale=0, min_width=150)
+        gr.Markdown("A ViT written from scratch in PyTorch. Draw a digit or upload a photo: see its prediction, "
                     "the patches it reads, where every layer and attention head looks, why it chose its class, "
-                    "and how far to trust each map.")
+                    "and how far to trust each map. **Talk mode** (or `?view=talk` in the address) shows one large "
+                    "view in large type; its keys: ←/→ layer, ↑/↓ head, `c` clear.", elem_id="vd-intro")
         with gr.Tabs():
             with gr.Tab("Draw a digit (MNIST)", id="digit"):
                 build_digit_tab(DIGIT_EXAMPLES)
@@ -49,6 +96,8 @@ def build_demo() -> gr.Blocks:
             with gr.Tab("Inside the model", id="inside") as inside:
                 build_inside_tab(inside)
         build_classify_api()
+        talk.change(None, talk, None, js=TALK_TOGGLE)
+        demo.load(None, None, talk, js=TALK_FROM_ADDRESS)
     return demo
 
 
@@ -59,10 +108,14 @@ def warm_up() -> None:
             views(model, analyse(model, example), model_config(model).depth, MEAN)
 
 
-def launch(queue_size: int = QUEUE_SIZE, **launch_args: Any) -> gr.Blocks:
-    """Build, warm up and serve the app (``launch_args`` go to ``Blocks.launch``)."""
+def launch(queue_size: int = QUEUE_SIZE, before_serving: Callable[[], None] | None = None,
+           **launch_args: Any) -> gr.Blocks:
+    """Build, warm up and serve the app (``launch_args`` go to ``Blocks.launch``); ``before_serving`` runs just
+    before Gradio takes the port (app.py closes its starting page there)."""
     tune_process()
     demo = build_demo()
     warm_up()
-    serve(demo, CSS, queue_size, **launch_args)
+    if before_serving:
+        before_serving()
+    serve(demo, CSS, TALK_KEYS, queue_size, **launch_args)
     return demo

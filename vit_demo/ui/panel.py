@@ -11,9 +11,10 @@ import gradio as gr
 
 from vit_demo.data import dataset_spec
 from vit_demo.preprocess import InputError, NothingDrawn
-from vit_demo.ui import attention_view, explanation_view, training_view
+from vit_demo.ui import attention_view, explanation_view, export_view, training_view
 from vit_demo.ui.attention_view import MEAN, AttentionView
 from vit_demo.ui.explanation_view import ExplanationView
+from vit_demo.ui.export_view import ExportView
 from vit_demo.ui.models import Analysis, model_config, model_problem, training_run
 from vit_demo.ui.serving import PRIVATE
 from vit_demo.ui.training_view import TrainingView, training_views
@@ -67,6 +68,7 @@ class Panel:
     attention: AttentionView
     explanation: ExplanationView
     training: TrainingView
+    export: ExportView
     state: gr.State
 
     @property
@@ -95,36 +97,46 @@ class Panel:
         self.attention.wire(self.state)
         self.explanation.wire(self.state)
         self.training.wire(self.model, self.state)
+        self.export.wire(self.state, self.attention.layer, self.attention.head, self.explanation.explain_class)
 
 
 def build_panel(prefix: str, model: str, prompt: str, build_input: Callable[[], Any]) -> tuple[Panel, Any]:
-    """One tab: the input (made by ``build_input``) beside the prediction, then every view below."""
+    """One tab: the input (made by ``build_input``) beside the prediction and one layer and head large, then every
+    other view in a section that talk mode hides (class ``vd-detail``)."""
     config = model_config(model)
-    with gr.Row(equal_height=False):
-        with gr.Column(scale=1, min_width=300):
+    with gr.Row(equal_height=False, elem_classes="vd-top"):
+        with gr.Column(scale=1, min_width=300, elem_classes="vd-input"):
             source = build_input()
         with gr.Column(scale=1, min_width=260, elem_classes="vd-prediction"):
             label = gr.Label(num_top_classes=3, label="Prediction", elem_id=f"{prefix}-label")
             info = gr.Markdown(model_problem(model) or prompt, elem_id=f"{prefix}-info")
-        with gr.Column(scale=1, min_width=300):
-            patches = attention_view.build_patches(prefix, config)
-    cls_grid, layer, head, selected = attention_view.build_cls_views(prefix, config)
-    with gr.Row(equal_height=False):
-        with gr.Column(scale=1, min_width=300):
-            rollout = attention_view.build_rollout(prefix)
-        with gr.Column(scale=1, min_width=300):
-            explain_class, relevance, relevance_note = explanation_view.build_relevance(
-                prefix, dataset_spec(model).classes)
-    with gr.Row(equal_height=False):
-        with gr.Column(scale=3):
-            query, query_note = attention_view.build_query(prefix)
-        with gr.Column(scale=2):
-            score, faithfulness, faithfulness_note = explanation_view.build_faithfulness(prefix)
+        with gr.Column(scale=1, min_width=300, elem_classes="vd-selected"):
+            layer, head, selected = attention_view.build_selected(prefix, config)
+    with gr.Column(elem_classes="vd-detail"):
+        with gr.Row(equal_height=False):
+            with gr.Column(scale=2, min_width=300):
+                patches = attention_view.build_patches(prefix, config)
+            with gr.Column(scale=3, min_width=300):
+                cls_grid = attention_view.build_cls_grid(prefix)
+        with gr.Row(equal_height=False):
+            with gr.Column(scale=1, min_width=300):
+                rollout = attention_view.build_rollout(prefix)
+            with gr.Column(scale=1, min_width=300):
+                explain_class, relevance, relevance_note = explanation_view.build_relevance(
+                    prefix, dataset_spec(model).classes)
+        with gr.Row(equal_height=False):
+            with gr.Column(scale=3):
+                query, query_note = attention_view.build_query(prefix)
+            with gr.Column(scale=2):
+                score, faithfulness, faithfulness_note = explanation_view.build_faithfulness(prefix)
+        training = training_view.build_training(prefix, model)
+        export = export_view.build_export(prefix)
     panel = Panel(
         model, label, info,
         AttentionView(patches, cls_grid, layer, head, selected, rollout, query, query_note),
         ExplanationView(explain_class, relevance, relevance_note, score, faithfulness, faithfulness_note),
-        training_view.build_training(prefix, model),
+        training,
+        export,
         gr.State(),
     )
     panel.wire()

@@ -47,10 +47,10 @@ def tune_process() -> None:
     torch.set_num_threads(TORCH_THREADS)
 
 
-def serve(demo: gr.Blocks, css: str, queue_size: int = QUEUE_SIZE, **launch_args: Any) -> None:
-    """Queue and launch ``demo`` (``launch_args`` go to ``Blocks.launch``)."""
+def serve(demo: gr.Blocks, css: str, js: str, queue_size: int = QUEUE_SIZE, **launch_args: Any) -> None:
+    """Queue and launch ``demo`` with its page's ``css`` and ``js`` (``launch_args`` go to ``Blocks.launch``)."""
     # A full queue answers at once: the page shows "This application is currently busy. Please try
     # again.", gradio_client raises QueueError("Queue is full! Please try again.").
     demo.queue(max_size=queue_size)
     # Uploads larger than our decoder accepts are refused while they stream in, before they reach the disk.
-    demo.launch(css=css, theme=gr.themes.Default(), max_file_size=MAX_FILE_BYTES, **launch_args)
+    demo.launch(css=css, js=js, theme=gr.themes.Default(), max_file_size=MAX_FILE_BYTES, **launch_args)
