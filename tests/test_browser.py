@@ -358,6 +358,13 @@ def test_talk_mode_shows_one_large_view_and_answers_its_keys(browser, app_url, t
         page.wait_for_function(f"() => document.querySelector('#digit-selected img')?.src !== {before!r}")  # the view follows
         page.keyboard.press("c")
         wait_for_label(page, "")
+        # On the photo tab, c removes the photo.
+        page.get_by_role("tab", name="Upload a photo (CIFAR-10)").click()
+        page.locator("#photo-input input[type='file']").set_input_files(str(REPO / "examples" / "photos" / "ship.png"))
+        wait_for_label(page, "ship", panel="photo")
+        page.keyboard.press("c")
+        wait_for_label(page, "", panel="photo")
+        page.get_by_role("tab", name="Draw a digit (MNIST)").click()
 
         # Off again: the whole page is back, and the address no longer asks for talk mode.
         page.locator("#talk-mode input").click()

@@ -21,7 +21,7 @@
 
   const clearInput = () => {
     // The drawing canvas' own Clear, or the photo's clear button.
-    (shown(".vd-pad button.vd-clear") ?? shown("#photo-input button[aria-label='Clear']"))?.click();
+    (shown(".vd-pad button.vd-clear") ?? shown("#photo-input button[aria-label='Remove Image']"))?.click();
   };
 
   const keys = {
