@@ -118,3 +118,27 @@ def test_plain_pytest_finds_the_package_too():
     result = subprocess.run([str(pytest_script), "--collect-only", "-q", "tests/test_model.py"], cwd=REPO, env=env,
                             capture_output=True, text=True, timeout=120)
     assert result.returncode == 0 and "test_model.py::" in result.stdout, result.stdout[-2000:]
+
+
+def test_export_writes_a_slide_or_a_gif_and_refuses_bad_choices_clearly(tmp_path):
+    from PIL import Image
+
+    seven = str(REPO / "examples" / "digits" / "7.png")
+    for args, width, frames in ((["--view", "layer", "--layer", "3", "--head", "2"], 1600, 1),
+                                (["--view", "relevance", "--label", "1", "--width", "2000"], 2000, 1),
+                                (["--view", "gif"], 720, 6)):
+        out = tmp_path / f"slide-{args[1]}"
+        result = run_cli("export", seven, *args, "--out", str(out))
+        assert result.returncode == 0, result.stderr
+        record = json.loads(result.stdout)
+        assert record["label"] == "7" and record["out"] == str(out) and record["bytes"] == out.stat().st_size
+        with Image.open(out) as picture:
+            assert picture.width == width and getattr(picture, "n_frames", 1) == frames
+    not_an_image = str(REPO / "README.md")
+    for file, args, message in ((seven, ["--view", "layer", "--head", "9"], "--head must be 1 to 4"),
+                                (seven, ["--view", "layer", "--layer", "0"], "--layer must be 1 to 6"),
+                                (seven, ["--view", "relevance", "--label", "dog"], "unknown class 'dog'"),
+                                (not_an_image, ["--view", "grid"], "not an image")):
+        result = run_cli("export", file, *args, "--out", str(tmp_path / "refused.png"))
+        assert result.returncode == 2 and message in result.stderr, result.stderr
+    assert not (tmp_path / "refused.png").exists()

@@ -86,7 +86,7 @@ def test_slides_grid_is_1600_pixels_wide_with_legible_labels(heads):
     rng = np.random.default_rng(0)
     attention = rng.random((3, heads, 17, 17)).astype(np.float32)  # 3 layers, a 4x4 grid and [CLS]
     image = rng.random((28, 28))
-    grid = slides.cls_grid_slide(image, attention)
+    grid = slides.view_slide(slides.CLS_GRID, image, attention)
     app_grid = render.attention_grid(image, explain.token_attention_maps(attention))
     assert 1600 <= grid.width < 1620 and app_grid.height == 24 + 3 * 100  # the app's grid is as it was
 

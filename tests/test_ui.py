@@ -209,8 +209,8 @@ def test_export_for_slides_makes_each_view_1600_pixels_wide_and_a_gif_through_th
     assert names == {"mnist-7-cls-grid.png", "mnist-7-layer3-head2.png", "mnist-7-rollout.png",
                      "mnist-7-relevance-8.png", "mnist-7-patches.png"}
     # The same export twice is one file in Gradio's cache, not two.
-    assert export_view.on_png(analysis, export_view.ROLLOUT, 6, MEAN, None) == \
-        export_view.on_png(analysis, export_view.ROLLOUT, 6, MEAN, None)
+    rollout = "Attention rollout"
+    assert export_view.on_png(analysis, rollout, 6, MEAN, None) == export_view.on_png(analysis, rollout, 6, MEAN, None)
 
     path = export_view.on_gif(analysis, "head 2")
     assert path.endswith("mnist-7-layers-head2.gif")
@@ -228,6 +228,6 @@ def test_export_before_any_image_says_so(monkeypatch):
 
     warnings = []
     monkeypatch.setattr(gr, "Warning", warnings.append)
-    assert export_view.on_png(None, export_view.CLS_GRID, 6, MEAN, None) is None
+    assert export_view.on_png(None, next(iter(export_view.EXPORTED_VIEWS)), 6, MEAN, None) is None
     assert export_view.on_gif(None, MEAN) is None
     assert warnings == [export_view.NOTHING_YET] * 2

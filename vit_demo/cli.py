@@ -1,4 +1,5 @@
-"""``python -m vit_demo predict|evaluate|faithfulness|inside``: the command line over the same functions as the app."""
+"""``python -m vit_demo predict|evaluate|faithfulness|inside|export``: the command line over the same functions as the
+app."""
 
 from __future__ import annotations
 
@@ -7,15 +8,18 @@ import json
 import sys
 import time
 from collections.abc import Sequence
+from pathlib import Path
 
 import numpy as np
 import torch
 
+from vit_demo.atomic import atomic_write
 from vit_demo.classifier import Classifier, load_model
 from vit_demo.data import SPLITS, DatasetNotFound, load_split
 from vit_demo.evaluation import evaluate
 from vit_demo.faithfulness import MAP_KINDS, faithfulness
 from vit_demo.inside import ATTENTION_DISTANCE_FILE, DISTANCE_IMAGES, write_attention_distance
+from vit_demo import slides
 from vit_demo.preprocess import InputError
 from vit_demo.weights import WeightsError, shown_path
 
@@ -58,6 +62,21 @@ def build_parser() -> argparse.ArgumentParser:
     inside.add_argument("--split", default="test", choices=SPLITS)
     inside.add_argument("--n", type=int, default=DISTANCE_IMAGES, help="the first N images of the split")
     inside.add_argument("--device", default="auto")
+
+    export = commands.add_parser(
+        "export", help="one image's view for slides: a PNG at least 1600 px wide, or a GIF through the layers",
+        description="Draw one view of an image for a slide, as the app's export does, and print one JSON line.")
+    export.add_argument("file", metavar="FILE")
+    export.add_argument("--model", default="mnist", help="mnist, cifar10, or a path to a weights folder")
+    export.add_argument("--view", default=slides.CLS_GRID, choices=(*slides.PNG_VIEWS, slides.LAYERS_GIF),
+                        help="grid: [CLS] in every layer and head; layer: one layer and head; rollout; relevance: of "
+                             "--label; patches: the patch grid; gif: [CLS] through the layers (default: grid)")
+    export.add_argument("--layer", type=int, help="for --view layer: 1 to the model's depth (default: the last)")
+    export.add_argument("--head", default="mean", help="for layer and gif: 1 to the number of heads, or mean")
+    export.add_argument("--label", help="for relevance: the class to explain (default: the predicted one)")
+    export.add_argument("--out", help="the file to write (default: named for what it shows, in this folder)")
+    export.add_argument("--width", type=int, default=slides.SLIDE_WIDTH, help="pixels, for PNGs (default: 1600)")
+    export.add_argument("--device", default="auto")
     return parser
 
 
@@ -127,6 +146,32 @@ def run_inside(args: argparse.Namespace) -> dict:
             "images": len(images), "mean_attention_distance_px": np.round(distance.astype(float), 2).tolist()}
 
 
+def run_export(args: argparse.Namespace) -> dict:
+    """Write one view of ``args.file`` for a slide; return what was written."""
+    classifier = load_model(args.model, args.device)
+    layers, heads = classifier.model.config.depth, classifier.model.config.heads
+    layer = layers if args.layer is None else args.layer
+    if not 1 <= layer <= layers:
+        raise ValueError(f"--layer must be 1 to {layers}")
+    head = None  # the mean over heads
+    if args.head != "mean":
+        if not args.head.isdigit() or not 1 <= int(args.head) <= heads:
+            raise ValueError(f"--head must be 1 to {heads}, or mean")
+        head = int(args.head) - 1
+    image = classifier.preprocess(args.file)
+    prediction = classifier.predict_preprocessed([image], relevance_for=[args.label])[0]
+    name = slides.slide_name(classifier.info.dataset.name, prediction.label, args.view, layer - 1, head,
+                             prediction.relevance_label)
+    if args.view == slides.LAYERS_GIF:
+        data = slides.layers_gif(prediction.input, prediction.attention, head)
+    else:
+        data = slides.png_bytes(slides.view_slide(args.view, prediction.input, prediction.attention, layer - 1, head,
+                                                  prediction.relevance, args.width))
+    out = Path(args.out or name)
+    atomic_write(out, lambda f: f.write(data))
+    return {"file": args.file, "label": prediction.label, "view": args.view, "out": str(out), "bytes": len(data)}
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     try:
@@ -137,11 +182,13 @@ def main(argv: Sequence[str] | None = None) -> int:
             records = run_faithfulness(args)
         elif args.command == "inside":
             records = [run_inside(args)]
+        elif args.command == "export":
+            records = [run_export(args)]
         else:
             records = [run_evaluate(args)]
         for record in records:
             print(json.dumps(record))
         return 0
-    except (WeightsError, DatasetNotFound, ValueError, OSError) as exc:
+    except (WeightsError, DatasetNotFound, InputError, ValueError, OSError) as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2

@@ -30,6 +30,13 @@ def token_attention_maps(attention: np.ndarray, token: int = 0) -> np.ndarray:
     return rows.reshape(*attention.shape[:2], g, g)
 
 
+def cls_attention_map(attention: np.ndarray, layer: int, head: int | None = None) -> np.ndarray:
+    """Where [CLS] attends in ``layer`` (0-based) and ``head`` (0-based; None: the mean over heads):
+    (L, H, T, T) -> (g, g)."""
+    maps = token_attention_maps(attention[layer : layer + 1])[0]  # (H, g, g)
+    return maps.mean(axis=0) if head is None else maps[head]
+
+
 def attention_rollout(attention: np.ndarray) -> np.ndarray:
     """Attention rollout (Abnar and Zuidema, 2020): how [CLS] draws on each patch through all layers.
 

@@ -28,10 +28,9 @@ def head_index(head: str | int, heads: int) -> int | None:
 
 def selected_view(analysis: Analysis, layer: int, head: str, size: int = LARGE) -> Image.Image:
     """Where [CLS] attends in one layer and head (or the layer's mean over heads), ``size`` pixels a side."""
-    maps = explain.token_attention_maps(analysis.attention)  # (L, H, g, g)
-    layer_index = min(max(int(layer), 1), len(maps)) - 1
-    h = head_index(head, maps.shape[1])
-    chosen = maps[layer_index].mean(axis=0) if h is None else maps[layer_index, h]
+    layers, heads = analysis.attention.shape[:2]
+    layer_index = min(max(int(layer), 1), layers) - 1
+    chosen = explain.cls_attention_map(analysis.attention, layer_index, head_index(head, heads))
     return render.overlay(analysis.input, chosen, size)
 
 

@@ -8,49 +8,42 @@ import dataclasses
 import gradio as gr
 from PIL import Image
 
-from vit_demo import render, slides
-from vit_demo.ui.attention_view import MEAN, head_index, selected_view
+from vit_demo import slides
+from vit_demo.ui.attention_view import head_index
 from vit_demo.ui.components import cached_file
 from vit_demo.ui.explanation_view import explain_label, relevance_map
 from vit_demo.ui.models import Analysis
 from vit_demo.ui.serving import PRIVATE
 
-CLS_GRID = "Where [CLS] looks: every layer and head"
-SELECTED = "One layer and head, as chosen above"
-ROLLOUT = "Attention rollout"
-RELEVANCE = "Why this class: relevance, for the class chosen above"
-PATCHES = "What the model sees: the patches"
-EXPORTED_VIEWS = (CLS_GRID, SELECTED, ROLLOUT, RELEVANCE, PATCHES)
+# The export's choices, as the page words them -> the view in ``slides``.
+EXPORTED_VIEWS = {
+    "Where [CLS] looks: every layer and head": slides.CLS_GRID,
+    "One layer and head, as chosen above": slides.LAYER,
+    "Attention rollout": slides.ROLLOUT,
+    "Why this class: relevance, for the class chosen above": slides.RELEVANCE,
+    "What the model sees: the patches": slides.PATCHES,
+}
 NOTHING_YET = "Draw or upload an image first: the export is made from the image in hand."
 
 
-def head_name(head: str) -> str:
-    return "mean" if head in (MEAN, None) else str(head).replace(" ", "")
-
-
-def slide(analysis: Analysis, view: str, layer: int, head: str, explain_choice: str | None) -> tuple[Image.Image, str]:
+def slide(analysis: Analysis, choice: str, layer: int, head: str, explain_choice: str | None) -> tuple[Image.Image, str]:
     """The chosen view of the analysed image for a slide (at least ``slides.SLIDE_WIDTH`` wide) and its file name."""
-    stem = f"{analysis.model}-{analysis.label}"
-    width = slides.SLIDE_WIDTH
-    if view == CLS_GRID:
-        return slides.cls_grid_slide(analysis.input, analysis.attention, width), f"{stem}-cls-grid.png"
-    if view == SELECTED:
-        return selected_view(analysis, layer, head, width), f"{stem}-layer{int(layer)}-{head_name(head)}.png"
-    if view == ROLLOUT:
-        return render.overlay(analysis.input, analysis.rollout, width), f"{stem}-rollout.png"
-    if view == RELEVANCE:
-        label = explain_label(explain_choice) or analysis.label
-        return render.overlay(analysis.input, relevance_map(analysis, label), width), f"{stem}-relevance-{label}.png"
-    if view == PATCHES:
-        return render.patch_grid(analysis.input, analysis.grid, width), f"{stem}-patches.png"
-    raise gr.Error(f"Unknown view {view!r}: choose one of the list.")
+    if choice not in EXPORTED_VIEWS:
+        raise gr.Error(f"Unknown view {choice!r}: choose one of the list.")
+    view = EXPORTED_VIEWS[choice]
+    layer_index = min(max(int(layer), 1), analysis.attention.shape[0]) - 1
+    head = head_index(head, analysis.attention.shape[1])
+    explained = explain_label(explain_choice) or analysis.label
+    relevance = relevance_map(analysis, explained) if view == slides.RELEVANCE else None
+    picture = slides.view_slide(view, analysis.input, analysis.attention, layer_index, head, relevance)
+    return picture, slides.slide_name(analysis.model, analysis.label, view, layer_index, head, explained)
 
 
-def on_png(analysis: Analysis | None, view: str, layer: int, head: str, explain_choice: str | None) -> str | None:
+def on_png(analysis: Analysis | None, choice: str, layer: int, head: str, explain_choice: str | None) -> str | None:
     if analysis is None:
         gr.Warning(NOTHING_YET)
         return None
-    picture, name = slide(analysis, view, layer, head, explain_choice)
+    picture, name = slide(analysis, choice, layer, head, explain_choice)
     return str(cached_file(slides.png_bytes(picture), name))
 
 
@@ -58,9 +51,9 @@ def on_gif(analysis: Analysis | None, head: str) -> str | None:
     if analysis is None:
         gr.Warning(NOTHING_YET)
         return None
-    heads = analysis.attention.shape[1]
-    data = slides.layers_gif(analysis.input, analysis.attention, head_index(head, heads))
-    return str(cached_file(data, f"{analysis.model}-{analysis.label}-layers-{head_name(head)}.gif"))
+    index = head_index(head, analysis.attention.shape[1])
+    data = slides.layers_gif(analysis.input, analysis.attention, index)
+    return str(cached_file(data, slides.slide_name(analysis.model, analysis.label, slides.LAYERS_GIF, head=index)))
 
 
 @dataclasses.dataclass
@@ -82,7 +75,8 @@ def build_export(prefix: str) -> ExportView:
                 "an animated GIF of where [CLS] looks, layer by layer, for the head chosen above.")
     with gr.Row(equal_height=False):
         with gr.Column(scale=2, min_width=260):
-            view = gr.Dropdown(list(EXPORTED_VIEWS), value=CLS_GRID, label="View", elem_id=f"{prefix}-export-view")
+            view = gr.Dropdown(list(EXPORTED_VIEWS), value=next(iter(EXPORTED_VIEWS)), label="View",
+                               elem_id=f"{prefix}-export-view")
             with gr.Row():
                 png = gr.Button("PNG for slides", elem_id=f"{prefix}-export-png", size="sm")
                 gif = gr.Button("GIF through the layers", elem_id=f"{prefix}-export-gif", size="sm")
