@@ -22,51 +22,7 @@ EXAMPLES = Path(__file__).resolve().parents[2] / "examples"
 DIGIT_EXAMPLES = sorted((EXAMPLES / "digits").glob("*.png"))
 PHOTO_EXAMPLES = sorted((EXAMPLES / "photos").glob("*.png"))
 
-CSS = """
-#digit-label .output-class, #photo-label .output-class { font-size: 3rem !important; }
-.vd-note { font-size: 0.95rem; opacity: 0.85; }
-#photo-input img { object-fit: contain !important; }  /* a 32x32 photo fills the box, as large ones do */
-/* A view's buttons sit above its picture, not over it (they hid the grid's "mean" label). */
-.vd-view .icon-button-wrapper { position: static !important; margin: 0 0 2px auto !important; width: fit-content; }
-#vd-header { align-items: center; }
-#talk-mode { flex: 0 0 auto !important; width: auto !important; }
-/* Talk mode: the input, the prediction and one large view side by side, large type, black on white; nothing
-   else. The large view's column dissolves into the top row's grid so that its controls sit under the prediction. */
-body.vd-talk #vd-intro, body.vd-talk .vd-detail { display: none !important; }
-body.vd-talk #vd-header h1 { font-size: 1.6rem; margin: 0; }
-body.vd-talk .gradio-container {
-  --body-text-color: #000; --body-text-color-subdued: #000; --block-label-text-color: #000;
-  --block-title-text-color: #000; --block-info-text-color: #000; --body-text-size: 1.3rem;
-  --block-label-text-size: 1.15rem; --block-title-text-size: 1.2rem; --input-text-size: 1.2rem;
-}
-body.vd-talk .vd-top {
-  display: grid !important; grid-template-columns: minmax(0, 1fr) minmax(0, 1fr) minmax(0, 1.3fr);
-  grid-template-areas: "input prediction view" "input controls view"; grid-template-rows: auto 1fr; align-items: start;
-}
-body.vd-talk .vd-top > .vd-input { grid-area: input; }
-body.vd-talk .vd-top > .vd-prediction { grid-area: prediction; }
-body.vd-talk .vd-top > .vd-selected { display: contents; }
-body.vd-talk .vd-selected > .form { grid-area: controls; }
-body.vd-talk .vd-selected > .vd-view { grid-area: view; }
-body.vd-talk .vd-selected > .vd-view { height: auto !important; }
-body.vd-talk .vd-selected > .vd-view :is(.image-container, .image-frame) { width: 100%; }
-body.vd-talk .vd-selected > .vd-view img {
-  width: 100%; height: auto !important; max-height: calc(100vh - 170px); object-fit: contain; }
-/* (.vd-top: as specific as Gradio's scoped copy of the label rule above, which it must beat) */
-body.vd-talk .vd-top .vd-prediction #digit-label .output-class { font-size: 6rem !important; }
-body.vd-talk .vd-top .vd-prediction #photo-label .output-class { font-size: 3.2rem !important; }  /* "automobile" */
-body.vd-talk .vd-top .vd-prediction .output-class { line-height: 1; font-weight: 800; }
-body.vd-talk .vd-prediction .prose { font-size: 1.15rem; opacity: 1; }
-body.vd-talk .vd-selected .vd-head label { padding: 2px 8px; font-size: 1rem; }
-body.vd-talk .vd-selected .vd-head label.selected { font-weight: 800; }
-body.vd-talk .vd-selected .vd-layer input[type=number] { font-size: 1.6rem; font-weight: 800; width: 4.5rem; }
-@media (max-width: 640px) {
-  /* A phone: the prediction above the canvas, in sight while drawing; every tab a tap away, none behind "...". */
-  .vd-prediction { order: -1; }
-  #digit-label .output-class, #photo-label .output-class { font-size: 2rem !important; }
-  .tab-container button { padding: 4px 3px !important; font-size: 0.7rem !important; }
-}
-"""
+CSS = (ASSETS / "app.css").read_text(encoding="utf-8")
 
 # The toggle switches talk mode's CSS on and keeps the address in step, so a speaker can bookmark it.
 TALK_TOGGLE = """(on) => {
