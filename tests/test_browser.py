@@ -404,6 +404,17 @@ def test_export_a_view_and_a_gif_for_slides(page, tmp_path):
         download.value.save_as(saved)
         with Image.open(saved) as picture:
             assert picture.width >= width
+    # Where a patch looks: the patch clicked last on the patch grid (top left: patch 0).
+    page.locator("#digit-patches img").click(position={"x": 5, "y": 5})
+    page.wait_for_function("() => document.querySelector('#digit-export-patch input')?.value === '0'")
+    page.locator("#digit-export-view input").click()
+    page.get_by_role("option", name="Where a patch looks: every layer and head, for the patch set here").click()
+    page.locator("#digit-export-png").click()
+    page.locator("#digit-export-file a[download='mnist-3-patch0-grid.png']").wait_for(timeout=20000)
+    # A new image empties it again: the query view starts afresh too.
+    page.locator("#canvas .vd-examples button[title='example: 7']").click()
+    wait_for_label(page, "7")
+    page.wait_for_function("() => document.querySelector('#digit-export-patch input')?.value === ''")
     assert page.outside_requests == [] and page.console_errors == []
 
 

@@ -206,8 +206,11 @@ def test_export_for_slides_makes_each_view_1600_pixels_wide_and_a_gif_through_th
         with Image.open(path) as picture:
             assert picture.format == "PNG" and picture.width >= 1600, view
         names.add(path.rsplit("/", 1)[-1])
+    first = attention_view.first_query_patch(analysis)
     assert names == {"mnist-7-cls-grid.png", "mnist-7-layer3-head2.png", "mnist-7-rollout.png",
-                     "mnist-7-relevance-8.png", "mnist-7-patches.png"}
+                     "mnist-7-relevance-8.png", "mnist-7-patches.png", f"mnist-7-patch{first}-grid.png"}
+    query = "Where a patch looks: every layer and head, for the patch set here"
+    assert export_view.on_png(analysis, query, 6, MEAN, None, 30).endswith("mnist-7-patch30-grid.png")
     # The same export twice is one file in Gradio's cache, not two.
     rollout = "Attention rollout"
     assert export_view.on_png(analysis, rollout, 6, MEAN, None) == export_view.on_png(analysis, rollout, 6, MEAN, None)

@@ -19,7 +19,7 @@ from vit_demo.data import SPLITS, DatasetNotFound, load_split
 from vit_demo.evaluation import evaluate
 from vit_demo.faithfulness import MAP_KINDS, faithfulness
 from vit_demo.inside import ATTENTION_DISTANCE_FILE, DISTANCE_IMAGES, write_attention_distance
-from vit_demo import slides
+from vit_demo import explain, slides
 from vit_demo.preprocess import InputError
 from vit_demo.weights import WeightsError, shown_path
 
@@ -70,10 +70,13 @@ def build_parser() -> argparse.ArgumentParser:
     export.add_argument("--model", default="mnist", help="mnist, cifar10, or a path to a weights folder")
     export.add_argument("--view", default=slides.CLS_GRID, choices=(*slides.PNG_VIEWS, slides.LAYERS_GIF),
                         help="grid: [CLS] in every layer and head; layer: one layer and head; rollout; relevance: of "
-                             "--label; patches: the patch grid; gif: [CLS] through the layers (default: grid)")
+                             "--label; patches: the patch grid; query: where --patch looks in every layer and head; "
+                             "gif: [CLS] through the layers (default: grid)")
     export.add_argument("--layer", type=int, help="for --view layer: 1 to the model's depth (default: the last)")
     export.add_argument("--head", default="mean", help="for layer and gif: 1 to the number of heads, or mean")
     export.add_argument("--label", help="for relevance: the class to explain (default: the predicted one)")
+    export.add_argument("--patch", type=int, help="for query: a patch, 0-based in reading order (default: the one "
+                                                  "[CLS] draws on most, as in the app)")
     export.add_argument("--out", help="the file to write (default: named for what it shows, in this folder)")
     export.add_argument("--width", type=int, default=slides.SLIDE_WIDTH, help="pixels, for PNGs (default: 1600)")
     export.add_argument("--device", default="auto")
@@ -160,13 +163,17 @@ def run_export(args: argparse.Namespace) -> dict:
         head = int(args.head) - 1
     image = classifier.preprocess(args.file)
     prediction = classifier.predict_preprocessed([image], relevance_for=[args.label])[0]
+    patches = explain.grid_size(prediction.attention) ** 2
+    patch = int(explain.attention_rollout(prediction.attention).argmax()) if args.patch is None else args.patch
+    if not 0 <= patch < patches:
+        raise ValueError(f"--patch must be 0 to {patches - 1}")
     name = slides.slide_name(classifier.info.dataset.name, prediction.label, args.view, layer - 1, head,
-                             prediction.relevance_label)
+                             prediction.relevance_label, patch)
     if args.view == slides.LAYERS_GIF:
         data = slides.layers_gif(prediction.input, prediction.attention, head)
     else:
         data = slides.png_bytes(slides.view_slide(args.view, prediction.input, prediction.attention, layer - 1, head,
-                                                  prediction.relevance, args.width))
+                                                  prediction.relevance, patch, args.width))
     out = Path(args.out or name)
     atomic_write(out, lambda f: f.write(data))
     return {"file": args.file, "label": prediction.label, "view": args.view, "out": str(out), "bytes": len(data)}

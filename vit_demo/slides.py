@@ -17,8 +17,9 @@ GIF_FRAME_MS = 900  # each layer's time on screen
 CAPTION_HEIGHT = 64
 
 # The views a slide can show (``view_slide``), and the GIF (``layers_gif``).
-CLS_GRID, LAYER, ROLLOUT, RELEVANCE, PATCHES, LAYERS_GIF = "grid", "layer", "rollout", "relevance", "patches", "gif"
-PNG_VIEWS = (CLS_GRID, LAYER, ROLLOUT, RELEVANCE, PATCHES)
+CLS_GRID, LAYER, ROLLOUT, RELEVANCE, PATCHES, QUERY = "grid", "layer", "rollout", "relevance", "patches", "query"
+LAYERS_GIF = "gif"
+PNG_VIEWS = (CLS_GRID, LAYER, ROLLOUT, RELEVANCE, PATCHES, QUERY)
 
 
 def head_name(head: int | None) -> str:
@@ -26,22 +27,24 @@ def head_name(head: int | None) -> str:
 
 
 def slide_name(model: str, label: str, view: str, layer: int = 0, head: int | None = None,
-               explained: str | None = None) -> str:
+               explained: str | None = None, patch: int = 0) -> str:
     """The file name of a slide: what it shows, e.g. ``mnist-7-layer3-head2.png`` (``layer`` 0-based)."""
     what = {CLS_GRID: "cls-grid", LAYER: f"layer{layer + 1}-{head_name(head)}", ROLLOUT: "rollout",
-            RELEVANCE: f"relevance-{explained}", PATCHES: "patches", LAYERS_GIF: f"layers-{head_name(head)}"}[view]
+            RELEVANCE: f"relevance-{explained}", PATCHES: "patches", QUERY: f"patch{patch}-grid",
+            LAYERS_GIF: f"layers-{head_name(head)}"}[view]
     return f"{model}-{label}-{what}.{'gif' if view == LAYERS_GIF else 'png'}"
 
 
 def view_slide(view: str, image: np.ndarray, attention: np.ndarray, layer: int = -1, head: int | None = None,
-               relevance: np.ndarray | None = None, width: int = SLIDE_WIDTH) -> Image.Image:
+               relevance: np.ndarray | None = None, patch: int = 0, width: int = SLIDE_WIDTH) -> Image.Image:
     """One view of an image for a slide, at least ``width`` pixels wide.
 
     ``image``: the model's input in [0, 1]; ``attention``: (L, H, T, T); ``layer`` (0-based, -1 the last) and
-    ``head`` (0-based; None: the mean) for LAYER; ``relevance``: the (g, g) map for RELEVANCE.
+    ``head`` (0-based; None: the mean) for LAYER; ``relevance``: the (g, g) map for RELEVANCE; ``patch`` (0-based,
+    reading order) for QUERY: where that patch looks in every layer and head.
     """
-    if view == CLS_GRID:
-        maps = explain.token_attention_maps(attention)  # (L, H, g, g)
+    if view in (CLS_GRID, QUERY):
+        maps = explain.token_attention_maps(attention, 0 if view == CLS_GRID else 1 + patch)  # (L, H, g, g)
         return render.attention_grid(image, maps, thumb=render.attention_grid_thumb(maps.shape[1], width))
     if view == LAYER:
         return render.overlay(image, explain.cls_attention_map(attention, layer % len(attention), head), width)

@@ -53,6 +53,11 @@ def query_title(patch: int | None) -> str:
             "*What the model sees* to choose another.")
 
 
+def first_query_patch(analysis: Analysis) -> int:
+    """The patch a new image's query view starts at: where [CLS] draws most (rollout's peak)."""
+    return int(analysis.rollout.argmax())
+
+
 def patch_at(analysis: Analysis, x: float, y: float) -> int:
     """The patch under pixel (x, y) of the LARGE patch grid."""
     step = LARGE / analysis.grid
@@ -80,7 +85,7 @@ class AttentionView:
         """The pictures of an image (None: none), in the order of ``outputs``."""
         if analysis is None:
             return None, None, None, None, None, query_title(None)
-        patch = int(analysis.rollout.argmax())  # start the query-patch view where [CLS] draws most
+        patch = first_query_patch(analysis)
         grid, where = query_views(analysis, patch)
         return (grid, cls_grid(analysis.input, analysis.attention),
                 selected_view(analysis, layer, head), render.overlay(analysis.input, analysis.rollout, LARGE),

@@ -9,7 +9,7 @@ import gradio as gr
 from PIL import Image
 
 from vit_demo import slides
-from vit_demo.ui.attention_view import head_index
+from vit_demo.ui.attention_view import first_query_patch, head_index, patch_at
 from vit_demo.ui.components import cached_file
 from vit_demo.ui.explanation_view import explain_label, relevance_map
 from vit_demo.ui.models import Analysis
@@ -22,12 +22,15 @@ EXPORTED_VIEWS = {
     "Attention rollout": slides.ROLLOUT,
     "Why this class: relevance, for the class chosen above": slides.RELEVANCE,
     "What the model sees: the patches": slides.PATCHES,
+    "Where a patch looks: every layer and head, for the patch set here": slides.QUERY,
 }
 NOTHING_YET = "Draw or upload an image first: the export is made from the image in hand."
 
 
-def slide(analysis: Analysis, choice: str, layer: int, head: str, explain_choice: str | None) -> tuple[Image.Image, str]:
-    """The chosen view of the analysed image for a slide (at least ``slides.SLIDE_WIDTH`` wide) and its file name."""
+def slide(analysis: Analysis, choice: str, layer: int, head: str, explain_choice: str | None,
+          patch: float | None = None) -> tuple[Image.Image, str]:
+    """The chosen view of the analysed image for a slide (at least ``slides.SLIDE_WIDTH`` wide) and its file name;
+    ``patch`` None: the patch the query view starts at."""
     if choice not in EXPORTED_VIEWS:
         raise gr.Error(f"Unknown view {choice!r}: choose one of the list.")
     view = EXPORTED_VIEWS[choice]
@@ -35,15 +38,17 @@ def slide(analysis: Analysis, choice: str, layer: int, head: str, explain_choice
     head = head_index(head, analysis.attention.shape[1])
     explained = explain_label(explain_choice) or analysis.label
     relevance = relevance_map(analysis, explained) if view == slides.RELEVANCE else None
-    picture = slides.view_slide(view, analysis.input, analysis.attention, layer_index, head, relevance)
-    return picture, slides.slide_name(analysis.model, analysis.label, view, layer_index, head, explained)
+    patch = first_query_patch(analysis) if patch is None else min(max(int(patch), 0), analysis.grid ** 2 - 1)
+    picture = slides.view_slide(view, analysis.input, analysis.attention, layer_index, head, relevance, patch)
+    return picture, slides.slide_name(analysis.model, analysis.label, view, layer_index, head, explained, patch)
 
 
-def on_png(analysis: Analysis | None, choice: str, layer: int, head: str, explain_choice: str | None) -> str | None:
+def on_png(analysis: Analysis | None, choice: str, layer: int, head: str, explain_choice: str | None,
+           patch: float | None = None) -> str | None:
     if analysis is None:
         gr.Warning(NOTHING_YET)
         return None
-    picture, name = slide(analysis, choice, layer, head, explain_choice)
+    picture, name = slide(analysis, choice, layer, head, explain_choice, patch)
     return str(cached_file(slides.png_bytes(picture), name))
 
 
@@ -56,17 +61,27 @@ def on_gif(analysis: Analysis | None, head: str) -> str | None:
     return str(cached_file(data, slides.slide_name(analysis.model, analysis.label, slides.LAYERS_GIF, head=index)))
 
 
+def on_patch_click(analysis: Analysis | None, event: gr.SelectData) -> int | None:
+    return None if analysis is None else patch_at(analysis, *event.index)
+
+
 @dataclasses.dataclass
 class ExportView:
     view: gr.Dropdown
+    patch: gr.Number
     png: gr.Button
     gif: gr.Button
     file: gr.File
 
-    def wire(self, state: gr.State, layer: gr.Slider, head: gr.Radio, explain_class: gr.Dropdown) -> None:
+    def wire(self, state: gr.State, layer: gr.Slider, head: gr.Radio, explain_class: gr.Dropdown,
+             patches: gr.Image) -> None:
         busy = {**PRIVATE, "show_progress": "minimal"}
-        self.png.click(on_png, [state, self.view, layer, head, explain_class], self.file, **busy)
+        self.png.click(on_png, [state, self.view, layer, head, explain_class, self.patch], self.file, **busy)
         self.gif.click(on_gif, [state, head], self.file, **busy)
+        # The patch follows the query view: a click on the patch grid sets it; a new image empties it (in the
+        # browser alone), which means the patch a new image's query view starts at.
+        patches.select(on_patch_click, state, self.patch, **PRIVATE)
+        state.change(None, None, self.patch, js="() => null")
 
 
 def build_export(prefix: str) -> ExportView:
@@ -77,9 +92,11 @@ def build_export(prefix: str) -> ExportView:
         with gr.Column(scale=2, min_width=260):
             view = gr.Dropdown(list(EXPORTED_VIEWS), value=next(iter(EXPORTED_VIEWS)), label="View",
                                elem_id=f"{prefix}-export-view")
+            patch = gr.Number(None, label="Patch, for 'Where a patch looks' (empty: the one shown above)",
+                              precision=0, minimum=0, elem_id=f"{prefix}-export-patch")
             with gr.Row():
                 png = gr.Button("PNG for slides", elem_id=f"{prefix}-export-png", size="sm")
                 gif = gr.Button("GIF through the layers", elem_id=f"{prefix}-export-gif", size="sm")
         with gr.Column(scale=3, min_width=260):
             file = gr.File(label="Download", interactive=False, elem_id=f"{prefix}-export-file")
-    return ExportView(view, png, gif, file)
+    return ExportView(view, patch, png, gif, file)

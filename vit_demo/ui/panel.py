@@ -97,7 +97,8 @@ class Panel:
         self.attention.wire(self.state)
         self.explanation.wire(self.state)
         self.training.wire(self.model, self.state)
-        self.export.wire(self.state, self.attention.layer, self.attention.head, self.explanation.explain_class)
+        self.export.wire(self.state, self.attention.layer, self.attention.head, self.explanation.explain_class,
+                         self.attention.patches)
 
 
 def build_panel(prefix: str, model: str, prompt: str, build_input: Callable[[], Any]) -> tuple[Panel, Any]:
