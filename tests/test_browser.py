@@ -326,7 +326,7 @@ def layer_and_head(page) -> tuple[str, str]:
 
 def test_talk_mode_shows_one_large_view_and_answers_its_keys(browser, app_url, tmp_path):
     with app_page(browser, app_url.rstrip("/") + "/?view=talk", 1280, 720) as page:
-        page.wait_for_function("() => document.body.classList.contains('vd-talk')")
+        page.wait_for_function("() => document.querySelector('#vd-app.vd-talk')")
         assert page.locator("#talk-mode input").is_checked()
         draw(page, [(0.25, 0.2), (0.75, 0.2), (0.45, 0.85)])  # a 7
         wait_for_label(page, "7")
@@ -368,7 +368,7 @@ def test_talk_mode_shows_one_large_view_and_answers_its_keys(browser, app_url, t
 
         # Off again: the whole page is back, and the address no longer asks for talk mode.
         page.locator("#talk-mode input").click()
-        page.wait_for_function("() => !document.body.classList.contains('vd-talk')")
+        page.wait_for_function("() => !document.querySelector('#vd-app.vd-talk')")
         assert "view=talk" not in page.url and page.locator("#vd-intro").is_visible()
         assert page.outside_requests == [] and page.console_errors == []
 
@@ -381,7 +381,7 @@ def test_the_toggle_turns_talk_mode_on_and_keys_do_nothing_without_it(page):
     time.sleep(0.5)
     assert layer_and_head(page) == ("6", "mean") and label_text(page) == "3"
     page.locator("#talk-mode input").click()
-    page.wait_for_function("() => document.body.classList.contains('vd-talk')")
+    page.wait_for_function("() => document.querySelector('#vd-app.vd-talk')")
     assert "view=talk" in page.url and not page.locator("#digit-cls-grid").is_visible()
     page.keyboard.press("ArrowLeft")
     page.wait_for_function("() => document.querySelector('#digit-layer input[type=range]').value === '5'")
@@ -431,3 +431,16 @@ def test_a_cold_start_shows_a_starting_page_that_opens_the_app_by_itself(browser
         page.locator("#canvas .vd-examples button[title='example: 3']").click()
         wait_for_label(page, "3")
         context.close()
+
+
+def test_talk_mode_on_a_phone_is_one_column_with_the_prediction_first(browser, app_url):
+    """A talk's link opened in the audience: talk mode on a 390 px phone."""
+    with app_page(browser, app_url.rstrip("/") + "/?view=talk", 390) as page:
+        page.wait_for_function("() => document.querySelector('#vd-app.vd-talk')")
+        draw(page, [(0.25, 0.2), (0.75, 0.2), (0.45, 0.85)])
+        wait_for_label(page, "7")
+        wait_for_picture(page, "digit-selected")
+        label, canvas, view = (page.locator(s).bounding_box() for s in
+                               ("#digit-label", "#canvas canvas.vd-draw", "#digit-selected img"))
+        assert label["y"] + label["height"] <= canvas["y"] < canvas["y"] + canvas["height"] <= view["y"]
+        assert 300 <= view["width"] and view["x"] + view["width"] <= 390

@@ -32,7 +32,7 @@
 
   document.addEventListener("keydown", (event) => {
     const action = keys[event.key];
-    if (!action || !document.body.classList.contains("vd-talk")) return;
+    if (!action || !document.querySelector("#vd-app.vd-talk")) return;
     if (event.ctrlKey || event.metaKey || event.altKey) return;
     // Typing in a text or number box is typing, not a talk key; a slider, radio or the talk toggle in focus is not.
     if (event.target.closest("textarea, select, [contenteditable], input:not([type=range], [type=radio], [type=checkbox])")) return;

@@ -26,7 +26,7 @@ CSS = (ASSETS / "app.css").read_text(encoding="utf-8")
 
 # The toggle switches talk mode's CSS on and keeps the address in step, so a speaker can bookmark it.
 TALK_TOGGLE = """(on) => {
-  document.body.classList.toggle("vd-talk", on);
+  document.getElementById("vd-app").classList.toggle("vd-talk", on);
   const address = new URL(window.location.href);
   if (on) address.searchParams.set("view", "talk"); else address.searchParams.delete("view");
   window.history.replaceState(null, "", address);
@@ -37,23 +37,24 @@ TALK_KEYS = (ASSETS / "talk.js").read_text(encoding="utf-8")
 
 def build_demo() -> gr.Blocks:
     with gr.Blocks(title="ViT demo: what a Vision Transformer looks at", delete_cache=CACHE_SWEEP) as demo:
-        with gr.Row(elem_id="vd-header"):
-            gr.Markdown("# What does a Vision Transformer look at?")
-            talk = gr.Checkbox(label="Talk mode", elem_id="talk-mode", container=False, scale=0, min_width=150)
-        gr.Markdown("A ViT written from scratch in PyTorch. Draw a digit or upload a photo: see its prediction, "
-                    "the patches it reads, where every layer and attention head looks, why it chose its class, "
-                    "and how far to trust each map. **Talk mode** (or `?view=talk` in the address) shows one large "
-                    "view in large type; its keys: ←/→ layer, ↑/↓ head, `c` clear.", elem_id="vd-intro")
-        with gr.Tabs():
-            with gr.Tab("Draw a digit (MNIST)", id="digit"):
-                build_digit_tab(DIGIT_EXAMPLES)
-            with gr.Tab("Upload a photo (CIFAR-10)", id="photo"):
-                build_photo_tab(PHOTO_EXAMPLES)
-            with gr.Tab("Inside the model", id="inside") as inside:
-                build_inside_tab(inside)
-        build_classify_api()
-        talk.change(None, talk, None, js=TALK_TOGGLE)
-        demo.load(None, None, talk, js=TALK_FROM_ADDRESS)
+        with gr.Column(elem_id="vd-app"):  # the whole page: talk mode sets its class
+            with gr.Row(elem_id="vd-header"):
+                gr.Markdown("# What does a Vision Transformer look at?")
+                talk = gr.Checkbox(label="Talk mode", elem_id="talk-mode", container=False, scale=0, min_width=150)
+            gr.Markdown("A ViT written from scratch in PyTorch. Draw a digit or upload a photo: see its prediction, "
+                        "the patches it reads, where every layer and attention head looks, why it chose its class, "
+                        "and how far to trust each map. **Talk mode** (or `?view=talk` in the address) shows one large "
+                        "view in large type; its keys: ←/→ layer, ↑/↓ head, `c` clear.", elem_id="vd-intro")
+            with gr.Tabs():
+                with gr.Tab("Draw a digit (MNIST)", id="digit"):
+                    build_digit_tab(DIGIT_EXAMPLES)
+                with gr.Tab("Upload a photo (CIFAR-10)", id="photo"):
+                    build_photo_tab(PHOTO_EXAMPLES)
+                with gr.Tab("Inside the model", id="inside") as inside:
+                    build_inside_tab(inside)
+            build_classify_api()
+            talk.change(None, talk, None, js=TALK_TOGGLE)
+            demo.load(None, None, talk, js=TALK_FROM_ADDRESS)
     return demo
 
 
