@@ -154,6 +154,14 @@ def test_the_training_slider_shows_the_model_as_it_was(snapshot_weights, monkeyp
         assert "The trained model" in trained_note and "epoch 4" in trained_note
         # The trained model's position shows the main view's grid; a new drawing at an earlier position, that epoch.
         assert panel.views("mnist", analysis, 1, MEAN, 2)[11].startswith("**Epoch 2 of 4**")
+        # Exported for slides, at the slider's position.
+        from vit_demo.ui import export_view
+
+        for position, name in ((2, "-cls-grid-epoch2.png"), (4, "-cls-grid-trained.png")):
+            path = export_view.on_png(analysis, export_view.TRAINING, 6, MEAN, None, None, position)
+            assert path.endswith(name)
+            with Image.open(path) as picture:
+                assert picture.width >= 1600
     finally:
         for cached in (models.classifier, models.training_run):
             cached.cache_clear()
@@ -212,6 +220,10 @@ def test_export_for_slides_makes_each_view_1600_pixels_wide_and_a_gif_through_th
     query = "Where a patch looks: every layer and head, for the patch set here"
     assert export_view.on_png(analysis, query, 6, MEAN, None, 30).endswith("mnist-7-patch30-grid.png")
     # The same export twice is one file in Gradio's cache, not two.
+    with Image.open(export_view.on_png(analysis, export_view.FAITHFULNESS, 6, MEAN, None)) as chart:
+        assert chart.width >= 1600
+    with pytest.raises(gr.Error, match="snapshots"):  # the shipped digits have none to show
+        export_view.on_png(analysis, export_view.TRAINING, 6, MEAN, None)
     rollout = "Attention rollout"
     assert export_view.on_png(analysis, rollout, 6, MEAN, None) == export_view.on_png(analysis, rollout, 6, MEAN, None)
 

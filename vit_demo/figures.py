@@ -24,9 +24,10 @@ KIND_STYLES = {  # one look per kind of map, the same in both panels; random is 
 }
 
 
-def _figure(width: int, height: int) -> Figure:
-    """A white figure of width x height pixels, laid out tightly when drawn."""
-    return Figure(figsize=(width / DPI, height / DPI), dpi=DPI, facecolor="white", layout="tight")
+def _figure(width: int, height: int, scale: float = 1.0) -> Figure:
+    """A white figure of width x height pixels, laid out tightly when drawn; ``scale`` enlarges it, text and lines
+    included (a chart for a slide)."""
+    return Figure(figsize=(width / DPI, height / DPI), dpi=DPI * scale, facecolor="white", layout="tight")
 
 
 def _label(ax: Axes, title: str, xlabel: str, ylabel: str = "") -> None:
@@ -45,12 +46,16 @@ def _picture(fig: Figure) -> Image.Image:
     return Image.fromarray(np.asarray(canvas.buffer_rgba())[..., :3].copy())  # (H, W, 3) uint8
 
 
-def faithfulness_plot(curves: dict[str, Curves], image_index: int = 0) -> Image.Image:
-    """One image's deletion and insertion curves, every kind of map in both panels (about 760 x 400 px).
+FAITHFULNESS_WIDTH = 760  # pixels of faithfulness_plot at scale 1
+
+
+def faithfulness_plot(curves: dict[str, Curves], image_index: int = 0, scale: float = 1.0) -> Image.Image:
+    """One image's deletion and insertion curves, every kind of map in both panels (about 760 x 400 px times
+    ``scale``).
 
     ``curves``: {kind: Curves}, as ``faithfulness.faithfulness`` returns; ``image_index`` picks the image (row).
     """
-    fig = _figure(760, 400)
+    fig = _figure(FAITHFULNESS_WIDTH, 400, scale)
     deletion, insertion = fig.subplots(1, 2, sharey=True)
     panels = ((deletion, "deletion", "Deletion (lower AUC = more faithful)", "% of patches removed"),
               (insertion, "insertion", "Insertion (higher AUC = more faithful)", "% of patches added"))

@@ -46,10 +46,15 @@ def relevance_title(analysis: Analysis | None, label: str | None) -> str:
             f"**{analysis.label}**. Class-specific relevance (Chefer et al., 2021).")
 
 
+def map_curves(analysis: Analysis) -> dict:
+    """Each kind of map's deletion and insertion curves for this image (some 90 forward passes)."""
+    clf = classifier(analysis.model)
+    return faithfulness(clf.model, clf.batch([analysis.input]), clf.info.dataset.name)
+
+
 def score_maps(analysis: Analysis) -> tuple[Image.Image, str]:
     """Each kind of map's deletion and insertion curve for this image, as a chart, and which map did best."""
-    clf = classifier(analysis.model)
-    curves = faithfulness(clf.model, clf.batch([analysis.input]), clf.info.dataset.name)
+    curves = map_curves(analysis)
     deletion = {kind: float(curves[kind].deletion_auc[0]) for kind in MAP_KINDS}
     best = min((kind for kind in MAP_KINDS if kind != "random"), key=deletion.get)
     note = (f"For this image, **{best}** finds what the prediction rests on best: removing its top patches takes "

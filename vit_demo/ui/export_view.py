@@ -8,12 +8,13 @@ import dataclasses
 import gradio as gr
 from PIL import Image
 
-from vit_demo import slides
+from vit_demo import figures, slides
 from vit_demo.ui.attention_view import first_query_patch, head_index, patch_at
 from vit_demo.ui.components import cached_file
-from vit_demo.ui.explanation_view import explain_label, relevance_map
-from vit_demo.ui.models import Analysis
+from vit_demo.ui.explanation_view import explain_label, map_curves, relevance_map
+from vit_demo.ui.models import Analysis, training_run
 from vit_demo.ui.serving import PRIVATE
+from vit_demo.ui.training_view import snapshot_attention
 
 # The export's choices, as the page words them -> the view in ``slides``.
 EXPORTED_VIEWS = {
@@ -24,13 +25,27 @@ EXPORTED_VIEWS = {
     "What the model sees: the patches": slides.PATCHES,
     "Where a patch looks: every layer and head, for the patch set here": slides.QUERY,
 }
+FAITHFULNESS = "How far to trust each map: the chart (some 90 forward passes)"
+TRAINING = "Attention through training: the model as it was at the snapshot chosen above"
+CHOICES = (*EXPORTED_VIEWS, FAITHFULNESS, TRAINING)
 NOTHING_YET = "Draw or upload an image first: the export is made from the image in hand."
 
 
 def slide(analysis: Analysis, choice: str, layer: int, head: str, explain_choice: str | None,
-          patch: float | None = None) -> tuple[Image.Image, str]:
+          patch: float | None = None, position: int | None = None) -> tuple[Image.Image, str]:
     """The chosen view of the analysed image for a slide (at least ``slides.SLIDE_WIDTH`` wide) and its file name;
-    ``patch`` None: the patch the query view starts at."""
+    ``patch`` None: the patch the query view starts at; ``position``: the training slider's (None: the last)."""
+    stem = f"{analysis.model}-{analysis.label}"
+    if choice == FAITHFULNESS:
+        scale = slides.SLIDE_WIDTH / figures.FAITHFULNESS_WIDTH
+        return figures.faithfulness_plot(map_curves(analysis), scale=scale), f"{stem}-faithfulness.png"
+    if choice == TRAINING:
+        run = training_run(analysis.model)
+        if run.problem:
+            raise gr.Error(run.problem)
+        attention, epoch, _ = snapshot_attention(analysis, run.positions if position is None else position)
+        when = "trained" if epoch is None else f"epoch{epoch}"
+        return slides.view_slide(slides.CLS_GRID, analysis.input, attention), f"{stem}-cls-grid-{when}.png"
     if choice not in EXPORTED_VIEWS:
         raise gr.Error(f"Unknown view {choice!r}: choose one of the list.")
     view = EXPORTED_VIEWS[choice]
@@ -44,11 +59,11 @@ def slide(analysis: Analysis, choice: str, layer: int, head: str, explain_choice
 
 
 def on_png(analysis: Analysis | None, choice: str, layer: int, head: str, explain_choice: str | None,
-           patch: float | None = None) -> str | None:
+           patch: float | None = None, position: int | None = None) -> str | None:
     if analysis is None:
         gr.Warning(NOTHING_YET)
         return None
-    picture, name = slide(analysis, choice, layer, head, explain_choice, patch)
+    picture, name = slide(analysis, choice, layer, head, explain_choice, patch, position)
     return str(cached_file(slides.png_bytes(picture), name))
 
 
@@ -74,9 +89,9 @@ class ExportView:
     file: gr.File
 
     def wire(self, state: gr.State, layer: gr.Slider, head: gr.Radio, explain_class: gr.Dropdown,
-             patches: gr.Image) -> None:
+             patches: gr.Image, position: gr.Slider) -> None:
         busy = {**PRIVATE, "show_progress": "minimal"}
-        self.png.click(on_png, [state, self.view, layer, head, explain_class, self.patch], self.file, **busy)
+        self.png.click(on_png, [state, self.view, layer, head, explain_class, self.patch, position], self.file, **busy)
         self.gif.click(on_gif, [state, head], self.file, **busy)
         # The patch follows the query view: a click on the patch grid sets it; a new image empties it (in the
         # browser alone), which means the patch a new image's query view starts at.
@@ -90,8 +105,7 @@ def build_export(prefix: str) -> ExportView:
                 "an animated GIF of where [CLS] looks, layer by layer, for the head chosen above.")
     with gr.Row(equal_height=False):
         with gr.Column(scale=2, min_width=260):
-            view = gr.Dropdown(list(EXPORTED_VIEWS), value=next(iter(EXPORTED_VIEWS)), label="View",
-                               elem_id=f"{prefix}-export-view")
+            view = gr.Dropdown(list(CHOICES), value=CHOICES[0], label="View", elem_id=f"{prefix}-export-view")
             patch = gr.Number(None, label="Patch, for 'Where a patch looks' (empty: the one shown above)",
                               precision=0, minimum=0, elem_id=f"{prefix}-export-patch")
             with gr.Row():

@@ -98,7 +98,7 @@ class Panel:
         self.explanation.wire(self.state)
         self.training.wire(self.model, self.state)
         self.export.wire(self.state, self.attention.layer, self.attention.head, self.explanation.explain_class,
-                         self.attention.patches)
+                         self.attention.patches, self.training.position)
 
 
 def build_panel(prefix: str, model: str, prompt: str, build_input: Callable[[], Any]) -> tuple[Panel, Any]:

@@ -6,6 +6,7 @@ from __future__ import annotations
 import dataclasses
 
 import gradio as gr
+import numpy as np
 import torch
 from PIL import Image
 
@@ -22,16 +23,13 @@ def trained_note(run: TrainingRun) -> str:
             "through the model earlier in training.")
 
 
-def training_views(model: str, analysis: Analysis | None, position: int,
-                   trained_grid: Image.Image | None = None) -> tuple:
-    """The picture and note for slider ``position`` (1-based; the last is the trained model, whose grid is
-    ``trained_grid`` when the caller has it already)."""
-    run = training_run(model)
-    if run.problem or analysis is None:
-        return None, run.problem or ""
+def snapshot_attention(analysis: Analysis, position: int) -> tuple[np.ndarray, int | None, str]:
+    """The analysed image through the model at slider ``position`` (clamped; the last is the trained model): its
+    attention (L, H, T, T), the snapshot's epoch (None: the trained model) and the note that says what it is."""
+    run = training_run(analysis.model)
     position = min(max(int(position), 1), run.positions)
     if position == run.positions:
-        return trained_grid or cls_grid(analysis.input, analysis.attention), trained_note(run)
+        return analysis.attention, None, trained_note(run)
     snapshot = run.snapshots[position - 1]
     clf = classifier(analysis.model)
     with torch.no_grad():
@@ -41,7 +39,20 @@ def training_views(model: str, analysis: Analysis | None, position: int,
     epochs = f" of {run.epochs}" if run.epochs else ""
     note = (f"**Epoch {snapshot.epoch}{epochs}**: test accuracy then **{100 * snapshot.test_accuracy:.2f}%**. "
             f"For this image it said **{label}** ({100 * float(probs.max()):.1f}%).")
-    return cls_grid(analysis.input, attention[0].float().cpu().numpy()), note
+    return attention[0].float().cpu().numpy(), snapshot.epoch, note
+
+
+def training_views(model: str, analysis: Analysis | None, position: int,
+                   trained_grid: Image.Image | None = None) -> tuple:
+    """The picture and note for slider ``position`` (1-based; the last is the trained model, whose grid is
+    ``trained_grid`` when the caller has it already)."""
+    run = training_run(model)
+    if run.problem or analysis is None:
+        return None, run.problem or ""
+    attention, epoch, note = snapshot_attention(analysis, position)
+    if epoch is None and trained_grid is not None:
+        return trained_grid, note
+    return cls_grid(analysis.input, attention), note
 
 
 @dataclasses.dataclass
