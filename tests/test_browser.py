@@ -275,6 +275,7 @@ def test_the_training_slider_shows_the_drawing_through_earlier_models(browser, s
         assert page.outside_requests == [] and page.console_errors == []
 
 
+CANVAS_TOP = "() => document.querySelector('#canvas canvas.vd-draw').getBoundingClientRect().top + scrollY"
 VIEWS_THAT_FIT = """() => [...document.querySelectorAll('.vd-view')].filter(v => v.offsetParent && v.querySelector('img'))
     .map(v => {
         const box = v.getBoundingClientRect(), img = v.querySelector('img').getBoundingClientRect();
@@ -302,8 +303,10 @@ def test_every_view_fits_its_box_on_phones_and_projectors(browser, app_url, widt
     with app_page(browser, app_url, width) as page:
         assert page.locator("button[aria-label='More tabs']:visible").count() == 0
         assert page.get_by_role("tab").count() == 3
+        empty = page.evaluate(CANVAS_TOP)
         draw(page, [(0.25, 0.2), (0.75, 0.2), (0.45, 0.85)])
         wait_for_label(page, "7")
+        assert abs(page.evaluate(CANVAS_TOP) - empty) <= 2  # the first answer does not move the canvas under the pen
         wait_for_picture(page, "digit-relevance")
         if width < 600:
             label = page.locator("#digit-label").bounding_box()
@@ -437,8 +440,10 @@ def test_talk_mode_on_a_phone_is_one_column_with_the_prediction_first(browser, a
     """A talk's link opened in the audience: talk mode on a 390 px phone."""
     with app_page(browser, app_url.rstrip("/") + "/?view=talk", 390) as page:
         page.wait_for_function("() => document.querySelector('#vd-app.vd-talk')")
-        draw(page, [(0.25, 0.2), (0.75, 0.2), (0.45, 0.85)])
+        empty = page.evaluate(CANVAS_TOP)
+        page.locator("#canvas .vd-examples button[title='example: 7']").click()  # the layout is the point here
         wait_for_label(page, "7")
+        assert abs(page.evaluate(CANVAS_TOP) - empty) <= 2  # the first answer does not move the canvas
         wait_for_picture(page, "digit-selected")
         label, canvas, view = (page.locator(s).bounding_box() for s in
                                ("#digit-label", "#canvas canvas.vd-draw", "#digit-selected img"))
