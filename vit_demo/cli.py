@@ -164,7 +164,10 @@ def run_export(args: argparse.Namespace) -> dict:
     image = classifier.preprocess(args.file)
     prediction = classifier.predict_preprocessed([image], relevance_for=[args.label])[0]
     patches = explain.grid_size(prediction.attention) ** 2
-    patch = int(explain.attention_rollout(prediction.attention).argmax()) if args.patch is None else args.patch
+    if args.patch is None:
+        patch = explain.first_query_patch(explain.attention_rollout(prediction.attention))
+    else:
+        patch = args.patch
     if not 0 <= patch < patches:
         raise ValueError(f"--patch must be 0 to {patches - 1}")
     name = slides.slide_name(classifier.info.dataset.name, prediction.label, args.view, layer - 1, head,

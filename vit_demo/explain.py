@@ -54,6 +54,12 @@ def attention_rollout(attention: np.ndarray) -> np.ndarray:
     return (cls_to_patches / cls_to_patches.sum()).reshape(g, g)
 
 
+def first_query_patch(rollout: np.ndarray) -> int:
+    """The patch a query view ("where does this patch look") starts at: where [CLS] draws most, the peak of
+    ``rollout`` (g, g), in reading order."""
+    return int(rollout.argmax())
+
+
 PREDICTED = -1  # in a ``classes`` tensor: explain the class the model predicts for that image
 
 

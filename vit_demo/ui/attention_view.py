@@ -54,8 +54,8 @@ def query_title(patch: int | None) -> str:
 
 
 def first_query_patch(analysis: Analysis) -> int:
-    """The patch a new image's query view starts at: where [CLS] draws most (rollout's peak)."""
-    return int(analysis.rollout.argmax())
+    """The patch a new image's query view starts at."""
+    return explain.first_query_patch(analysis.rollout)
 
 
 def patch_at(analysis: Analysis, x: float, y: float) -> int:
