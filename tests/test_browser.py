@@ -92,7 +92,7 @@ def test_draw_a_digit_and_explore_its_attention(page, tmp_path):
     draw(page, [(0.25, 0.2), (0.75, 0.2), (0.45, 0.85)])  # a 7
     wait_for_label(page, "7")
     for view in ("digit-patches", "digit-cls-grid", "digit-selected", "digit-rollout", "digit-query"):
-        page.wait_for_function(f"() => document.querySelector('#{view} img')?.complete", timeout=10000)
+        wait_for_picture(page, view)
         assert image_src(page, view), view
     assert "ms on" in page.locator("#digit-info").inner_text()
 
