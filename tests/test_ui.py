@@ -1,6 +1,7 @@
 """The app's handlers, called directly as the server calls them."""
 
 import base64
+from pathlib import Path
 
 import gradio as gr
 import numpy as np
@@ -8,7 +9,8 @@ import pytest
 from PIL import Image, ImageDraw
 
 from vit_demo import render
-from vit_demo.ui import attention_view, demo, digit_tab, explanation_view, inside_tab, models, panel, training_view
+from vit_demo.ui import (attention_view, demo, digit_tab, explanation_view, inside_tab, models, panel, photo_tab,
+                         training_view)
 from vit_demo.ui.attention_view import MEAN
 from vit_demo.ui.components import LARGE
 from vit_demo.canvas import CANVAS_SIZE, decode_drawing
@@ -25,6 +27,7 @@ def canvas_value(digit_strokes) -> str:
 
 
 SEVEN = [[(25, 20), (85, 20), (45, 95)]]
+PHOTOS = Path(__file__).parents[1] / "examples" / "photos"
 
 
 def test_decode_drawing():
@@ -47,8 +50,8 @@ def test_on_drawing_gives_every_view():
     assert analysis.attention.shape == (6, 4, 50, 50) and analysis.relevance.shape == (7, 7)
     assert "Where patch" in query_note and "Why 7?" in relevance_note
     assert faithfulness is None and "Score the maps" in faithfulness_note  # scored on demand only
-    # The shipped digits were trained before snapshots were kept: the training view says so, and shows nothing.
-    assert training is None and "before train.py kept snapshots" in training_note
+    # The shipped digits kept snapshots: the training slider starts at the trained model, the main view's grid.
+    assert training is cls_grid and training_note.startswith("**The trained model** (epoch 200")
 
 
 def test_blank_and_cleared_canvas_guess_nothing():
@@ -167,6 +170,18 @@ def test_the_training_slider_shows_the_model_as_it_was(snapshot_weights, monkeyp
             cached.cache_clear()
 
 
+def test_weights_without_snapshots_say_so_in_place_of_the_slider():
+    from vit_demo.ui import export_view
+
+    # The shipped photo model was trained before train.py kept snapshots: its training view says so, shows nothing,
+    # and has nothing to export.
+    photo = photo_tab.analyse_photo(str(PHOTOS / "cat.png"))
+    training, training_note = panel.views("cifar10", photo, 7, MEAN)[-2:]
+    assert training is None and "before train.py kept snapshots" in training_note
+    with pytest.raises(gr.Error, match="snapshots"):
+        export_view.on_png(photo, export_view.TRAINING, 7, MEAN, None)
+
+
 def test_inside_the_model_for_both_models():
     for choice, grid in (("Digits (MNIST)", 7), ("Photos (CIFAR-10)", 8)):
         filters, filters_note, positions, position, position_note, distance, distance_note = inside_tab.inside_views(
@@ -222,8 +237,6 @@ def test_export_for_slides_makes_each_view_1600_pixels_wide_and_a_gif_through_th
     # The same export twice is one file in Gradio's cache, not two.
     with Image.open(export_view.on_png(analysis, export_view.FAITHFULNESS, 6, MEAN, None)) as chart:
         assert chart.width >= 1600
-    with pytest.raises(gr.Error, match="snapshots"):  # the shipped digits have none to show
-        export_view.on_png(analysis, export_view.TRAINING, 6, MEAN, None)
     rollout = "Attention rollout"
     assert export_view.on_png(analysis, rollout, 6, MEAN, None) == export_view.on_png(analysis, rollout, 6, MEAN, None)
 
