@@ -217,6 +217,18 @@ def wait_for_picture(page, elem_id: str, timeout: float = 20000) -> None:
     page.wait_for_function(f"() => document.querySelector('#{elem_id} img')?.complete", timeout=timeout)
 
 
+def settled_src(page, elem_id: str, quiet: float = 1.5, timeout: float = 20) -> str:
+    """A view's picture once it has stayed the same for ``quiet`` seconds."""
+    started = changed = time.perf_counter()
+    src = image_src(page, elem_id)
+    while time.perf_counter() - changed < quiet:
+        assert time.perf_counter() - started < timeout, f"{elem_id} kept changing"
+        time.sleep(0.1)
+        if (now := image_src(page, elem_id)) != src:
+            src, changed = now, time.perf_counter()
+    return src
+
+
 def wait_for_text(page, elem_id: str, text: str, timeout: float = 20000) -> None:
     page.wait_for_function(f"() => document.querySelector('#{elem_id}')?.innerText.includes({text!r})", timeout=timeout)
 
@@ -263,7 +275,9 @@ def test_the_training_slider_shows_the_drawing_through_earlier_models(browser, s
         draw(page, [(0.25, 0.2), (0.75, 0.2), (0.45, 0.85)])
         wait_for_picture(page, "digit-training")
         wait_for_text(page, "digit-training-note", "The trained model (epoch 4")
-        trained = image_src(page, "digit-training")
+        # The canvas sends the stroke more than once; move the slider only once the last of them has been drawn,
+        # or a late one (read with the slider where it was) puts the trained model back.
+        trained = settled_src(page, "digit-training")
         slider = page.locator("#digit-training-position input[type='number']")
         slider.fill("1")
         slider.press("Enter")
