@@ -1,9 +1,7 @@
 """The app's two API endpoints, through gradio_client against the running server."""
 
-from pathlib import Path
-
 import pytest
-from conftest import draw_digit, sketch
+from conftest import PHOTOS, draw_digit, sketch
 from gradio_client import Client, handle_file
 from PIL import Image
 
@@ -58,7 +56,7 @@ def test_bad_files_get_a_clear_error_and_the_server_keeps_serving(client, tmp_pa
 
 
 def test_predict_image(client):
-    photo = Path(__file__).resolve().parents[1] / "examples" / "photos" / "ship.png"
+    photo = PHOTOS / "ship.png"
     if not (WEIGHTS_ROOT / "cifar10" / "config.json").is_file():
         # Until the CIFAR-10 weights exist, the endpoint says so plainly instead of failing.
         label, info, *pictures, query_note, relevance, relevance_note = client.predict(handle_file(str(photo)),
@@ -103,7 +101,7 @@ def test_classify_answers_json_for_both_models(client, tmp_path):
     assert answer["label"] == "7" and answer["confidence"] == answer["probs"]["7"] > 0.5
     assert list(answer["probs"]) == [str(d) for d in range(10)] and sum(answer["probs"].values()) == pytest.approx(1)
     if (WEIGHTS_ROOT / "cifar10" / "config.json").is_file():
-        ship = Path(__file__).resolve().parents[1] / "examples" / "photos" / "ship.png"
+        ship = PHOTOS / "ship.png"
         answer = client.predict(handle_file(str(ship)), "cifar10", api_name="/classify")
         assert answer["label"] == "ship" and set(answer) == {"label", "confidence", "probs"}
 

@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 import torch
 import torch.nn.functional as F
-from conftest import REPO
+from conftest import PHOTOS
 from PIL import Image
 from torchvision.transforms import InterpolationMode, v2
 
@@ -51,7 +51,7 @@ def test_affine_moves_ink_but_keeps_most_of_it():
 
 def example_photos() -> torch.Tensor:
     """The ten example photos (real CIFAR-10 test images), (10, 3, 32, 32) in [0, 1]."""
-    files = sorted((REPO / "examples" / "photos").glob("*.png"))
+    files = sorted(PHOTOS.glob("*.png"))
     return torch.stack([torch.from_numpy(np.array(Image.open(f).convert("RGB"))).permute(2, 0, 1) for f in files]) / 255
 
 

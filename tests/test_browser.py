@@ -8,7 +8,7 @@ import urllib.parse
 from pathlib import Path
 
 import pytest
-from conftest import pixel_bomb_png, serving
+from conftest import PHOTOS, REPO, pixel_bomb_png, serving
 
 from vit_demo.preprocess import MAX_FILE_BYTES
 
@@ -19,7 +19,6 @@ if not os.path.exists(CHROMIUM):
 
 CHROMIUM_ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
                  "--disable-background-networking", "--disable-component-update", "--disable-sync"]
-REPO = Path(__file__).resolve().parents[1]
 
 
 @pytest.fixture(scope="module")
@@ -139,7 +138,7 @@ def test_examples_are_one_click_away(page):
 
 def test_upload_a_photo(page):
     page.get_by_role("tab", name="Upload a photo (CIFAR-10)").click()
-    page.locator("#photo-input input[type='file']").set_input_files(str(REPO / "examples" / "photos" / "ship.png"))
+    page.locator("#photo-input input[type='file']").set_input_files(str(PHOTOS / "ship.png"))
     if not (REPO / "weights" / "cifar10" / "config.json").is_file():
         # The tab says plainly that the model is not trained yet, and nothing fails.
         assert "python train.py --dataset cifar10" in page.locator("#photo-info").inner_text()
@@ -175,7 +174,7 @@ def test_a_bad_upload_says_why_and_the_next_photo_works(page, tmp_path):
     huge.write_bytes(b"\x89PNG\r\n\x1a\n" + bytes(MAX_FILE_BYTES))  # refused while it streams in
     upload.set_input_files(str(huge))
     page.locator(".toast-body", has_text="exceed the maximum allowed size").wait_for(timeout=20000)
-    upload.set_input_files(str(REPO / "examples" / "photos" / "ship.png"))
+    upload.set_input_files(str(PHOTOS / "ship.png"))
     wait_for_label(page, "ship", panel="photo")
     assert "Traceback" not in page.content()
 
@@ -327,7 +326,7 @@ def test_every_view_fits_its_box_on_phones_and_projectors(browser, app_url, widt
             assert label["y"] + label["height"] <= page.locator("#canvas canvas.vd-draw").bounding_box()["y"]
         checked = views_that_fit(page)
         page.get_by_role("tab", name="Upload a photo (CIFAR-10)").click()
-        page.locator("#photo-input input[type='file']").set_input_files(str(REPO / "examples" / "photos" / "ship.png"))
+        page.locator("#photo-input input[type='file']").set_input_files(str(PHOTOS / "ship.png"))
         wait_for_label(page, "ship", panel="photo")
         wait_for_picture(page, "photo-relevance")
         checked += views_that_fit(page)
@@ -377,7 +376,7 @@ def test_talk_mode_shows_one_large_view_and_answers_its_keys(browser, app_url, t
         wait_for_label(page, "")
         # On the photo tab, c removes the photo.
         page.get_by_role("tab", name="Upload a photo (CIFAR-10)").click()
-        page.locator("#photo-input input[type='file']").set_input_files(str(REPO / "examples" / "photos" / "ship.png"))
+        page.locator("#photo-input input[type='file']").set_input_files(str(PHOTOS / "ship.png"))
         wait_for_label(page, "ship", panel="photo")
         page.keyboard.press("c")
         wait_for_label(page, "", panel="photo")

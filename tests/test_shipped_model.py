@@ -6,7 +6,7 @@ import shutil
 
 import numpy as np
 import pytest
-from conftest import HAS_SHARED_CIFAR, HAS_SHARED_MNIST, REPO, SHARED_DATA, STROKES, draw_digit, draw_on_canvas, mnist_test_digits
+from conftest import HAS_SHARED_CIFAR, HAS_SHARED_MNIST, PHOTOS, SHARED_DATA, STROKES, draw_digit, draw_on_canvas, mnist_test_digits
 from PIL import Image
 
 from vit_demo import InputError, NothingDrawn, WeightsError, load_model
@@ -61,7 +61,7 @@ def test_shipped_digit_model_keeps_checked_snapshots_of_its_training():
 def test_shipped_photo_model_reads_the_example_photos():
     # examples/photos holds the first CIFAR-10 test image of each class; the 87.74% model reads the cat as a horse.
     photos = load_model("cifar10", device="cpu")
-    results = {path.stem: photos.predict(path) for path in sorted((REPO / "examples" / "photos").glob("*.png"))}
+    results = {path.stem: photos.predict(path) for path in sorted(PHOTOS.glob("*.png"))}
     wrong = {name: r.label for name, r in results.items() if r.label != name}
     assert len(results) == 10 and len(wrong) <= 1, wrong
 

@@ -1,11 +1,11 @@
 """The app's handlers, called directly as the server calls them."""
 
 import base64
-from pathlib import Path
 
 import gradio as gr
 import numpy as np
 import pytest
+from conftest import PHOTOS
 from PIL import Image, ImageDraw
 
 from vit_demo import render
@@ -27,7 +27,6 @@ def canvas_value(digit_strokes) -> str:
 
 
 SEVEN = [[(25, 20), (85, 20), (45, 95)]]
-PHOTOS = Path(__file__).parents[1] / "examples" / "photos"
 
 
 def test_decode_drawing():
