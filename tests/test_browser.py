@@ -136,6 +136,53 @@ def test_examples_are_one_click_away(page):
     wait_for_label(page, "3")
 
 
+def shown_confidence(page, panel: str = "digit") -> float:
+    """The top class's probability as the info line under the label shows it: '**7** (99.8%) · ...'."""
+    text = page.locator(f"#{panel}-info").inner_text()
+    return float(text.split("(", 1)[1].split("%", 1)[0]) / 100
+
+
+def test_a_clean_digit_is_sure_and_an_ambiguous_one_is_not(page):
+    """Calibrated probabilities: a clean 7 near certain, a '+' (a 4 or a 7?) far from it, the bars agreeing."""
+    draw(page, [(0.25, 0.2), (0.75, 0.2), (0.45, 0.85)])  # a clean 7
+    wait_for_label(page, "7")
+    assert shown_confidence(page) > 0.99
+    page.locator("#canvas button.vd-clear").click()
+    wait_for_label(page, "")
+    draw(page, [(0.2, 0.5), (0.8, 0.5)])  # a plus sign
+    draw(page, [(0.5, 0.2), (0.5, 0.8)])
+    page.wait_for_function("() => document.querySelector('#digit-info')?.innerText.includes('%')")
+    time.sleep(1)  # the last stroke's answer
+    assert shown_confidence(page) < 0.8
+    bars = page.locator("#digit-label .confidence-set").count()
+    assert bars >= 2  # the runner-up is shown with a probability of its own
+    assert not page.locator("#digit-notice").is_visible()  # digits carry no unfamiliar-image rule
+
+
+def test_a_photo_unlike_any_class_is_flagged_above_the_label(page, tmp_path):
+    from PIL import Image
+
+    from vit_demo.outside_photos import outside_photos
+
+    page.get_by_role("tab", name="Upload a photo (CIFAR-10)").click()
+    classes = page.locator("#photo-classes").inner_text()
+    assert all(name in classes for name in ("airplane", "automobile", "frog", "truck"))
+    astronaut = dict(outside_photos())["astronaut.png"]  # a portrait: no CIFAR-10 class
+    Image.fromarray(astronaut).save(tmp_path / "astronaut.png")
+    page.locator("#photo-input input[type='file']").set_input_files(str(tmp_path / "astronaut.png"))
+    page.locator("#photo-notice").wait_for(state="visible", timeout=20000)
+    assert "unlike the photos the model knows" in page.locator("#photo-notice").inner_text()
+    notice, label = (page.locator(f"#photo-{name}").bounding_box() for name in ("notice", "label"))
+    assert notice["y"] + notice["height"] <= label["y"] + 1  # above the label
+    wait_for_picture(page, "photo-reads")  # the square the model reads, beside the whole photo
+    assert page.locator("#photo-reads img").evaluate("img => img.naturalWidth") == 128
+    # A photo of one of its classes: no notice.
+    page.locator("#photo-input input[type='file']").set_input_files(str(PHOTOS / "ship.png"))
+    wait_for_label(page, "ship", panel="photo")
+    page.locator("#photo-notice").wait_for(state="hidden", timeout=20000)
+    assert page.outside_requests == [] and page.console_errors == []
+
+
 def test_upload_a_photo(page):
     page.get_by_role("tab", name="Upload a photo (CIFAR-10)").click()
     page.locator("#photo-input input[type='file']").set_input_files(str(PHOTOS / "ship.png"))
@@ -243,7 +290,7 @@ def test_why_this_class_why_not_another_and_how_far_to_trust_the_maps(page):
     wait_for_text(page, "digit-relevance-note", "Why not 8?")
     page.wait_for_function(f"() => document.querySelector('#digit-relevance img')?.src !== {seven!r}")
     page.locator("#digit-score").click()
-    wait_for_text(page, "digit-faithfulness-note", "deletion AUC")
+    wait_for_text(page, "digit-faithfulness-note", "random rankings of this image")  # the verdict, with its noise
     wait_for_picture(page, "digit-faithfulness")
     assert page.locator("#digit-faithfulness img").evaluate("img => img.naturalWidth") > 500
     # A new stroke explains the picked class for the new drawing, and the old chart goes.
@@ -255,8 +302,9 @@ def test_why_this_class_why_not_another_and_how_far_to_trust_the_maps(page):
 
 def test_inside_the_model(page, tmp_path):
     page.get_by_role("tab", name="Inside the model").click()
-    for view in ("inside-filters", "inside-distance", "inside-positions", "inside-position"):
+    for view in ("inside-filters", "inside-distance", "inside-positions", "inside-position", "inside-reliability"):
         wait_for_picture(page, view)
+    wait_for_text(page, "inside-reliability-note", "Expected calibration error")
     wait_for_text(page, "inside-position-note", "Patch 24 ")  # the centre of the digits' 7x7 grid
     grid = page.locator("#inside-positions img")
     box = grid.bounding_box()
@@ -431,6 +479,11 @@ def test_export_a_view_and_a_gif_for_slides(page, tmp_path):
     page.locator("#canvas .vd-examples button[title='example: 7']").click()
     wait_for_label(page, "7")
     page.wait_for_function("() => document.querySelector('#digit-export-patch input')?.value === ''")
+    # A patch the digits' 7x7 grid does not have is refused with the range, and nothing is exported.
+    page.locator("#digit-export-patch input").fill("99")
+    page.locator("#digit-export-png").click()
+    page.locator(".toast-body", has_text="48").wait_for(timeout=20000)
+    assert page.locator("#digit-export-file a[download*='patch99']").count() == 0
     assert page.outside_requests == [] and page.console_errors == []
 
 

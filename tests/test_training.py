@@ -19,8 +19,9 @@ from vit_demo.data import dataset_spec, load_split
 from vit_demo.inside import ATTENTION_DISTANCE_FILE, read_attention_distance
 from vit_demo.model import VisionTransformer
 from vit_demo.training import RECIPES, TrainStep, training_batch
-from vit_demo.weights import (CONFIG_FILE, CURVES_FILE, METRICS_FILE, SNAPSHOTS_DIR, SNAPSHOTS_INDEX, WEIGHTS_FILE,
-                              WeightsError, load_snapshots, snapshot_epochs)
+from vit_demo.weights import (CALIBRATION_FILE, CONFIG_FILE, CURVES_FILE, METRICS_FILE, RELIABILITY_FILE, SNAPSHOTS_DIR,
+                              SNAPSHOTS_INDEX, WEIGHTS_FILE, WeightsError, load_snapshots, read_calibration,
+                              snapshot_epochs)
 
 TINY = ["--patch-size", "7", "--dim", "32", "--depth", "1", "--heads", "2", "--mlp-dim", "64", "--no-progress"]
 
@@ -37,7 +38,13 @@ def test_short_training_run_beats_chance_by_far(mnist_root, tmp_path):
     assert metrics["test_accuracy"] > 0.5  # chance is 0.1
     out = tmp_path / "run"
     assert {p.name for p in out.iterdir()} == {CONFIG_FILE, WEIGHTS_FILE, METRICS_FILE, CURVES_FILE, SNAPSHOTS_DIR,
-                                               SNAPSHOTS_INDEX, ATTENTION_DISTANCE_FILE}
+                                               SNAPSHOTS_INDEX, ATTENTION_DISTANCE_FILE, CALIBRATION_FILE,
+                                               RELIABILITY_FILE}
+    # Calibrated at the end of the run, on the training images it held out (never trained on).
+    calibrated = read_calibration(out)
+    assert "training images held out from training" in calibrated["fitted_on"]
+    assert load_model(out, device="cpu").temperature == calibrated["temperature"]
+    assert all("temperature" in entry for entry in json.loads((out / SNAPSHOTS_INDEX).read_text()))
     distance = read_attention_distance(out)  # (layers, heads) in pixels, within the 28x28 image
     assert distance.shape == (2, 4) and (distance > 0).all() and (distance < 28 * 2**0.5).all()
     saved = json.loads((out / METRICS_FILE).read_text())

@@ -8,13 +8,15 @@ import pytest
 from conftest import PHOTOS
 from PIL import Image, ImageDraw
 
-from vit_demo import render
+from vit_demo import faithfulness, render
 from vit_demo.ui import (attention_view, demo, digit_tab, explanation_view, inside_tab, models, panel, photo_tab,
                          training_view)
 from vit_demo.ui.attention_view import MEAN
 from vit_demo.ui.components import LARGE
 from vit_demo.canvas import CANVAS_SIZE, decode_drawing
+from vit_demo.outside_photos import outside_photos
 from vit_demo.preprocess import InputError
+from vit_demo.weights import WEIGHTS_ROOT, read_calibration
 
 
 def canvas_value(digit_strokes) -> str:
@@ -39,10 +41,10 @@ def test_decode_drawing():
 
 
 def test_on_drawing_gives_every_view():
-    label, info, analysis = digit_tab.on_drawing(canvas_value(SEVEN))  # the label first, then the views
+    notice, label, info, analysis = digit_tab.on_drawing(canvas_value(SEVEN))  # the label first, then the views
     (patches, cls_grid, selected, rollout, query, query_note, relevance, relevance_note, faithfulness,
      faithfulness_note, training, training_note) = panel.views("mnist", analysis, 6, MEAN)
-    assert max(label, key=label.get) == "7"
+    assert max(label, key=label.get) == "7" and not notice.visible  # a digit is nothing to warn about
     assert "ms on" in info
     assert patches.size == selected.size == rollout.size == relevance.size == (LARGE, LARGE)
     assert cls_grid.size == query.size
@@ -55,8 +57,8 @@ def test_on_drawing_gives_every_view():
 
 def test_blank_and_cleared_canvas_guess_nothing():
     for value in ("", canvas_value([])):
-        label, info, analysis = digit_tab.on_drawing(value)
-        assert label is None and analysis is None
+        notice, label, info, analysis = digit_tab.on_drawing(value)
+        assert label is None and analysis is None and not notice.visible
         assert info == digit_tab.DRAW_PROMPT
         assert all(not isinstance(v, Image.Image) for v in panel.views("mnist", None, 6, MEAN))  # no picture of nothing
 
@@ -135,8 +137,10 @@ def test_why_this_class_and_why_not_another():
 def test_scoring_the_maps_of_the_image_in_hand():
     analysis = digit_tab.on_drawing(canvas_value(SEVEN))[-1]
     chart, note = explanation_view.on_score(analysis)
-    assert chart.width > 500 and "deletion AUC" in note
-    assert any(f"**{kind}**" in note for kind in ("attention", "rollout", "relevance"))
+    # The note is the verdict on this image's own curves, against the spread of its random rankings.
+    verdict = faithfulness.verdict(explanation_view.map_curves(analysis))
+    assert chart.width > 500 and note == explanation_view.verdict_text(verdict)
+    assert f"±{verdict.deletion_noise:.2f}" in note and f"±{verdict.insertion_noise:.2f}" in note
     assert explanation_view.on_score(None)[0] is None
 
 
@@ -169,6 +173,24 @@ def test_the_training_slider_shows_the_model_as_it_was(snapshot_weights, monkeyp
             cached.cache_clear()
 
 
+def test_the_photo_tab_says_what_the_model_knows_and_reads_and_flags_the_unfamiliar(tmp_path):
+    assert all(name in photo_tab.CLASSES_NOTE for name in ("airplane", "ship", "truck"))
+    portrait = tmp_path / "astronaut.png"
+    Image.fromarray(dict(outside_photos())["astronaut.png"]).save(portrait)
+    notice, label, info, analysis = photo_tab.on_photo(str(portrait))
+    report = read_calibration(WEIGHTS_ROOT / "cifar10")["unfamiliar"]
+    assert notice.visible and "unlike the photos the model knows" in notice.value
+    assert f"reads {100 * report['accuracy_on_flagged']:.0f}% right" in notice.value
+    assert analysis.unfamiliar and max(label, key=label.get) == analysis.label
+    # What the model reads: the centre square of the 512 x 512 photo, at 32 x 32, enlarged.
+    reads = photo_tab.model_reads(analysis)
+    assert reads.size == (photo_tab.READS_SIZE, photo_tab.READS_SIZE)
+    np.testing.assert_array_equal(np.asarray(reads), np.asarray(render.base_picture(analysis.input, photo_tab.READS_SIZE)))
+    assert photo_tab.model_reads(None) is None
+    notice, *_ = photo_tab.on_photo(str(PHOTOS / "ship.png"))
+    assert not notice.visible
+
+
 def test_weights_without_snapshots_say_so_in_place_of_the_slider():
     from vit_demo.ui import export_view
 
@@ -176,16 +198,23 @@ def test_weights_without_snapshots_say_so_in_place_of_the_slider():
     # and has nothing to export.
     photo = photo_tab.analyse_photo(str(PHOTOS / "cat.png"))
     training, training_note = panel.views("cifar10", photo, 7, MEAN)[-2:]
-    assert training is None and "before train.py kept snapshots" in training_note
+    assert training is None and "before snapshots were kept" in training_note
     with pytest.raises(gr.Error, match="snapshots"):
         export_view.on_png(photo, export_view.TRAINING, 7, MEAN, None)
 
 
 def test_inside_the_model_for_both_models():
     for choice, grid in (("Digits (MNIST)", 7), ("Photos (CIFAR-10)", 8)):
-        filters, filters_note, positions, position, position_note, distance, distance_note = inside_tab.inside_views(
-            choice)
+        (filters, filters_note, positions, position, position_note, distance, distance_note, reliability,
+         reliability_note) = inside_tab.inside_views(choice)
         assert "principal components" in filters_note and distance is not None and "pixels" in distance_note
+        # The reliability diagram, and the numbers of the record it was drawn from.
+        report = read_calibration(WEIGHTS_ROOT / inside_tab.MODELS[choice])
+        assert reliability.width > 500
+        for shown in (f"**{report['temperature']:.2f}**", f"**{100 * report['before']['ece']:.1f}% → "
+                      f"{100 * report['after']['ece']:.1f}%**", f"{report['after']['nll']:.3f}",
+                      f"{100 * report['after']['accuracy_overall']:.2f}%"):
+            assert shown in reliability_note, shown
         centre = (grid // 2) * grid + grid // 2
         assert f"Patch {centre} " in position_note and position.size == (LARGE, LARGE)
         assert inside_tab.insides(inside_tab.MODELS[choice]) is inside_tab.insides(inside_tab.MODELS[choice])  # once
@@ -197,13 +226,13 @@ def test_inside_the_model_for_both_models():
     assert note.startswith("Patch 9 (row 2, column 2)")
 
 
-def test_inside_says_how_to_compute_missing_attention_distances(tmp_path, monkeypatch):
+def test_inside_says_plainly_what_was_never_measured(tmp_path, monkeypatch):
     import shutil
 
     from vit_demo.weights import CONFIG_FILE, WEIGHTS_FILE, WEIGHTS_ROOT
 
     (tmp_path / "mnist").mkdir()
-    for name in (CONFIG_FILE, WEIGHTS_FILE):  # the weights, without attention_distance.json
+    for name in (CONFIG_FILE, WEIGHTS_FILE):  # the weights, without attention_distance.json or calibration.json
         shutil.copy(WEIGHTS_ROOT / "mnist" / name, tmp_path / "mnist" / name)
     monkeypatch.setenv(models.WEIGHTS_ENV, str(tmp_path))
     caches = (models.classifier, inside_tab.insides)
@@ -211,8 +240,9 @@ def test_inside_says_how_to_compute_missing_attention_distances(tmp_path, monkey
         cached.cache_clear()
     try:
         views = inside_tab.inside_views("Digits (MNIST)")
-        assert views[0] is not None and views[5] is None
-        assert "python -m vit_demo inside --model mnist" in views[6]
+        assert views[0] is not None and views[5] is None and views[7] is None
+        assert "has not been measured" in views[6] and "has not been measured" in views[8]
+        assert "python" not in views[6] + views[8]  # words for the person using the app, not a developer's command
     finally:
         for cached in caches:
             cached.cache_clear()
@@ -221,7 +251,7 @@ def test_inside_says_how_to_compute_missing_attention_distances(tmp_path, monkey
 def test_export_for_slides_makes_each_view_1600_pixels_wide_and_a_gif_through_the_layers():
     from vit_demo.ui import export_view
 
-    _, _, analysis = digit_tab.on_drawing(canvas_value(SEVEN))
+    analysis = digit_tab.on_drawing(canvas_value(SEVEN))[-1]
     names = set()
     for view in export_view.EXPORTED_VIEWS:
         path = export_view.on_png(analysis, view, 3, "head 2", "8")
@@ -233,6 +263,9 @@ def test_export_for_slides_makes_each_view_1600_pixels_wide_and_a_gif_through_th
                      "mnist-7-relevance-8.png", "mnist-7-patches.png", f"mnist-7-patch{first}-grid.png"}
     query = "Where a patch looks: every layer and head, for the patch set here"
     assert export_view.on_png(analysis, query, 6, MEAN, None, 30).endswith("mnist-7-patch30-grid.png")
+    for wrong in (49, -1, 2.5):  # the digits' grid has 49 patches: the message names the range
+        with pytest.raises(gr.Error, match="numbered 0 to 48"):
+            export_view.on_png(analysis, query, 6, MEAN, None, wrong)
     # The same export twice is one file in Gradio's cache, not two.
     with Image.open(export_view.on_png(analysis, export_view.FAITHFULNESS, 6, MEAN, None)) as chart:
         assert chart.width >= 1600

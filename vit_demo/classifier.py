@@ -9,6 +9,7 @@ from pathlib import Path
 import numpy as np
 import torch
 
+from vit_demo.calibration import probabilities
 from vit_demo.explain import PREDICTED, relevance_forward
 from vit_demo.device import resolve_device
 from vit_demo.model import VisionTransformer
@@ -19,11 +20,12 @@ from vit_demo.weights import WeightsInfo, load_weights
 @dataclasses.dataclass(frozen=True)
 class Prediction:
     label: str
-    probs: dict[str, float]  # class name -> probability, in class order
+    probs: dict[str, float]  # class name -> calibrated probability (the weights' temperature), in class order
     attention: np.ndarray | None  # (layers, heads, tokens, tokens); token 0 is [CLS]
     input: np.ndarray  # what the model saw, in [0, 1]: (28, 28) for digits, (32, 32, 3) for photos
     relevance: np.ndarray | None = None  # (g, g) class-specific relevance for relevance_label, when asked for
     relevance_label: str | None = None
+    unfamiliar: bool = False  # the image looks unlike anything the model knows (the weights' rule; see calibration.py)
 
     @property
     def confidence(self) -> float:
@@ -39,6 +41,7 @@ class Classifier:
     def __init__(self, info: WeightsInfo, model: VisionTransformer) -> None:
         self.info = info
         self.model = model.requires_grad_(False)  # for inference only: relevance needs no gradients of the weights
+        self.temperature = info.temperature
         self.device = next(model.parameters()).device
         self.classes = info.dataset.classes
         self.preprocess = preprocess_drawing if info.dataset.name == "mnist" else preprocess_photo
@@ -96,7 +99,9 @@ class Classifier:
             with torch.no_grad():
                 logits, attn = self.model(batch), None
         attn = None if attn is None else attn.float().cpu().numpy()
-        probs = logits.float().softmax(dim=-1).cpu().numpy()  # (B, classes)
+        probs = probabilities(logits, self.temperature).cpu().numpy()  # (B, classes)
+        rule = self.info.unfamiliar
+        unfamiliar = [False] * len(probs) if rule is None else rule.flags(logits, self.temperature).tolist()
         predictions = []
         for i, p in enumerate(probs):
             label = self.classes[int(p.argmax())]
@@ -107,6 +112,7 @@ class Classifier:
                 input=inputs[i],
                 relevance=None if relevance is None else relevance[i],
                 relevance_label=None if relevance is None else relevance_for[i] or label,
+                unfamiliar=unfamiliar[i],
             ))
         return predictions
 

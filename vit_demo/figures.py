@@ -74,6 +74,34 @@ def faithfulness_plot(curves: dict[str, Curves], image_index: int = 0, scale: fl
     return _picture(fig)
 
 
+def reliability_diagram(before: dict, after: dict, temperature: float) -> Image.Image:
+    """Reliability diagrams before and after temperature scaling, side by side (about 760 x 380 px), as in Guo et
+    al. (2017), Figure 1: per bin of top probability, the share classified right, against the diagonal where the
+    two agree.
+
+    ``before``, ``after``: ``calibration.Reliability.to_dict()`` records (count, confidence, accuracy, ece per bin).
+    """
+    fig = _figure(760, 380)
+    panels = fig.subplots(1, 2, sharey=True)
+    for ax, record, title in ((panels[0], before, "Before: softmax(logits)"),
+                              (panels[1], after, f"After: softmax(logits / {temperature:.2f})")):
+        bins = len(record["count"])
+        edges = np.linspace(0, 1, bins + 1)[:-1]  # (bins,): each bin's left edge
+        filled = np.asarray(record["count"]) > 0
+        accuracy, confidence = np.asarray(record["accuracy"])[filled], np.asarray(record["confidence"])[filled]
+        ax.bar(edges[filled], accuracy, width=1 / bins, align="edge", color="tab:blue", edgecolor="white",
+               label="share right")
+        ax.bar(edges[filled], np.abs(confidence - accuracy), bottom=np.minimum(confidence, accuracy), width=1 / bins,
+               align="edge", color=(0.84, 0.15, 0.16, 0.25), edgecolor="tab:red", hatch="//", linewidth=0.8,
+               label="gap to mean top prob.")
+        ax.plot([0, 1], [0, 1], color="grey", linestyle="--", linewidth=1.5)
+        _label(ax, f"{title}\nECE {100 * record['ece']:.1f}%, NLL {record['nll']:.3f}", "top probability")
+        ax.set(xlim=(0, 1), ylim=(0, 1))
+    panels[0].set_ylabel("share classified right", fontsize=FONT_SIZE)
+    panels[0].legend(fontsize=FONT_SIZE - 2, loc="upper left", frameon=True)
+    return _picture(fig)
+
+
 def attention_distance_plot(distance: np.ndarray) -> Image.Image:
     """How far each head looks: one dot per head over its layer (about 480 x 320 px).
 

@@ -22,6 +22,7 @@ from tqdm import tqdm
 
 from vit_demo.atomic import atomic_write, atomic_write_text
 from vit_demo.augment import AUGMENTATIONS, mix_batch, random_erasing, trivial_augment
+from vit_demo.calibrate import HOLDOUT_IMAGES, HOLDOUT_SHARE, calibrate, held_out, holdout_indices
 from vit_demo.data import DATASETS, DatasetSpec, dataset_spec, load_split
 from vit_demo.device import resolve_device
 from vit_demo.evaluation import evaluate
@@ -122,6 +123,11 @@ def build_parser() -> argparse.ArgumentParser:
             p.add_argument(flag, type=kind, help=help)
     p.add_argument("--train-limit", type=int, help="train on a random subset of this many images")
     p.add_argument("--test-limit", type=int, help="evaluate on a random subset of this many images")
+    p.add_argument("--calibration-images", type=int, default=HOLDOUT_IMAGES,
+                   help=f"training images held out of training, to fit the temperature that calibrates the model's "
+                        f"probabilities at the end of the run (default: {HOLDOUT_IMAGES:,}, at most "
+                        f"{HOLDOUT_SHARE:.0%} of the split; 0: none, and python -m vit_demo calibrate fits it later "
+                        "on half the test split)")
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--device", default="auto", help="auto (CUDA, else MPS, else CPU), cpu, cuda, cuda:1, mps")
     p.add_argument("--compile", nargs="?", const="default", choices=COMPILE_MODES,
@@ -262,7 +268,10 @@ def _train(args: argparse.Namespace, command: str, device: torch.device, rank: i
     out = args.out or WEIGHTS_ROOT / spec.name
     checkpoint_path = (args.checkpoint_dir or Path("runs") / spec.name) / CHECKPOINT_FILE
 
-    train_x, train_y = _subset(*load_split(spec.name, args.data_dir, "train"), args.train_limit, args.seed)
+    train_x, train_y = load_split(spec.name, args.data_dir, "train")
+    trained_on, held = holdout_indices(len(train_x), args.calibration_images, args.seed)
+    calibration_set = train_x[held], train_y[held]  # never trained on: the temperature is fitted on it
+    train_x, train_y = _subset(train_x[trained_on], train_y[trained_on], args.train_limit, args.seed)
     test_x, test_y = _subset(*load_split(spec.name, args.data_dir, "test"), args.test_limit, args.seed + 1)
     if device.type == "cuda":  # uint8 images are small enough to live on the GPU
         train_x, train_y, test_x, test_y = (t.to(device) for t in (train_x, train_y, test_x, test_y))
@@ -366,6 +375,7 @@ def _train(args: argparse.Namespace, command: str, device: torch.device, rank: i
         "device_name": torch.cuda.get_device_name(device) if device.type == "cuda" else f"CPU ({os.cpu_count()} cores)",
         "processes": world_size,
         "parameters": n_params,
+        "calibration_holdout": {"images": len(held), "seed": args.seed} if len(held) else None,
         "recipe": {k: v for k, v in dataclasses.asdict(recipe).items() if k != "vit"},
         "seed": args.seed,
         "torch": torch.__version__,
@@ -377,6 +387,8 @@ def _train(args: argparse.Namespace, command: str, device: torch.device, rank: i
     if snapshots:
         write_snapshot_index(out, history)
     atomic_write_text(out / METRICS_FILE, json.dumps(metrics, indent=2) + "\n")
+    if len(held):
+        calibrate(out, args.data_dir, device, held_out(calibration_set, (test_x.cpu(), test_y.cpu()), args.seed))
     curves = training_curves(history, f"ViT on {spec.name}: {100 * metrics['test_accuracy']:.2f}% test accuracy")
     atomic_write(out / CURVES_FILE, lambda f: curves.save(f, format="png"))
     print(json.dumps({k: metrics[k] for k in ("dataset", "test_accuracy", "epochs", "wall_time_s", "parameters")}))

@@ -18,6 +18,7 @@ from safetensors.torch import load as load_safetensors
 from safetensors.torch import save as save_safetensors
 
 from vit_demo.atomic import atomic_write, atomic_write_text
+from vit_demo.calibration import UnfamiliarRule
 from vit_demo.data import DATASETS, DatasetSpec, dataset_spec
 from vit_demo.model import ViTConfig, VisionTransformer
 
@@ -25,6 +26,8 @@ WEIGHTS_ROOT = Path(__file__).resolve().parent.parent / "weights"
 CONFIG_FILE = "config.json"
 WEIGHTS_FILE = "model.safetensors"
 METRICS_FILE = "metrics.json"
+CALIBRATION_FILE = "calibration.json"  # how the temperature was fitted, and the test-set ECE and NLL before and after
+RELIABILITY_FILE = "reliability.png"  # its reliability diagrams, before and after
 CURVES_FILE = "training_curves.png"
 SNAPSHOTS_DIR = "snapshots"  # the model during training, a few epochs on a log scale (train.py --snapshots)
 SNAPSHOTS_INDEX = "snapshots.json"
@@ -39,6 +42,8 @@ class WeightsInfo:
     folder: Path
     dataset: DatasetSpec
     config: ViTConfig
+    temperature: float = 1.0  # logits are divided by it before the softmax (calibration.py); 1: not calibrated
+    unfamiliar: UnfamiliarRule | None = None  # when an image looks unlike anything the model knows; None: no rule
 
 
 def resolve_weights_folder(name_or_path: str | Path) -> Path:
@@ -92,12 +97,30 @@ def read_weights_info(folder: Path) -> tuple[WeightsInfo, str]:
         checksum = str(raw["weights_sha256"])
         if tuple(raw["classes"]) != spec.classes or config.num_classes != len(spec.classes):
             raise ValueError("its classes do not match the dataset")
+        temperature = float(raw.get("temperature", 1.0))
+        if not 0 < temperature < float("inf"):
+            raise ValueError(f"temperature {temperature} is not a positive number")
+        unfamiliar = UnfamiliarRule.from_dict(raw["unfamiliar"]) if raw.get("unfamiliar") else None
     except (ValueError, KeyError, TypeError, AssertionError, UnicodeDecodeError) as exc:
         raise WeightsError(
             f"{shown_path(config_path)} is not a valid weights config ({exc}). "
             f"Make it again with: {_train_command(folder, None)}"
         ) from exc
-    return WeightsInfo(folder=folder, dataset=spec, config=config), checksum
+    return WeightsInfo(folder=folder, dataset=spec, config=config, temperature=temperature,
+                       unfamiliar=unfamiliar), checksum
+
+
+def update_config(folder: str | Path, **fields: object) -> None:
+    """Set ``fields`` in a weights folder's ``config.json`` (None removes one), atomically; the weights and their
+    checksum stay as they are."""
+    path = Path(folder) / CONFIG_FILE
+    config = json.loads(path.read_text(encoding="utf-8"))
+    for key, value in fields.items():
+        if value is None:
+            config.pop(key, None)
+        else:
+            config[key] = value
+    atomic_write_text(path, json.dumps(config, indent=2) + "\n")
 
 
 def load_weights(name_or_path: str | Path, device: torch.device | str = "cpu") -> tuple[WeightsInfo, VisionTransformer]:
@@ -160,6 +183,7 @@ class Snapshot:
     epoch: int
     test_accuracy: float
     model: VisionTransformer
+    temperature: float = 1.0  # this snapshot's own calibration (see calibration.py)
 
 
 def load_snapshots(name_or_path: str | Path, device: torch.device | str = "cpu") -> list[Snapshot]:
@@ -181,14 +205,32 @@ def load_snapshots(name_or_path: str | Path, device: torch.device | str = "cpu")
                                f"Make it again with: {_train_command(folder, info.dataset.name)}")
         model = VisionTransformer(info.config)
         model.load_state_dict({k: v.float() for k, v in load_safetensors(blob).items()})
-        snapshots.append(Snapshot(entry["epoch"], entry["test_accuracy"], model.to(device).eval()))
+        snapshots.append(Snapshot(entry["epoch"], entry["test_accuracy"], model.to(device).eval(),
+                                  float(entry.get("temperature", 1.0))))
     return snapshots
+
+
+def set_snapshot_temperatures(folder: str | Path, temperatures: dict[int, float]) -> None:
+    """Record each snapshot's fitted temperature ({epoch: T}) in ``snapshots.json``."""
+    index = Path(folder) / SNAPSHOTS_INDEX
+    entries = json.loads(index.read_text(encoding="utf-8"))
+    for entry in entries:
+        entry["temperature"] = temperatures[entry["epoch"]]
+    atomic_write_text(index, json.dumps(entries, indent=2) + "\n")
+
+
+def _read_record(name_or_path: str | Path, file: str) -> dict | None:
+    try:
+        return json.loads((resolve_weights_folder(name_or_path) / file).read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return None
 
 
 def read_metrics(name_or_path: str | Path) -> dict | None:
     """What train.py recorded about a weights folder's run (metrics.json), or None where there is no record."""
-    path = resolve_weights_folder(name_or_path) / METRICS_FILE
-    try:
-        return json.loads(path.read_text(encoding="utf-8"))
-    except (OSError, ValueError):
-        return None
+    return _read_record(name_or_path, METRICS_FILE)
+
+
+def read_calibration(name_or_path: str | Path) -> dict | None:
+    """How a weights folder's temperature was fitted and measured (calibration.json), or None where it never was."""
+    return _read_record(name_or_path, CALIBRATION_FILE)

@@ -18,7 +18,8 @@ MODELS = ("mnist", "cifar10")
 
 
 def classify(path: str | None, model: str = "mnist") -> dict[str, Any]:
-    """``{"label", "confidence", "probs": {class: p}}`` for the image at ``path``, or ``{"error": message}``."""
+    """``{"label", "confidence", "probs": {class: p}, "unfamiliar": bool}`` for the image at ``path`` (calibrated
+    probabilities; unfamiliar: it looks unlike anything the model knows), or ``{"error": message}``."""
     if model not in MODELS:
         return {"error": f"Unknown model {model!r}: use one of {', '.join(MODELS)}."}
     if path is None:
@@ -33,7 +34,8 @@ def classify(path: str | None, model: str = "mnist") -> dict[str, Any]:
         return {"error": str(exc)}
     except InputError as exc:
         return {"error": f"Can't read this image: {exc}"}
-    return {"label": prediction.label, "confidence": prediction.confidence, "probs": prediction.probs}
+    return {"label": prediction.label, "confidence": prediction.confidence, "probs": prediction.probs,
+            "unfamiliar": prediction.unfamiliar}
 
 
 def build_classify_api() -> None:

@@ -10,7 +10,7 @@ import numpy as np
 from PIL import Image
 
 from vit_demo import figures, render
-from vit_demo.faithfulness import MAP_KINDS, faithfulness
+from vit_demo.faithfulness import RANDOM_RANKINGS, Verdict, faithfulness, verdict
 from vit_demo.ui.components import LARGE, VIEW_BUTTONS, view_image
 from vit_demo.ui.models import Analysis, classifier
 from vit_demo.ui.serving import PRIVATE
@@ -47,20 +47,42 @@ def relevance_title(analysis: Analysis | None, label: str | None) -> str:
 
 
 def map_curves(analysis: Analysis) -> dict:
-    """Each kind of map's deletion and insertion curves for this image (some 90 forward passes)."""
+    """Each kind of map's deletion and insertion curves for this image, random as the mean of several rankings
+    with their spread (some 240 forward passes)."""
     clf = classifier(analysis.model)
-    return faithfulness(clf.model, clf.batch([analysis.input]), clf.info.dataset.name)
+    return faithfulness(clf.model, clf.batch([analysis.input]), clf.info.dataset.name, temperature=clf.temperature,
+                        random_rankings=RANDOM_RANKINGS)
+
+
+def _scores(v: Verdict, kind: str) -> str:
+    return f"deletion {v.deletion_auc[kind]:.2f}, insertion {v.insertion_auc[kind]:.2f}"
+
+
+def verdict_text(v: Verdict) -> str:
+    """The verdict in words: a winner only where one map leads on both curves by more than the noise."""
+    spread = f"the spread of the AUC over {RANDOM_RANKINGS} random rankings of this image"
+    noise = {"deletion": v.deletion_noise, "insertion": v.insertion_noise}
+    both = f"the noise (±{v.deletion_noise:.2f} on deletion, ±{v.insertion_noise:.2f} on insertion: {spread})"
+    if v.winner:
+        return (f"For this image, **{v.winner}** is the map to trust: it leads on both curves by more than {both} "
+                f"({_scores(v, v.winner)}; lower deletion and higher insertion are better).")
+    if v.deletion_leader and v.insertion_leader:
+        return (f"No map wins for this image: **{v.deletion_leader}** leads on deletion "
+                f"({v.deletion_auc[v.deletion_leader]:.2f}, lower is better) and **{v.insertion_leader}** on "
+                f"insertion ({v.insertion_auc[v.insertion_leader]:.2f}, higher is better), each by more than {both}.")
+    if v.deletion_leader or v.insertion_leader:
+        lead, curve, other = ((v.deletion_leader, "deletion", "insertion") if v.deletion_leader
+                              else (v.insertion_leader, "insertion", "deletion"))
+        return (f"No map wins for this image: **{lead}** leads on {curve} by more than the noise "
+                f"(±{noise[curve]:.2f}, {spread}; {_scores(v, lead)}), but on {other} the maps tie, within "
+                f"±{noise[other]:.2f}.")
+    return f"The maps tie for this image: on both curves they differ by less than {both}."
 
 
 def score_maps(analysis: Analysis) -> tuple[Image.Image, str]:
-    """Each kind of map's deletion and insertion curve for this image, as a chart, and which map did best."""
+    """Each kind of map's deletion and insertion curve for this image, as a chart, and which map to trust."""
     curves = map_curves(analysis)
-    deletion = {kind: float(curves[kind].deletion_auc[0]) for kind in MAP_KINDS}
-    best = min((kind for kind in MAP_KINDS if kind != "random"), key=deletion.get)
-    note = (f"For this image, **{best}** finds what the prediction rests on best: removing its top patches takes "
-            f"the prediction away fastest (deletion AUC {deletion[best]:.2f}, random {deletion['random']:.2f}; "
-            "lower is better). The README has these scores over 1,000 test images.")
-    return figures.faithfulness_plot(curves), note
+    return figures.faithfulness_plot(curves), verdict_text(verdict(curves))
 
 
 @dataclasses.dataclass

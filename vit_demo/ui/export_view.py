@@ -53,9 +53,17 @@ def slide(analysis: Analysis, choice: str, layer: int, head: str, explain_choice
     head = head_index(head, analysis.attention.shape[1])
     explained = explain_label(explain_choice) or analysis.label
     relevance = relevance_map(analysis, explained) if view == slides.RELEVANCE else None
-    patch = first_query_patch(analysis) if patch is None else min(max(int(patch), 0), analysis.grid ** 2 - 1)
+    patch = first_query_patch(analysis) if patch is None else checked_patch(patch, analysis.grid ** 2)
     picture = slides.view_slide(view, analysis.input, analysis.attention, layer_index, head, relevance, patch)
     return picture, slides.slide_name(analysis.model, analysis.label, view, layer_index, head, explained, patch)
+
+
+def checked_patch(patch: float, patches: int) -> int:
+    """The export's patch number, or a message naming the range where there is no such patch."""
+    if patch != int(patch) or not 0 <= patch < patches:
+        raise gr.Error(f"There is no patch {patch:g}: this image has {patches} patches, numbered 0 to {patches - 1} "
+                       "in reading order. Clear the box to export the patch shown above.")
+    return int(patch)
 
 
 def on_png(analysis: Analysis | None, choice: str, layer: int, head: str, explain_choice: str | None,
@@ -99,15 +107,16 @@ class ExportView:
         state.change(None, None, self.patch, js="() => null")
 
 
-def build_export(prefix: str) -> ExportView:
-    """A row: export the image's views for slides."""
+def build_export(prefix: str, patches: int) -> ExportView:
+    """A row: export the image's views for slides (``patches``: how many the model's grid has)."""
     gr.Markdown("### Export for slides\nMade from the image in hand: a view as a PNG 1600 pixels wide or more, or "
                 "an animated GIF of where [CLS] looks, layer by layer, for the head chosen above.")
     with gr.Row(equal_height=False):
         with gr.Column(scale=2, min_width=260):
             view = gr.Dropdown(list(CHOICES), value=CHOICES[0], label="View", elem_id=f"{prefix}-export-view")
-            patch = gr.Number(None, label="Patch, for 'Where a patch looks' (empty: the one shown above)",
-                              precision=0, minimum=0, elem_id=f"{prefix}-export-patch")
+            patch = gr.Number(None, label=f"Patch, for 'Where a patch looks': 0 to {patches - 1} (empty: the one "
+                              "shown above)", precision=0, minimum=0, maximum=patches - 1,
+                              elem_id=f"{prefix}-export-patch")
             with gr.Row():
                 png = gr.Button("PNG for slides", elem_id=f"{prefix}-export-png", size="sm")
                 gif = gr.Button("GIF through the layers", elem_id=f"{prefix}-export-gif", size="sm")

@@ -1,5 +1,6 @@
 """The inside-the-model tab (Dosovitskiy et al., 2021, Fig. 7, for our own weights): the patch-embedding
-filters' principal components, how alike the position embeddings are, and how far each head looks.
+filters' principal components, how alike the position embeddings are, how far each head looks, and how far to
+trust its probabilities (the reliability diagram of its calibration).
 
 Each picture is made once per model, on first view, and kept; the attention distance was computed over test
 images when the weights were made (``attention_distance.json``), never per request.
@@ -18,6 +19,7 @@ from vit_demo import figures, inside, render
 from vit_demo.ui.components import LARGE, VIEW_BUTTONS, view_image
 from vit_demo.ui.models import classifier, model_problem
 from vit_demo.ui.serving import PRIVATE
+from vit_demo.weights import read_calibration
 
 MODELS = {"Digits (MNIST)": "mnist", "Photos (CIFAR-10)": "cifar10"}
 FILTERS = 28  # principal components shown, as in the ViT paper
@@ -33,6 +35,8 @@ class Insides:
     similarity: np.ndarray  # (g, g, g, g) cosine similarity of the patches' position embeddings
     distance: Image.Image | None
     distance_note: str
+    reliability: Image.Image | None
+    reliability_note: str
 
 
 @functools.cache
@@ -47,14 +51,31 @@ def insides(model: str) -> Insides:
                     f"(the top {len(components)} together: {100 * share.sum():.0f}%).")
     distance = inside.read_attention_distance(clf.info.folder)  # (L, H) pixels, or None
     if distance is None:
-        distance_note = ("These weights have no attention distances yet. Compute them once with: "
-                         f"python -m vit_demo inside --model {model}")
+        distance_note = "How far each head looks has not been measured for this model's weights yet."
     else:
         distance_note = (f"For each head: how far, in pixels, a patch looks on average (the distance between patch "
                          f"centres weighted by attention, over test images; [CLS] left out). The image is "
                          f"{config.image_size} pixels wide: low heads look near, high ones across the image.")
     return Insides(render.filter_components(components, share), filters_note, inside.position_similarity(clf.model),
-                   None if distance is None else figures.attention_distance_plot(distance), distance_note)
+                   None if distance is None else figures.attention_distance_plot(distance), distance_note,
+                   *reliability_views(model))
+
+
+def reliability_views(model: str) -> tuple[Image.Image | None, str]:
+    """How far to trust the model's probabilities: its reliability diagram before and after calibration, and
+    what it says (None and how to fit it, for weights never calibrated)."""
+    clf = classifier(model)
+    report = read_calibration(clf.info.folder)
+    if report is None:
+        return None, ("How far to trust this model's probabilities has not been measured for its weights yet.")
+    before, after = report["before"], report["after"]
+    note = (f"How often the model is right when it says a given probability, on {report['measured_on']}. Its "
+            f"probabilities are divided down by a temperature of **{clf.temperature:.2f}** (Guo et al., 2017), fitted on "
+            f"{report['fitted_on']}. Expected calibration error **{100 * before['ece']:.1f}% → "
+            f"{100 * after['ece']:.1f}%**, negative log-likelihood {before['nll']:.3f} → {after['nll']:.3f}; the "
+            f"accuracy stays {100 * after['accuracy_overall']:.2f}%. Where the bars meet the diagonal, a probability "
+            "means what it says.")
+    return figures.reliability_diagram(before, after, clf.temperature), note
 
 
 def position_views(model: str, patch: int) -> tuple[Image.Image, Image.Image, str]:
@@ -73,11 +94,11 @@ def inside_views(choice: str) -> tuple:
     model = MODELS[choice]
     problem = model_problem(model)
     if problem:
-        return None, problem, None, None, "", None, ""
+        return None, problem, None, None, "", None, "", None, ""
     found = insides(model)
     g = found.similarity.shape[0]
     return (found.filters, found.filters_note, *position_views(model, (g // 2) * g + g // 2),
-            found.distance, found.distance_note)
+            found.distance, found.distance_note, found.reliability, found.reliability_note)
 
 
 @dataclasses.dataclass
@@ -90,11 +111,13 @@ class InsideTab:
     position_note: gr.Markdown
     distance: gr.Image
     distance_note: gr.Markdown
+    reliability: gr.Image
+    reliability_note: gr.Markdown
 
     @property
     def outputs(self) -> list:
         return [self.filters, self.filters_note, self.positions, self.position, self.position_note, self.distance,
-                self.distance_note]
+                self.distance_note, self.reliability, self.reliability_note]
 
     def wire(self, tab: gr.Tab) -> None:
         tab.select(inside_views, self.model, self.outputs, **PRIVATE)
@@ -134,6 +157,13 @@ def build_inside_tab(tab: gr.Tab) -> InsideTab:
         with gr.Column(scale=2, min_width=300):
             position_note = gr.Markdown(elem_id="inside-position-note")
             position = view_image("inside-position", format="png", height=LARGE, buttons=VIEW_BUTTONS)
-    inside_tab = InsideTab(model, filters, filters_note, positions, position, position_note, distance, distance_note)
+    with gr.Row(equal_height=False):
+        with gr.Column(scale=3, min_width=300):
+            gr.Markdown("### How far to trust its probabilities")
+            reliability = view_image("inside-reliability", format="png", buttons=VIEW_BUTTONS)
+        with gr.Column(scale=2, min_width=300):
+            reliability_note = gr.Markdown(elem_id="inside-reliability-note", elem_classes="vd-note")
+    inside_tab = InsideTab(model, filters, filters_note, positions, position, position_note, distance, distance_note,
+                           reliability, reliability_note)
     inside_tab.wire(tab)
     return inside_tab

@@ -79,8 +79,8 @@ def training_run(name: str) -> TrainingRun:
     except WeightsError as exc:
         return TrainingRun([], epochs, accuracy, str(exc))
     if not snapshots:
-        return TrainingRun([], epochs, accuracy, "These weights were trained before train.py kept snapshots, so "
-                           "there is no earlier model to show. A run of train.py keeps them (--snapshots).")
+        return TrainingRun([], epochs, accuracy, "This model was trained before snapshots were kept along the way, "
+                           "so there is no earlier model to show here.")
     return TrainingRun(snapshots, epochs, accuracy, None)
 
 
@@ -100,6 +100,7 @@ class Analysis:
     relevance_label: str
     model_ms: float
     device: str
+    unfamiliar: bool = False  # looks unlike anything the model knows (the weights' rule)
 
     @property
     def label(self) -> str:
@@ -139,7 +140,8 @@ def analyse_batch(model: str, images: list[Any], explain_labels: list[str | None
         for i, prediction in zip(inputs, predictions):
             results[i] = Analysis(model=model, input=prediction.input, attention=prediction.attention,
                                   probs=prediction.probs, relevance=prediction.relevance,
-                                  relevance_label=prediction.relevance_label, model_ms=model_ms, device=str(clf.device))
+                                  relevance_label=prediction.relevance_label, model_ms=model_ms, device=str(clf.device),
+                                  unfamiliar=prediction.unfamiliar)
     return results
 
 

@@ -15,9 +15,10 @@ from vit_demo.ui import attention_view, explanation_view, export_view, training_
 from vit_demo.ui.attention_view import MEAN, AttentionView
 from vit_demo.ui.explanation_view import ExplanationView
 from vit_demo.ui.export_view import ExportView
-from vit_demo.ui.models import Analysis, model_config, model_problem, training_run
+from vit_demo.ui.models import Analysis, model_config, model_problem, training_run, weights_folder
 from vit_demo.ui.serving import PRIVATE
 from vit_demo.ui.training_view import TrainingView, training_views
+from vit_demo.weights import read_calibration
 
 API_VIEWS = 8  # the API endpoints answer the label, the info and these first views: attention and relevance
 
@@ -26,19 +27,40 @@ def info_text(analysis: Analysis) -> str:
     return f"**{analysis.label}** ({100 * analysis.probs[analysis.label]:.1f}%) · model {analysis.model_ms:.1f} ms on `{analysis.device}`"
 
 
+def unfamiliar_text(model: str) -> str:
+    """The notice above an unfamiliar image's label, with how often the model reads such images right (the share
+    of its own test images this unfamiliar that it classified right, from calibration.json)."""
+    classes = ", ".join(dataset_spec(model).classes)
+    found = (read_calibration(weights_folder(model)) or {}).get("unfamiliar") or {}
+    odds = (f" Of the test photos that look this unfamiliar to it, it reads {100 * found['accuracy_on_flagged']:.0f}% "
+            "right." if "accuracy_on_flagged" in found else "")
+    return (f"**This looks unlike the photos the model knows.** It only knows {classes}, so its answer is a "
+            f"guess.{odds}")
+
+
+def notice(text: str = "") -> gr.Markdown:
+    """The notice above the label: shown with ``text``, hidden without."""
+    return gr.Markdown(text, visible=bool(text))
+
+
+def message(text: str) -> tuple:
+    """A message in place of a prediction (the order of ``Panel.prediction_outputs``)."""
+    return notice(), None, text, None
+
+
 def prediction(result: Analysis | InputError, blank_message: str) -> tuple:
-    """An image's label, info and analysis (the order of ``Panel.prediction_outputs``): ``blank_message`` when it is
-    blank, or why it can't be read.
+    """An image's notice, label, info and analysis (the order of ``Panel.prediction_outputs``): ``blank_message``
+    when it is blank, or why it can't be read.
 
     An image that can't be read is answered, not raised: the page shows why in place of the
     prediction, rather than a red "Error" over every output, and in a batch it fails no one else's
     request.
     """
     if isinstance(result, NothingDrawn):
-        return None, blank_message, None
+        return message(blank_message)
     if isinstance(result, InputError):
-        return None, f"Can't read this image: {result}", None
-    return result.probs, info_text(result), result
+        return message(f"Can't read this image: {result}")
+    return notice(unfamiliar_text(result.model) if result.unfamiliar else ""), result.probs, info_text(result), result
 
 
 def views(model: str, analysis: Analysis | None, layer: int, head: str, position: int | None = None) -> tuple:
@@ -54,7 +76,7 @@ def views(model: str, analysis: Analysis | None, layer: int, head: str, position
 
 def api_answer(model: str, result: Analysis | InputError | str, blank_message: str) -> tuple:
     """The API's answer (``Panel.api_outputs``) for an analysed image, one that failed, or a message (a str)."""
-    label, info, analysis = (None, result, None) if isinstance(result, str) else prediction(result, blank_message)
+    _, label, info, analysis = message(result) if isinstance(result, str) else prediction(result, blank_message)
     return label, info, *views(model, analysis, model_config(model).depth, MEAN)[:API_VIEWS]
 
 
@@ -63,6 +85,7 @@ class Panel:
     """A tab's outputs and the controls that choose what they show."""
 
     model: str
+    notice: gr.Markdown
     label: gr.Label
     info: gr.Markdown
     attention: AttentionView
@@ -73,7 +96,7 @@ class Panel:
 
     @property
     def prediction_outputs(self) -> list:
-        return [self.label, self.info, self.state]
+        return [self.notice, self.label, self.info, self.state]
 
     @property
     def view_outputs(self) -> list:
@@ -109,6 +132,7 @@ def build_panel(prefix: str, model: str, prompt: str, build_input: Callable[[], 
         with gr.Column(scale=1, min_width=300, elem_classes="vd-input"):
             source = build_input()
         with gr.Column(scale=1, min_width=260, elem_classes="vd-prediction"):
+            notice_above = gr.Markdown(visible=False, elem_id=f"{prefix}-notice", elem_classes="vd-notice")
             label = gr.Label(num_top_classes=3, label="Prediction", elem_id=f"{prefix}-label")
             info = gr.Markdown(model_problem(model) or prompt, elem_id=f"{prefix}-info")
         with gr.Column(scale=1, min_width=300, elem_classes="vd-selected"):
@@ -131,9 +155,9 @@ def build_panel(prefix: str, model: str, prompt: str, build_input: Callable[[], 
             with gr.Column(scale=2):
                 score, faithfulness, faithfulness_note = explanation_view.build_faithfulness(prefix)
         training = training_view.build_training(prefix, model)
-        export = export_view.build_export(prefix)
+        export = export_view.build_export(prefix, (config.image_size // config.patch_size) ** 2)
     panel = Panel(
-        model, label, info,
+        model, notice_above, label, info,
         AttentionView(patches, cls_grid, layer, head, selected, rollout, query, query_note),
         ExplanationView(explain_class, relevance, relevance_note, score, faithfulness, faithfulness_note),
         training,

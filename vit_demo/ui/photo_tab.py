@@ -5,12 +5,15 @@ from __future__ import annotations
 from pathlib import Path
 
 import gradio as gr
+from PIL import Image
 
-from vit_demo.ui.components import LARGE, UndecodedImage
+from vit_demo import render
+from vit_demo.data import dataset_spec
+from vit_demo.ui.components import LARGE, UndecodedImage, view_image
 from vit_demo.ui.explanation_view import PREDICTED_CHOICE, explain_label
-from vit_demo.ui.models import analyse_batch, model_problem
-from vit_demo.ui.panel import Panel, api_answer, build_panel, prediction
-from vit_demo.ui.serving import SHARED_WORKERS
+from vit_demo.ui.models import Analysis, analyse_batch, model_problem
+from vit_demo.ui.panel import Panel, api_answer, build_panel, message, prediction
+from vit_demo.ui.serving import PRIVATE, SHARED_WORKERS
 
 MODEL = "cifar10"
 UPLOAD_PROMPT = "Upload a photo, or pick an example below."
@@ -25,9 +28,9 @@ def analyse_photo(path: str | None, choice: str = PREDICTED_CHOICE):
 
 
 def on_photo(path: str | None, choice: str = PREDICTED_CHOICE) -> tuple:
-    """Browser: a photo was uploaded; its label, info and analysis (``Panel.prediction_outputs``)."""
+    """Browser: a photo was uploaded; its notice, label, info and analysis (``Panel.prediction_outputs``)."""
     result = analyse_photo(path, choice)
-    return (None, result, None) if isinstance(result, str) else prediction(result, BLANK_PHOTO)
+    return message(result) if isinstance(result, str) else prediction(result, BLANK_PHOTO)
 
 
 def predict_image(path: str | None) -> tuple:
@@ -35,16 +38,36 @@ def predict_image(path: str | None) -> tuple:
     return api_answer(MODEL, analyse_photo(path), BLANK_PHOTO)
 
 
-def photo_input(examples: list[Path]) -> gr.Image:
+CLASSES_NOTE = (f"**It knows ten classes:** {', '.join(dataset_spec(MODEL).classes)}. Anything else gets one of "
+                "these ten, with a warning when the photo looks unlike them.")
+READS_NOTE = (f"**What the model reads:** {dataset_spec(MODEL).image_size} x {dataset_spec(MODEL).image_size} "
+              "pixels, the photo's shorter side scaled down and the centre square kept: a wide or tall photo loses "
+              "its edges.")
+READS_SIZE = 128  # pixels a side of the picture of what the model reads
+
+
+def model_reads(analysis: Analysis | None) -> Image.Image | None:
+    """The square the model reads, enlarged (None: no photo)."""
+    return None if analysis is None else render.base_picture(analysis.input, READS_SIZE)
+
+
+def photo_input(examples: list[Path]) -> tuple[gr.Image, gr.Image]:
+    """The upload, its examples, and beside them the classes the model knows and the square it reads."""
     photo = UndecodedImage(type="filepath", label="Photo", sources=["upload", "clipboard"], elem_id="photo-input",
                            height=LARGE)
     gr.Examples([str(p) for p in examples], photo, label="Examples (CIFAR-10 test set)")
-    return photo
+    gr.Markdown(CLASSES_NOTE, elem_id="photo-classes", elem_classes="vd-note")
+    with gr.Row(equal_height=False):
+        reads = view_image("photo-reads", format="png", height=READS_SIZE, width=READS_SIZE, scale=0,
+                           min_width=READS_SIZE, buttons=[])
+        gr.Markdown(READS_NOTE, elem_classes="vd-note")
+    return photo, reads
 
 
 def build_photo_tab(examples: list[Path]) -> Panel:
-    photos, photo = build_panel("photo", MODEL, UPLOAD_PROMPT, lambda: photo_input(examples))
+    photos, (photo, reads) = build_panel("photo", MODEL, UPLOAD_PROMPT, lambda: photo_input(examples))
     photos.wire_input(photo, on_photo, show_progress="minimal", **SHARED_WORKERS)
+    photos.state.change(model_reads, photos.state, reads, **PRIVATE)
     # API only: a photo file for scripts.
     api_photo = UndecodedImage(type="filepath", visible=False)
     api_photo.change(predict_image, api_photo, photos.api_outputs, api_name="predict_image", **SHARED_WORKERS)

@@ -10,6 +10,7 @@ import numpy as np
 import torch
 from PIL import Image
 
+from vit_demo.calibration import probabilities
 from vit_demo.ui.attention_view import cls_grid
 from vit_demo.ui.components import VIEW_BUTTONS, view_image
 from vit_demo.ui.models import Analysis, TrainingRun, classifier, training_run
@@ -34,7 +35,7 @@ def snapshot_attention(analysis: Analysis, position: int) -> tuple[np.ndarray, i
     clf = classifier(analysis.model)
     with torch.no_grad():
         logits, attention = snapshot.model(clf.batch([analysis.input]), return_attention=True)  # (1, classes), (1, L, H, T, T)
-    probs = logits[0].float().softmax(-1)  # (classes,)
+    probs = probabilities(logits[0], snapshot.temperature)  # (classes,)
     label = clf.classes[int(probs.argmax())]
     epochs = f" of {run.epochs}" if run.epochs else ""
     note = (f"**Epoch {snapshot.epoch}{epochs}**: test accuracy then **{100 * snapshot.test_accuracy:.2f}%**. "
