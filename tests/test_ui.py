@@ -5,10 +5,11 @@ import base64
 import gradio as gr
 import numpy as np
 import pytest
+import torch
 from conftest import PHOTOS
 from PIL import Image, ImageDraw
 
-from vit_demo import faithfulness, render
+from vit_demo import calibration, faithfulness, render
 from vit_demo.ui import (attention_view, demo, digit_tab, explanation_view, inside_tab, models, panel, photo_tab,
                          training_view)
 from vit_demo.ui.attention_view import MEAN
@@ -154,6 +155,13 @@ def test_the_training_slider_shows_the_model_as_it_was(snapshot_weights, monkeyp
         analysis = digit_tab.on_drawing(canvas_value(SEVEN))[-1]
         first, first_note = training_view.training_views("mnist", analysis, 1)
         assert first_note.startswith("**Epoch 1 of 4**") and f"{100 * run.snapshots[0].test_accuracy:.2f}%" in first_note
+        # What that snapshot said, calibrated with its own temperature (the run fitted one per snapshot).
+        snapshot = run.snapshots[0]
+        assert snapshot.temperature != 1.0
+        with torch.no_grad():
+            said = snapshot.model(models.classifier("mnist").batch([analysis.input]))[0]  # (10,) logits
+        probs = calibration.probabilities(said, snapshot.temperature)
+        assert f"({100 * float(probs.max()):.1f}%)" in first_note
         later, _ = training_view.training_views("mnist", analysis, 3)
         assert not np.array_equal(np.asarray(first), np.asarray(later))  # the attention changed as it trained
         trained, trained_note = training_view.training_views("mnist", analysis, 4)

@@ -67,11 +67,11 @@ def reliability_views(model: str) -> tuple[Image.Image | None, str]:
     clf = classifier(model)
     report = read_calibration(clf.info.folder)
     if report is None:
-        return None, ("How far to trust this model's probabilities has not been measured for its weights yet.")
+        return None, "How far to trust this model's probabilities has not been measured for its weights yet."
     before, after = report["before"], report["after"]
     note = (f"How often the model is right when it says a given probability, on {report['measured_on']}. Its "
-            f"probabilities are divided down by a temperature of **{clf.temperature:.2f}** (Guo et al., 2017), fitted on "
-            f"{report['fitted_on']}. Expected calibration error **{100 * before['ece']:.1f}% → "
+            f"logits are divided by a temperature of **{clf.temperature:.2f}** before the softmax (Guo et al., 2017; "
+            f"under 1 sharpens, over 1 softens), fitted on {report['fitted_on']}. Expected calibration error **{100 * before['ece']:.1f}% → "
             f"{100 * after['ece']:.1f}%**, negative log-likelihood {before['nll']:.3f} → {after['nll']:.3f}; the "
             f"accuracy stays {100 * after['accuracy_overall']:.2f}%. Where the bars meet the diagonal, a probability "
             "means what it says.")
