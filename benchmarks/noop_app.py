@@ -4,7 +4,8 @@
 
 ``/predict_digit`` and ``/predict_image`` take the same input components as the app's and answer with
 the same output components (label, text, five JPEG pictures of the app's sizes, the query note, the relevance
-picture and its note; ``/classify``'s JSON), but their handlers return answers made once at start-up: what is left per request is
+picture and its note; ``/classify``'s JSON), and ``/stroke`` answers a drawing with a label (benchmarks/crowd.py),
+but their handlers return answers made once at start-up: what is left per request is
 Gradio's own work (upload, queue, encoding and caching the pictures, sending them). It runs with
 Gradio's defaults (``demo.queue()``, one event at a time per endpoint, no queue limit), as a stock
 app would.
@@ -45,6 +46,10 @@ def build_demo() -> gr.Blocks:
         answers = {"mnist": classify(str(DIGIT), "mnist"), "cifar10": classify(str(PHOTO), "cifar10")}
         image, model = UndecodedImage(type="filepath"), gr.Textbox()
         image.change(lambda _image, name: answers[name], [image, model], gr.JSON(), api_name="classify")
+        # One pen stroke (benchmarks/crowd.py): a drawing in, a label made once out; Gradio's cost of one event.
+        label = {str(d): 0.1 for d in range(10)}
+        drawing = gr.Textbox()
+        drawing.change(lambda _drawing: label, drawing, gr.Label(), api_name="stroke")
     return demo
 
 

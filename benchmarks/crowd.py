@@ -1,0 +1,214 @@
+"""A room drawing at once: N simulated users each draw M strokes, through the same events the page sends.
+
+    python benchmarks/crowd.py [--users 50] [--strokes 4] [--apps do-nothing,app]
+
+What one pen stroke costs the page today, read from the app's own config: the canvas's change event (the
+drawing as the canvas sends it, a 112x112 base64 string, and the class picker's value) answers the label; then
+the analysis state's change event (layer, head, training slider) answers the views, whose pictures the page
+downloads. Each simulated user is a page session of its own (its own session hash, as a browser tab has) that
+sends these two events per stroke, and downloads every picture of the answer, as the page does. Against it, the
+do-nothing app (benchmarks/noop_app.py) answers each stroke with one event that returns a label made at start-up:
+Gradio's own cost of one event.
+
+For each app, in the same run: every user sends one untimed stroke (sessions and caches exist), then all users
+draw at once. It prints, per app: strokes per second the server sustained (all strokes / the time from the start
+until the last answer), p50 and p95 stroke-to-label (the stroke sent until its label came back) and
+stroke-to-views (until the last picture was downloaded), the server's CPU per stroke (its utime + stime from
+/proc, over the timed strokes), requests and kilobytes per stroke; then the app's figures as multiples of the
+do-nothing app's. The clients run as threads in this process and share the 2 cores with the server, so only the
+ratio means anything.
+"""
+
+from __future__ import annotations
+
+import argparse
+import base64
+import json
+import os
+import sys
+import tempfile
+import threading
+import time
+import uuid
+from pathlib import Path
+
+import httpx
+import numpy as np
+from PIL import Image
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+from common import REPO, example_drawings, p50_p95, serving  # noqa: E402
+
+APPS = {"do-nothing": REPO / "benchmarks" / "noop_app.py", "app": REPO / "app.py"}
+CANVAS = "canvas"  # the drawing canvas's elem_id
+NOOP_STROKE = "stroke"  # the do-nothing app's api_name for one stroke
+
+
+def canvas_values(folder: Path) -> list[str]:
+    """The ten example digits as the canvas sends them: 112x112 bytes, ink bright, base64."""
+    values = []
+    for path in example_drawings(folder):
+        ink = 255 - np.asarray(Image.open(path).convert("L"), dtype=np.uint8)  # (112, 112), dark ink -> bright
+        values.append(base64.b64encode(ink.tobytes()).decode())
+    return values
+
+
+def server_cpu_seconds(pid: int) -> float:
+    """A process's user + system CPU time so far (Linux /proc), in seconds."""
+    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+class Page:
+    """One browser tab: a session hash, and the events it sends, over one HTTP connection."""
+
+    def __init__(self, url: str) -> None:
+        self.url = url.rstrip("/")
+        self.session = uuid.uuid4().hex[:11]
+        self.http = httpx.Client(timeout=120)
+        self.requests = 0
+        self.bytes = 0
+
+    def event(self, fn_index: int, trigger_id: int | None, data: list) -> list:
+        """Send one event as the page's client does (queue join, then its event stream); its output data."""
+        body = {"data": data, "fn_index": fn_index, "trigger_id": trigger_id, "session_hash": self.session,
+                "event_data": None}
+        joined = self.http.post(f"{self.url}/gradio_api/queue/join", json=body)
+        joined.raise_for_status()
+        self.requests += 1
+        self.bytes += len(joined.content)
+        event_id = joined.json()["event_id"]
+        with self.http.stream("GET", f"{self.url}/gradio_api/queue/data",
+                              params={"session_hash": self.session}) as stream:
+            self.requests += 1
+            for line in stream.iter_lines():
+                self.bytes += len(line) + 1
+                if not line.startswith("data:"):
+                    continue
+                message = json.loads(line[5:])
+                if message.get("event_id") == event_id and message.get("msg") == "process_completed":
+                    if not message.get("success"):
+                        raise RuntimeError(f"event {fn_index} failed: {message.get('output')}")
+                    return message["output"]["data"]
+        raise RuntimeError(f"event {fn_index}: the stream ended without an answer")
+
+    def download(self, outputs: list) -> None:
+        """Fetch every file an answer names, as the page loads its pictures."""
+        for value in outputs:
+            if isinstance(value, dict) and value.get("url"):
+                response = self.http.get(value["url"])
+                response.raise_for_status()
+                self.requests += 1
+                self.bytes += len(response.content)
+
+    def close(self) -> None:
+        self.http.close()
+
+
+def page_events(url: str) -> dict:
+    """A stroke's events, from the app's config: {"label": (fn index, trigger id, the other inputs' values)} (the
+    canvas's change, or the do-nothing app's stroke) and, for the app, "views" (the digit panel's analysis state
+    change, whose inputs after the state are the layer, head and training slider), each with its inputs' defaults."""
+    config = httpx.get(f"{url.rstrip('/')}/config").json()
+    components = {c["id"]: c for c in config["components"]}
+
+    def defaults(dep: dict) -> list:  # the values of every input after the first, as the page starts
+        return [components[i].get("props", {}).get("value") for i in dep["inputs"][1:]]
+
+    found = {}
+    for index, dep in enumerate(config["dependencies"]):
+        targets = [target for target, event in dep["targets"] if event == "change"]
+        if not targets or not dep.get("backend_fn", True):
+            continue
+        sources = [components[t].get("props", {}).get("elem_id") for t in targets]
+        if dep.get("api_name") == NOOP_STROKE or CANVAS in sources:
+            found["label"] = (index, targets[0], defaults(dep))
+        elif ("label" in found and "views" not in found and components[targets[0]]["type"] == "state"
+              and len(dep["inputs"]) == 4):
+            found["views"] = (index, targets[0], defaults(dep))
+    return found
+
+
+def stroke(page: Page, events: dict, value: str) -> tuple[float, float]:
+    """One pen stroke: its label's time and its views' time (seconds from sending the stroke)."""
+    started = time.perf_counter()
+    fn, trigger, others = events["label"]
+    outputs = page.event(fn, trigger, [value, *others])
+    label = time.perf_counter() - started
+    if "views" in events:
+        fn, trigger, others = events["views"]
+        outputs = page.event(fn, trigger, [None, *others])  # None: the session's state, as the page sends it
+    page.download(outputs)
+    return label, time.perf_counter() - started
+
+
+def crowd(script: Path, values: list[str], users: int, strokes: int) -> dict:
+    """Every user draws ``strokes`` strokes at once against ``script``'s server; its figures."""
+    with serving(script) as server:
+        events = page_events(server.url)
+        pages = [Page(server.url) for _ in range(users)]
+        for i, page in enumerate(pages):  # untimed: sessions, connections and caches exist
+            stroke(page, events, values[i % len(values)])
+        for page in pages:
+            page.requests = page.bytes = 0
+        times: list[tuple[float, float]] = []
+        errors: list[str] = []
+        go = threading.Barrier(users + 1)
+
+        def user(index: int, page: Page) -> None:
+            go.wait()
+            for j in range(strokes):
+                try:
+                    times.append(stroke(page, events, values[(index + j) % len(values)]))
+                except Exception as exc:  # noqa: BLE001  (counted, by kind)
+                    errors.append(type(exc).__name__)
+
+        threads = [threading.Thread(target=user, args=(i, p)) for i, p in enumerate(pages)]
+        for thread in threads:
+            thread.start()
+        cpu_before = server_cpu_seconds(server.process.pid)
+        go.wait()
+        started = time.perf_counter()
+        for thread in threads:
+            thread.join()
+        wall = time.perf_counter() - started
+        cpu = server_cpu_seconds(server.process.pid) - cpu_before
+        for page in pages:
+            page.close()
+    done = len(times)
+    label_p50, label_p95 = p50_p95([t[0] * 1000 for t in times])
+    views_p50, views_p95 = p50_p95([t[1] * 1000 for t in times])
+    return {"strokes": done, "errors": len(errors), "strokes_per_s": done / wall, "label_p50_ms": label_p50,
+            "label_p95_ms": label_p95, "views_p50_ms": views_p50, "views_p95_ms": views_p95,
+            "server_cpu_ms_per_stroke": 1000 * cpu / max(done, 1),
+            "requests_per_stroke": sum(p.requests for p in pages) / max(done, 1),
+            "kb_per_stroke": sum(p.bytes for p in pages) / 1024 / max(done, 1)}
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--users", type=int, default=50)
+    parser.add_argument("--strokes", type=int, default=4, help="timed strokes per user")
+    parser.add_argument("--apps", default="do-nothing,app")
+    args = parser.parse_args()
+    with tempfile.TemporaryDirectory() as folder:
+        values = canvas_values(Path(folder))
+    results = {name: crowd(APPS[name], values, args.users, args.strokes) for name in args.apps.split(",")}
+    columns = ("strokes", "errors", "strokes_per_s", "label_p50_ms", "label_p95_ms", "views_p50_ms", "views_p95_ms",
+               "server_cpu_ms_per_stroke", "requests_per_stroke", "kb_per_stroke")
+    print(f"{args.users} users drawing {args.strokes} strokes each at once")
+    print("| app | " + " | ".join(columns) + " |")
+    print("|---|" + "---:|" * len(columns))
+    for name, result in results.items():
+        print(f"| {name} | " + " | ".join(f"{result[c]:.1f}" if isinstance(result[c], float) else str(result[c])
+                                          for c in columns) + " |")
+    if {"do-nothing", "app"} <= set(results):
+        app, base = results["app"], results["do-nothing"]
+        print(f"app / do-nothing: strokes per second {app['strokes_per_s'] / base['strokes_per_s']:.2f}x (goal: at "
+              f"least 0.7x), p95 stroke-to-label {app['label_p95_ms'] / base['label_p95_ms']:.2f}x (goal: at most "
+              f"1.5x), server CPU per stroke {app['server_cpu_ms_per_stroke'] / base['server_cpu_ms_per_stroke']:.1f}x"
+              " (goal: at most 3x)")
+
+
+if __name__ == "__main__":
+    main()
