@@ -369,6 +369,7 @@ def test_every_view_fits_its_box_on_phones_and_projectors(browser, app_url, widt
         wait_for_label(page, "7")
         assert abs(page.evaluate(CANVAS_TOP) - empty) <= 2  # the first answer does not move the canvas under the pen
         wait_for_picture(page, "digit-relevance")
+        assert page.locator("#vd-keys").is_visible() == (width >= 600)  # keyboard keys: not on a phone
         if width < 600:
             label = page.locator("#digit-label").bounding_box()
             assert label["y"] + label["height"] <= page.locator("#canvas canvas.vd-draw").bounding_box()["y"]

@@ -77,6 +77,11 @@ def test_patch_grid_and_photos():
     assert picture.size == (320, 320)
     # The selected patch (row 1, column 1) is outlined in green.
     assert tuple(np.asarray(picture)[41, 60]) == (0, 255, 120)
+    # The patch numbers read on white (sky, white ink) as on black: white figures in a dark outline.
+    for background in (0.0, 1.0):
+        corner = np.asarray(render.patch_grid(np.full((32, 32, 3), background, np.float32), grid=8, size=320))
+        number = corner[2:16, 2:20].astype(int).sum(axis=-1)  # (14, 18): around patch 0's number
+        assert (number > 700).any() and (number < 100).any(), background
 
 
 @pytest.mark.parametrize("heads", [4, 6, 8])

@@ -120,7 +120,9 @@ def _patch_grid_layer(grid: int, size: int) -> Image.Image:
     label_font = font(max(9, int(step / 3.5)))
     for index in range(grid * grid):
         row, col = divmod(index, grid)
-        draw.text((col * step + 3, row * step + 1), str(index), fill=GRID_LINE, font=label_font)
+        # White with a dark outline: readable on sky, grey and white ink as on black.
+        draw.text((col * step + 3, row * step + 1), str(index), fill=BACKGROUND, font=label_font, stroke_width=2,
+                  stroke_fill=TEXT)
     return layer
 
 

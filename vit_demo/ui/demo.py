@@ -43,8 +43,10 @@ def build_demo() -> gr.Blocks:
                 talk = gr.Checkbox(label="Talk mode", elem_id="talk-mode", container=False, scale=0, min_width=150)
             gr.Markdown("A ViT written from scratch in PyTorch. Draw a digit or upload a photo: see its prediction, "
                         "the patches it reads, where every layer and attention head looks, why it chose its class, "
-                        "and how far to trust each map. **Talk mode** (or `?view=talk` in the address) shows one large "
-                        "view in large type; its keys: ←/→ layer, ↑/↓ head, `c` clear.", elem_id="vd-intro")
+                        "and how far to trust each map.", elem_id="vd-intro")
+            # Keyboard keys: no use on a phone, where the CSS hides this line to bring the canvas up.
+            gr.Markdown("**Talk mode** (or `?view=talk` in the address) shows one large view in large type; its keys: "
+                        "←/→ layer, ↑/↓ head, `c` clear.", elem_id="vd-keys")
             with gr.Tabs():
                 with gr.Tab("Draw a digit (MNIST)", id="digit"):
                     build_digit_tab(DIGIT_EXAMPLES)
