@@ -100,6 +100,19 @@ def cifar_root(tmp_path_factory) -> Path:
     return root
 
 
+def read_live_payload(text: str) -> tuple[np.ndarray, np.ndarray]:
+    """A live view's numbers (vit_demo/live_view.py) read back: the image in [0, 1] ((H, W) or (H, W, 3)) and
+    the maps (L, H + 1, g, g) in [0, 1], each scaled to its own maximum."""
+    import base64
+    import json
+
+    numbers = json.loads(text)
+    shape = (numbers["height"], numbers["width"]) + ((3,) if numbers["channels"] == 3 else ())
+    image = np.frombuffer(base64.b64decode(numbers["image"]), np.uint8).reshape(shape) / 255
+    maps = np.frombuffer(base64.b64decode(numbers["maps"]), np.uint8)
+    return image, maps.reshape(numbers["layers"], numbers["heads"] + 1, numbers["grid"], numbers["grid"]) / 255
+
+
 def run_cli(*args: str) -> subprocess.CompletedProcess:
     """``python -m vit_demo ARGS`` from the repo, its output captured."""
     return subprocess.run([sys.executable, "-m", "vit_demo", *args], cwd=REPO, capture_output=True, text=True,

@@ -8,7 +8,7 @@ import urllib.parse
 from pathlib import Path
 
 import pytest
-from conftest import PHOTOS, REPO, pixel_bomb_png, serving
+from conftest import PHOTOS, REPO, pixel_bomb_png, read_live_payload, serving
 
 from vit_demo.preprocess import MAX_FILE_BYTES
 
@@ -37,10 +37,12 @@ def app_page(browser, url: str, width: int = 1400, height: int | None = None):
     page = context.new_page()
     page.outside_requests = []
     page.console_errors = []
+    page.requests_made = []  # every request the page makes, to count what an interaction costs
     local = "{0.scheme}://{0.netloc}".format(urllib.parse.urlsplit(url))
     page.on("request", lambda r: None if r.url.startswith((local, "data:", "blob:"))
             else page.outside_requests.append(r.url))
     page.on("console", lambda m: page.console_errors.append(m.text) if m.type == "error" else None)
+    page.on("request", lambda r: page.requests_made.append(r.url))
     page.goto(url)
     page.wait_for_selector("#canvas canvas.vd-draw[data-ready]")  # its script is listening
     try:
@@ -90,19 +92,21 @@ def image_src(page, elem_id: str) -> str:
 def test_draw_a_digit_and_explore_its_attention(page, tmp_path):
     draw(page, [(0.25, 0.2), (0.75, 0.2), (0.45, 0.85)])  # a 7
     wait_for_label(page, "7")
-    for view in ("digit-patches", "digit-cls-grid", "digit-selected", "digit-rollout", "digit-query"):
+    for view in ("digit-patches", "digit-cls-grid", "digit-rollout", "digit-query"):
         wait_for_picture(page, view)
         assert image_src(page, view), view
+    wait_for_live(page, "digit-selected", "6/mean")
     assert "ms on" in page.locator("#digit-info").inner_text()
 
-    # Another layer and head: the large view changes.
-    before = image_src(page, "digit-selected")
+    # Another layer and head: the page redraws the large view itself, without a request.
+    time.sleep(1)  # the drawing's last update has landed
+    before = len(page.requests_made)
     page.locator("#digit-head label", has_text="head 2").click()
-    page.wait_for_function(f"() => document.querySelector('#digit-selected img')?.src !== {before!r}")
-    before = image_src(page, "digit-selected")
+    wait_for_live(page, "digit-selected", "6/2")
     page.locator("#digit-layer input[type='number']").fill("2")
     page.locator("#digit-layer input[type='number']").press("Enter")
-    page.wait_for_function(f"() => document.querySelector('#digit-selected img')?.src !== {before!r}")
+    wait_for_live(page, "digit-selected", "2/2")
+    assert page.requests_made[before:] == []
 
     # Click the top-left patch of "what the model sees": the query view follows it.
     page.locator("#digit-patches img").click(position={"x": 5, "y": 5})  # scrolled into view first
@@ -112,6 +116,45 @@ def test_draw_a_digit_and_explore_its_attention(page, tmp_path):
     page.screenshot(path=str(screenshot), full_page=True)
     assert screenshot.stat().st_size > 10_000
     assert page.outside_requests == [], "the page must not call any outside server"
+    assert page.console_errors == []
+
+
+def live_pixels(page, elem_id: str):
+    """The picture a live view's canvas shows now, as (H, W, 3) uint8."""
+    import base64
+    import io
+
+    import numpy as np
+    from PIL import Image
+
+    url = page.evaluate(f"() => document.querySelector('#{elem_id} canvas').toDataURL('image/png')")
+    return np.asarray(Image.open(io.BytesIO(base64.b64decode(url.split(",", 1)[1]))).convert("RGB"))
+
+
+def test_the_page_draws_the_large_view_as_the_server_draws_it(page):
+    """One colour map and one overlay rule: the page's drawing of a layer and head against render.overlay of the
+    same numbers, for a digit (crisp input) and a photo (smoothed input)."""
+    import numpy as np
+
+    from vit_demo import render
+
+    page.locator("#canvas .vd-examples button[title='example: 3']").click()
+    wait_for_label(page, "3")
+    views = {"digit": ((6, "mean", 4), (2, "head 3", 2)), "photo": ((7, "mean", 6), (1, "head 5", 4))}
+    for panel, chosen in views.items():
+        if panel == "photo":
+            page.get_by_role("tab", name="Upload a photo (CIFAR-10)").click()
+            page.locator("#photo-input input[type='file']").set_input_files(str(PHOTOS / "airplane.png"))
+            wait_for_label(page, "airplane", panel="photo")
+        for layer, head, column in chosen:  # column: the map's place among the heads and their mean
+            page.locator(f"#{panel}-head label", has_text=head).click()
+            page.locator(f"#{panel}-layer input[type='number']").fill(str(layer))
+            page.locator(f"#{panel}-layer input[type='number']").press("Enter")
+            wait_for_live(page, f"{panel}-selected", f"{layer}/{head.split()[-1]}")
+            image, maps = read_live_payload(page.evaluate(f"() => window.vdLive[{panel!r}].numbers()"))
+            served = np.asarray(render.overlay(image, maps[layer - 1, column], 336), dtype=int)
+            difference = np.abs(live_pixels(page, f"{panel}-selected").astype(int) - served)
+            assert difference.mean() < 0.5 and np.quantile(difference, 0.999) <= 2, (panel, layer, head)
     assert page.console_errors == []
 
 
@@ -275,6 +318,12 @@ def settled_src(page, elem_id: str, quiet: float = 1.5, timeout: float = 20) -> 
     return src
 
 
+def wait_for_live(page, elem_id: str, shows: str, timeout: float = 20000) -> None:
+    """Wait until a view the page draws itself (live_view.js) shows layer/head ``shows``, e.g. "6/mean"."""
+    page.wait_for_function(f"() => document.querySelector('#{elem_id} canvas')?.dataset.drawn === {shows!r}",
+                           timeout=timeout)
+
+
 def wait_for_text(page, elem_id: str, text: str, timeout: float = 20000) -> None:
     page.wait_for_function(f"() => document.querySelector('#{elem_id}')?.innerText.includes({text!r})", timeout=timeout)
 
@@ -395,12 +444,12 @@ def test_talk_mode_shows_one_large_view_and_answers_its_keys(browser, app_url, t
         assert page.locator("#talk-mode input").is_checked()
         draw(page, [(0.25, 0.2), (0.75, 0.2), (0.45, 0.85)])  # a 7
         wait_for_label(page, "7")
-        wait_for_picture(page, "digit-selected")
+        wait_for_live(page, "digit-selected", "6/mean")
         # Nothing but the input, the prediction and one large view, side by side and all on a 1280x720 screen.
         for hidden in ("#vd-intro", "#digit-cls-grid", "#digit-rollout", "#digit-export-png"):
             assert not page.locator(hidden).is_visible(), hidden
         canvas, label, view = (page.locator(s).bounding_box() for s in
-                               ("#canvas canvas.vd-draw", "#digit-label", "#digit-selected img"))
+                               ("#canvas canvas.vd-draw", "#digit-label", "#digit-selected canvas"))
         assert canvas["x"] + canvas["width"] <= label["x"] and label["x"] + label["width"] <= view["x"]
         assert view["width"] >= 400 and view["y"] + view["height"] <= 720
         head = page.locator("#digit-head").bounding_box()
@@ -417,10 +466,11 @@ def test_talk_mode_shows_one_large_view_and_answers_its_keys(browser, app_url, t
             page.keyboard.press(key)
             page.wait_for_function(f"() => document.querySelector('#digit-layer input[type=range]').value === {expected[0]!r}")
             assert layer_and_head(page) == expected, key
+        wait_for_live(page, "digit-selected", "6/4")  # the view follows, drawn in the page
+        before = len(page.requests_made)
         page.keyboard.press("ArrowLeft")
-        before = image_src(page, "digit-selected")
-        page.keyboard.press("ArrowLeft")
-        page.wait_for_function(f"() => document.querySelector('#digit-selected img')?.src !== {before!r}")  # the view follows
+        wait_for_live(page, "digit-selected", "5/4")
+        assert page.requests_made[before:] == []  # a key costs no request: it answers in a frame
         page.keyboard.press("c")
         wait_for_label(page, "")
         # On the photo tab, c removes the photo.
@@ -511,8 +561,8 @@ def test_talk_mode_on_a_phone_is_one_column_with_the_prediction_first(browser, a
         page.locator("#canvas .vd-examples button[title='example: 7']").click()  # the layout is the point here
         wait_for_label(page, "7")
         assert abs(page.evaluate(CANVAS_TOP) - empty) <= 2  # the first answer does not move the canvas
-        wait_for_picture(page, "digit-selected")
+        wait_for_live(page, "digit-selected", "6/mean")
         label, canvas, view = (page.locator(s).bounding_box() for s in
-                               ("#digit-label", "#canvas canvas.vd-draw", "#digit-selected img"))
+                               ("#digit-label", "#canvas canvas.vd-draw", "#digit-selected canvas"))
         assert label["y"] + label["height"] <= canvas["y"] < canvas["y"] + canvas["height"] <= view["y"]
         assert 300 <= view["width"] and view["x"] + view["width"] <= 390

@@ -6,7 +6,7 @@ import gradio as gr
 import numpy as np
 import pytest
 import torch
-from conftest import PHOTOS
+from conftest import PHOTOS, read_live_payload
 from PIL import Image, ImageDraw
 
 from vit_demo import calibration, faithfulness, render
@@ -47,7 +47,15 @@ def test_on_drawing_gives_every_view():
      faithfulness_note, training, training_note) = panel.views("mnist", analysis, 6, MEAN)
     assert max(label, key=label.get) == "7" and not notice.visible  # a digit is nothing to warn about
     assert "ms on" in info
-    assert patches.size == selected.size == rollout.size == relevance.size == (LARGE, LARGE)
+    assert patches.size == rollout.size == relevance.size == (LARGE, LARGE)
+    # The large view goes to the page as numbers (a few KB), which draw what the server would draw.
+    assert len(selected) < 6000
+    image, maps = read_live_payload(selected)
+    assert maps.shape == (6, 5, 7, 7) and image.shape == (28, 28)
+    for layer, head, column in ((6, MEAN, 4), (2, "head 3", 2)):
+        served = np.asarray(attention_view.selected_view(analysis, layer, head), dtype=float)
+        from_numbers = np.asarray(render.overlay(image, maps[layer - 1, column], LARGE), dtype=float)
+        assert np.abs(served - from_numbers).mean() < 1.0  # levels of 255: quantising the map to uint8
     assert cls_grid.size == query.size
     assert analysis.attention.shape == (6, 4, 50, 50) and analysis.relevance.shape == (7, 7)
     assert "Where patch" in query_note and "Why 7?" in relevance_note
@@ -71,11 +79,10 @@ def test_a_malformed_canvas_value_is_a_clear_error():
 
 def test_layer_head_and_patch_choices():
     analysis = digit_tab.on_drawing(canvas_value(SEVEN))[-1]
-    views = {(layer, head): np.asarray(attention_view.on_layer_or_head(analysis, layer, head))
+    views = {(layer, head): np.asarray(attention_view.selected_view(analysis, layer, head))
              for layer in (1, 6) for head in (MEAN, "head 1", "head 4")}
     assert not np.array_equal(views[(1, "head 1")], views[(6, "head 1")])
     assert not np.array_equal(views[(6, "head 1")], views[(6, "head 4")])
-    assert attention_view.on_layer_or_head(None, 1, MEAN) is None
     # A click at (x, y) on the 336 px patch grid picks the patch under it: row 2, column 5 of 7.
     event = gr.SelectData(target=None, data={"index": [5 * 48 + 10, 2 * 48 + 10], "value": None})
     _, _, note = attention_view.on_patch_click(analysis, event)

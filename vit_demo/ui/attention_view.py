@@ -4,18 +4,22 @@ where any one patch looks."""
 from __future__ import annotations
 
 import dataclasses
+from pathlib import Path
 
 import gradio as gr
 import numpy as np
 from PIL import Image
 
-from vit_demo import explain, render
+from vit_demo import explain, live_view, render
 from vit_demo.model import ViTConfig
 from vit_demo.ui.components import LARGE, VIEW_BUTTONS, view_image
 from vit_demo.ui.models import Analysis
 from vit_demo.ui.serving import PRIVATE
 
 MEAN = "mean"  # the head radio's choice for the mean over heads
+LIVE_VIEW_JS = (Path(__file__).resolve().parents[1] / "assets" / "live_view.js").read_text(encoding="utf-8")
+# A layer or head change redraws the live view in the page: no request.
+REDRAW_JS = "(layer, head) => {{ window.vdLive?.[{prefix!r}]?.draw(layer, head); }}"
 
 
 def head_index(head: str | int, heads: int) -> int | None:
@@ -70,35 +74,39 @@ class AttentionView:
     cls_grid: gr.Image
     layer: gr.Slider
     head: gr.Radio
-    selected: gr.Image
+    selected: gr.HTML  # drawn in the page from live_view's numbers
     rollout: gr.Image
     query: gr.Image
     query_note: gr.Markdown
+    api_selected: gr.Image  # hidden: the large view as a picture, in the API's answer
 
     @property
     def outputs(self) -> list:
         """The outputs a new image updates, in the order of ``views``."""
         return [self.patches, self.cls_grid, self.selected, self.rollout, self.query, self.query_note]
 
+    @property
+    def api_outputs(self) -> list:
+        """The same, with the large view as a picture: what the API answers (``views`` with ``live=False``)."""
+        return [self.patches, self.cls_grid, self.api_selected, self.rollout, self.query, self.query_note]
+
     @staticmethod
-    def views(analysis: Analysis | None, layer: int, head: str) -> tuple:
-        """The pictures of an image (None: none), in the order of ``outputs``."""
+    def views(analysis: Analysis | None, layer: int, head: str, live: bool = True) -> tuple:
+        """The pictures of an image (None: none), in the order of ``outputs``: the large view as the numbers the
+        page draws it from (``live``), or as the server's picture (for the API)."""
         if analysis is None:
-            return None, None, None, None, None, query_title(None)
+            return None, None, "" if live else None, None, None, query_title(None)
         patch = first_query_patch(analysis)
         grid, where = query_views(analysis, patch)
-        return (grid, cls_grid(analysis.input, analysis.attention),
-                selected_view(analysis, layer, head), render.overlay(analysis.input, analysis.rollout, LARGE),
-                where, query_title(patch))
+        selected = (live_view.payload(analysis.input, analysis.attention, LARGE) if live
+                    else selected_view(analysis, layer, head))
+        return (grid, cls_grid(analysis.input, analysis.attention), selected,
+                render.overlay(analysis.input, analysis.rollout, LARGE), where, query_title(patch))
 
-    def wire(self, state: gr.State) -> None:
+    def wire(self, state: gr.State, prefix: str) -> None:
         for control in (self.layer, self.head):
-            control.change(on_layer_or_head, [state, self.layer, self.head], self.selected, **PRIVATE)
+            control.change(None, [self.layer, self.head], None, js=REDRAW_JS.format(prefix=prefix))
         self.patches.select(on_patch_click, state, [self.patches, self.query, self.query_note], **PRIVATE)
-
-
-def on_layer_or_head(analysis: Analysis | None, layer: int, head: str) -> Image.Image | None:
-    return None if analysis is None else selected_view(analysis, layer, head)
 
 
 def on_patch_click(analysis: Analysis | None, event: gr.SelectData) -> tuple:
@@ -121,14 +129,19 @@ def build_patches(prefix: str, config: ViTConfig) -> gr.Image:
     return patches
 
 
-def build_selected(prefix: str, config: ViTConfig) -> tuple[gr.Slider, gr.Radio, gr.Image]:
-    """A column: one layer and head (or the layer's mean) large, with its controls; talk mode's one view."""
+def build_selected(prefix: str, config: ViTConfig) -> tuple[gr.Slider, gr.Radio, gr.HTML]:
+    """A column: one layer and head (or the layer's mean) large, with its controls; talk mode's one view. The page
+    draws it (``assets/live_view.js``), so its controls cost no request."""
     gr.Markdown("### One layer and head, large", elem_classes="vd-detail")
     layer = gr.Slider(1, config.depth, value=config.depth, step=1, label="Layer", elem_id=f"{prefix}-layer",
                       elem_classes="vd-layer")
     head = gr.Radio([MEAN] + [f"head {h + 1}" for h in range(config.heads)], value=MEAN, label="Head",
                     elem_id=f"{prefix}-head", elem_classes="vd-head")
-    selected = view_image(f"{prefix}-selected", height=LARGE, buttons=VIEW_BUTTONS)
+    selected = gr.HTML(
+        "", html_template=(f'<canvas class="vd-live-canvas" width="{LARGE}" height="{LARGE}" role="img" '
+                           'aria-label="where [CLS] attends in the chosen layer and head"></canvas>'),
+        js_on_load=LIVE_VIEW_JS.replace("__PREFIX__", prefix), elem_id=f"{prefix}-selected",
+        elem_classes=["vd-view", "vd-live"], padding=False)
     return layer, head, selected
 
 

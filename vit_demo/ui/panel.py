@@ -13,6 +13,7 @@ from vit_demo.data import dataset_spec
 from vit_demo.preprocess import InputError, NothingDrawn
 from vit_demo.ui import attention_view, explanation_view, export_view, training_view
 from vit_demo.ui.attention_view import MEAN, AttentionView
+from vit_demo.ui.components import view_image
 from vit_demo.ui.explanation_view import ExplanationView
 from vit_demo.ui.export_view import ExportView
 from vit_demo.ui.models import Analysis, model_config, model_problem, training_run, weights_folder
@@ -20,7 +21,6 @@ from vit_demo.ui.serving import PRIVATE
 from vit_demo.ui.training_view import TrainingView, training_views
 from vit_demo.weights import read_calibration
 
-API_VIEWS = 8  # the API endpoints answer the label, the info and these first views: attention and relevance
 
 
 def info_text(analysis: Analysis) -> str:
@@ -63,10 +63,11 @@ def prediction(result: Analysis | InputError, blank_message: str) -> tuple:
     return notice(unfamiliar_text(result.model) if result.unfamiliar else ""), result.probs, info_text(result), result
 
 
-def views(model: str, analysis: Analysis | None, layer: int, head: str, position: int | None = None) -> tuple:
+def views(model: str, analysis: Analysis | None, layer: int, head: str, position: int | None = None,
+          live: bool = True) -> tuple:
     """Every view of an analysed image (None: none), in the order of ``Panel.view_outputs`` (position None: the
-    trained model)."""
-    attention = AttentionView.views(analysis, layer, head)
+    trained model; ``live``: the large view as the numbers the page draws it from, else as a picture)."""
+    attention = AttentionView.views(analysis, layer, head, live)
     if analysis is None:
         return *attention, *ExplanationView.views(None), *training_views(model, None, 1)
     position = training_run(model).positions if position is None else position
@@ -77,7 +78,8 @@ def views(model: str, analysis: Analysis | None, layer: int, head: str, position
 def api_answer(model: str, result: Analysis | InputError | str, blank_message: str) -> tuple:
     """The API's answer (``Panel.api_outputs``) for an analysed image, one that failed, or a message (a str)."""
     _, label, info, analysis = message(result) if isinstance(result, str) else prediction(result, blank_message)
-    return label, info, *views(model, analysis, model_config(model).depth, MEAN)[:API_VIEWS]
+    attention = AttentionView.views(analysis, model_config(model).depth, MEAN, live=False)
+    return label, info, *attention, *ExplanationView.views(analysis)[:2]
 
 
 @dataclasses.dataclass
@@ -85,6 +87,7 @@ class Panel:
     """A tab's outputs and the controls that choose what they show."""
 
     model: str
+    prefix: str  # the tab's, in its components' elem_ids
     notice: gr.Markdown
     label: gr.Label
     info: gr.Markdown
@@ -104,7 +107,8 @@ class Panel:
 
     @property
     def api_outputs(self) -> list:
-        return [self.label, self.info, *self.view_outputs[:API_VIEWS]]
+        """The API endpoints' answer: the label, the info, the attention pictures, and the relevance and its note."""
+        return [self.label, self.info, *self.attention.api_outputs, *self.explanation.outputs[:2]]
 
     def wire_input(self, source: Any, predict: Callable[..., tuple], **event_args: Any) -> None:
         """``predict(source value, class to explain)`` answers a new image with its label first; its views follow
@@ -117,7 +121,7 @@ class Panel:
                           self.view_outputs, **PRIVATE)
 
     def wire(self) -> None:
-        self.attention.wire(self.state)
+        self.attention.wire(self.state, self.prefix)
         self.explanation.wire(self.state)
         self.training.wire(self.model, self.state)
         self.export.wire(self.state, self.attention.layer, self.attention.head, self.explanation.explain_class,
@@ -157,8 +161,9 @@ def build_panel(prefix: str, model: str, prompt: str, build_input: Callable[[], 
         training = training_view.build_training(prefix, model)
         export = export_view.build_export(prefix, (config.image_size // config.patch_size) ** 2)
     panel = Panel(
-        model, notice_above, label, info,
-        AttentionView(patches, cls_grid, layer, head, selected, rollout, query, query_note),
+        model, prefix, notice_above, label, info,
+        AttentionView(patches, cls_grid, layer, head, selected, rollout, query, query_note,
+                      view_image(f"{prefix}-api-selected", visible=False)),
         ExplanationView(explain_class, relevance, relevance_note, score, faithfulness, faithfulness_note),
         training,
         export,
