@@ -113,6 +113,16 @@ def read_live_payload(text: str) -> tuple[np.ndarray, np.ndarray]:
     return image, maps.reshape(numbers["layers"], numbers["heads"] + 1, numbers["grid"], numbers["grid"]) / 255
 
 
+def read_live_map(text: str) -> np.ndarray:
+    """A single map's numbers for a live view (vit_demo/live_view.map_payload) read back: (g, g) in [0, 1]."""
+    import base64
+    import json
+
+    numbers = json.loads(text)
+    levels = np.frombuffer(base64.b64decode(numbers["map"]), np.uint8)
+    return levels.reshape(numbers["grid"], numbers["grid"]) / 255
+
+
 def run_cli(*args: str) -> subprocess.CompletedProcess:
     """``python -m vit_demo ARGS`` from the repo, its output captured."""
     return subprocess.run([sys.executable, "-m", "vit_demo", *args], cwd=REPO, capture_output=True, text=True,

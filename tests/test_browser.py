@@ -8,7 +8,7 @@ import urllib.parse
 from pathlib import Path
 
 import pytest
-from conftest import PHOTOS, REPO, pixel_bomb_png, read_live_payload, serving
+from conftest import PHOTOS, REPO, pixel_bomb_png, read_live_map, read_live_payload, serving
 
 from vit_demo.preprocess import MAX_FILE_BYTES
 
@@ -92,10 +92,11 @@ def image_src(page, elem_id: str) -> str:
 def test_draw_a_digit_and_explore_its_attention(page, tmp_path):
     draw(page, [(0.25, 0.2), (0.75, 0.2), (0.45, 0.85)])  # a 7
     wait_for_label(page, "7")
-    for view in ("digit-patches", "digit-cls-grid", "digit-rollout", "digit-query"):
+    for view in ("digit-patches", "digit-cls-grid", "digit-query"):
         wait_for_picture(page, view)
         assert image_src(page, view), view
     wait_for_live(page, "digit-selected", "6/mean")
+    wait_for_live(page, "digit-rollout", "map")
     assert "ms on" in page.locator("#digit-info").inner_text()
 
     # Another layer and head: the page redraws the large view itself, without a request.
@@ -155,6 +156,12 @@ def test_the_page_draws_the_large_view_as_the_server_draws_it(page):
             served = np.asarray(render.overlay(image, maps[layer - 1, column], 336), dtype=int)
             difference = np.abs(live_pixels(page, f"{panel}-selected").astype(int) - served)
             assert difference.mean() < 0.5 and np.quantile(difference, 0.999) <= 2, (panel, layer, head)
+        for view in ("rollout", "relevance"):  # a single map over the same image
+            wait_for_live(page, f"{panel}-{view}", "map")
+            numbers = page.evaluate(f"() => document.querySelector('#{panel}-{view} canvas').dataset.numbers")
+            served = np.asarray(render.overlay(image, read_live_map(numbers), 336), dtype=int)
+            difference = np.abs(live_pixels(page, f"{panel}-{view}").astype(int) - served)
+            assert difference.mean() < 0.5 and np.quantile(difference, 0.999) <= 2, (panel, view)
     assert page.console_errors == []
 
 
@@ -237,8 +244,8 @@ def test_upload_a_photo(page):
         assert page.locator("#photo-info").is_visible()
         return
     wait_for_label(page, "ship", panel="photo")
-    for view in ("photo-rollout", "photo-relevance"):  # the views follow the label
-        wait_for_picture(page, view)
+    for view in ("photo-rollout", "photo-relevance"):  # the views follow the label, drawn in the page
+        wait_for_live(page, view, "map")
     wait_for_text(page, "photo-relevance-note", "Why ship?")
     # The 32x32 upload fills its box (Gradio's "scale-down" shows it at 32 pixels).
     assert page.evaluate("() => getComputedStyle(document.querySelector('#photo-input img')).objectFit") == "contain"
@@ -332,12 +339,12 @@ def test_why_this_class_why_not_another_and_how_far_to_trust_the_maps(page):
     draw(page, [(0.25, 0.2), (0.75, 0.2), (0.45, 0.85)])  # a 7
     wait_for_label(page, "7")
     wait_for_text(page, "digit-relevance-note", "Why 7?")
-    wait_for_picture(page, "digit-relevance")
-    seven = image_src(page, "digit-relevance")
+    wait_for_live(page, "digit-relevance", "map")
+    seven = live_pixels(page, "digit-relevance")
     page.locator("#digit-explain-class input").click()
     page.get_by_role("option", name="8", exact=True).click()
     wait_for_text(page, "digit-relevance-note", "Why not 8?")
-    page.wait_for_function(f"() => document.querySelector('#digit-relevance img')?.src !== {seven!r}")
+    assert (live_pixels(page, "digit-relevance") != seven).any()  # drawn from the map that came with the note
     page.locator("#digit-score").click()
     wait_for_text(page, "digit-faithfulness-note", "random rankings of this image")  # the verdict, with its noise
     wait_for_picture(page, "digit-faithfulness")
@@ -386,9 +393,10 @@ def test_the_training_slider_shows_the_drawing_through_earlier_models(browser, s
 
 
 CANVAS_TOP = "() => document.querySelector('#canvas canvas.vd-draw').getBoundingClientRect().top + scrollY"
-VIEWS_THAT_FIT = """() => [...document.querySelectorAll('.vd-view')].filter(v => v.offsetParent && v.querySelector('img'))
+VIEWS_THAT_FIT = """() => [...document.querySelectorAll('.vd-view')]
+    .filter(v => v.offsetParent && v.querySelector('img, canvas.vd-live-canvas'))
     .map(v => {
-        const box = v.getBoundingClientRect(), img = v.querySelector('img').getBoundingClientRect();
+        const box = v.getBoundingClientRect(), img = v.querySelector('img, canvas.vd-live-canvas').getBoundingClientRect();
         const buttons = v.querySelector('.icon-button-wrapper')?.getBoundingClientRect();
         const covered = buttons && buttons.width > 0 && !(buttons.bottom <= img.top || buttons.top >= img.bottom
             || buttons.right <= img.left || buttons.left >= img.right);
@@ -398,9 +406,12 @@ VIEWS_THAT_FIT = """() => [...document.querySelectorAll('.vd-view')].filter(v =>
 
 def views_that_fit(page) -> list:
     """[view id, inside its box, clear of its buttons] for every picture shown, each loaded first (they load lazily)."""
-    pictures = page.locator(".vd-view img:visible")
-    for i in range(pictures.count()):
-        pictures.nth(i).scroll_into_view_if_needed()
+    page.evaluate("""async () => {  // each in sight until it has loaded: one scrolled past may never start
+        for (const img of [...document.querySelectorAll('.vd-view img')].filter(i => i.offsetParent)) {
+            img.scrollIntoView({ block: "center" });
+            if (!img.complete) await new Promise(done => img.addEventListener("load", done, { once: true }));
+        }
+    }""")
     page.wait_for_function("""() => [...document.querySelectorAll('.vd-view img')].filter(i => i.offsetParent)
         .every(i => i.complete && i.naturalWidth > 0)""", timeout=20000)
     return page.evaluate(VIEWS_THAT_FIT)
@@ -417,7 +428,7 @@ def test_every_view_fits_its_box_on_phones_and_projectors(browser, app_url, widt
         draw(page, [(0.25, 0.2), (0.75, 0.2), (0.45, 0.85)])
         wait_for_label(page, "7")
         assert abs(page.evaluate(CANVAS_TOP) - empty) <= 2  # the first answer does not move the canvas under the pen
-        wait_for_picture(page, "digit-relevance")
+        wait_for_live(page, "digit-relevance", "map")
         assert page.locator("#vd-keys").is_visible() == (width >= 600)  # keyboard keys: not on a phone
         if width < 600:
             label = page.locator("#digit-label").bounding_box()
@@ -426,7 +437,7 @@ def test_every_view_fits_its_box_on_phones_and_projectors(browser, app_url, widt
         page.get_by_role("tab", name="Upload a photo (CIFAR-10)").click()
         page.locator("#photo-input input[type='file']").set_input_files(str(PHOTOS / "ship.png"))
         wait_for_label(page, "ship", panel="photo")
-        wait_for_picture(page, "photo-relevance")
+        wait_for_live(page, "photo-relevance", "map")
         checked += views_that_fit(page)
         page.screenshot(path=str(tmp_path / f"photo-{width}.png"), full_page=True)
         assert len(checked) >= 12  # the digit tab's views and the photo tab's

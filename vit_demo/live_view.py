@@ -1,9 +1,10 @@
-"""Views the browser draws itself: the numbers of one image's [CLS] attention, compact, for ``assets/live_view.js``.
+"""Views the browser draws itself: the numbers of one image's maps, compact, for ``assets/live_view.js``.
 
 The server sends, once per image, each layer's [CLS] map for every head and the heads' mean, quantised to
 uint8 (each map scaled to its own maximum, as ``render.overlays`` scales it), with the input image, the colour
-map and the overlay's rule; the page draws the chosen layer and head from them, so changing either costs no
-request. ``render.overlay`` stays the server's picture of the same view (export, CLI, the API), and the JS
+map and the overlay's rule (``payload``, the large view's value); the page draws the chosen layer and head from
+them, so changing either costs no request. A single map over the same image (rollout, relevance) is its own
+view's value (``map_payload``, some 100 bytes). ``render.overlay`` stays the server's picture of the same view (export, CLI, the API), and the JS
 follows it step for step: the input upsampled (nearest for digits, bicubic for photos), the map upsampled
 bicubic (torch's ``F.interpolate``, ``align_corners=False``), coloured through the same 256-entry lookup table,
 and blended at ``render.HEAT_ALPHA``. A browser test compares the two.
@@ -33,6 +34,11 @@ def quantise(maps: np.ndarray) -> np.ndarray:
     """Each (g, g) map scaled to its own maximum and rounded to 0..255: (..., g, g) float -> uint8."""
     peaks = np.maximum(maps.max(axis=(-2, -1), keepdims=True), 1e-12)
     return np.round(maps * (255 / peaks)).astype(np.uint8)
+
+
+def map_payload(heatmap: np.ndarray) -> str:
+    """One (g, g) map for a view drawn over the tab's image (rollout, relevance), as a JSON string."""
+    return json.dumps({"grid": heatmap.shape[-1], "map": _b64(quantise(heatmap))})
 
 
 def payload(image: np.ndarray, attention: np.ndarray, size: int) -> str:

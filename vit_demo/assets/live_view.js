@@ -1,10 +1,13 @@
-// A live view (vit_demo/live_view.py): draws one layer and head of [CLS] attention from the numbers the server
-// sent once per image, so that changing the layer or the head costs no request. It follows render.overlay step
-// for step: the input upsampled (nearest for digits, bicubic for photos), the map upsampled bicubic as torch's
-// F.interpolate does it (align_corners=False, A = -0.75, edges clamped), coloured through the server's lookup
-// table, and blended as PIL's Image.blend does (truncated). __PREFIX__ is the tab's prefix (digit, photo).
+// A view the page draws itself (vit_demo/live_view.py), so that choosing what it shows costs no request. It
+// follows render.overlay step for step: the input upsampled (nearest for digits, bicubic for photos), the map
+// upsampled bicubic as torch's F.interpolate does it (align_corners=False, A = -0.75, edges clamped), coloured
+// through the server's lookup table, and blended as PIL's Image.blend does (truncated).
+// __PREFIX__: the tab (digit, photo). __VIEW__: "selected", the large view, whose value is the image's numbers
+// (the input, every layer's [CLS] maps) and whose layer and head come from the tab's controls; or "map", a single
+// map (its own value) drawn over the same input (rollout, relevance).
 const PREFIX = "__PREFIX__";
-let state = null; // the decoded numbers of the image in hand, and its upsampled input; null: no image
+const VIEW = "__VIEW__";
+const live = ((window.vdLive ??= {})[PREFIX] ??= { state: null, maps: [] }); // the tab's numbers, shared
 
 function decode(text) {
   const raw = atob(text);
@@ -55,6 +58,7 @@ function upsample(values, h, w, size, smooth) {
 }
 
 function prepare(text) {
+  // The image's numbers, decoded, with its input upsampled once: (size, size, 3) levels.
   const numbers = JSON.parse(text);
   const image = decode(numbers.image), pixels = numbers.height * numbers.width, size = numbers.size;
   const base = new Uint8ClampedArray(size * size * 3);
@@ -67,28 +71,19 @@ function prepare(text) {
   return { numbers, base, maps: decode(numbers.maps), colormap: decode(numbers.colormap) };
 }
 
-function chosen(layer, head) {
-  // The layer (0-based) and the map's column (the heads, then their mean) asked for, or the page's controls'.
-  const { layers, heads } = state.numbers;
-  layer ??= Number(document.querySelector(`#${PREFIX}-layer input[type=number]`)?.value ?? layers);
-  head ??= document.querySelector(`#${PREFIX}-head input:checked`)?.value ?? "mean";
-  const column = head === "mean" ? heads : Math.min(Math.max(Number(String(head).split(" ").pop()) - 1, 0), heads - 1);
-  return [Math.min(Math.max(Math.round(layer), 1), layers) - 1, column];
-}
-
-function draw(layer, head) {
+function paint(map, grid, label) {
+  // One (grid, grid) map of levels 0..255 over the tab's input, on this view's canvas; null: an empty canvas.
   const canvas = element.querySelector("canvas.vd-live-canvas");
   if (!canvas) return;
   const context = canvas.getContext("2d");
-  if (!state) {
+  if (!live.state || !map) {
     context.clearRect(0, 0, canvas.width, canvas.height);
     canvas.dataset.drawn = "";
     return;
   }
-  const { numbers, base, maps, colormap } = state;
-  const [l, column] = chosen(layer, head);
-  const g = numbers.grid, size = numbers.size, offset = (l * (numbers.heads + 1) + column) * g * g;
-  const heat = upsample(Float64Array.from(maps.subarray(offset, offset + g * g)), g, g, size, true);
+  const { numbers, base, colormap } = live.state;
+  const size = numbers.size;
+  const heat = upsample(Float64Array.from(map), grid, grid, size, true);
   const picture = context.createImageData(size, size);
   for (let p = 0; p < size * size; p++) {
     const level = Math.trunc(Math.min(Math.max(heat[p], 0), 255));
@@ -99,15 +94,53 @@ function draw(layer, head) {
     picture.data[p * 4 + 3] = 255;
   }
   context.putImageData(picture, 0, 0);
-  canvas.dataset.drawn = `${l + 1}/${column === numbers.heads ? "mean" : column + 1}`; // for tests: what it shows
+  canvas.dataset.drawn = label; // what it shows, for tests
 }
 
-function update() {
-  state = props.value ? prepare(props.value) : null;
-  draw();
+function chosen(layer, head) {
+  // The layer (0-based) and the map's column (the heads, then their mean) asked for, or the tab's controls'.
+  const { layers, heads } = live.state.numbers;
+  layer ??= Number(document.querySelector(`#${PREFIX}-layer input[type=number]`)?.value ?? layers);
+  head ??= document.querySelector(`#${PREFIX}-head input:checked`)?.value ?? "mean";
+  const column = head === "mean" ? heads : Math.min(Math.max(Number(String(head).split(" ").pop()) - 1, 0), heads - 1);
+  return [Math.min(Math.max(Math.round(layer), 1), layers) - 1, column];
 }
 
-// The page's handle on this view: redraw it (the layer and head controls' events), and read its numbers (tests).
-(window.vdLive ??= {})[PREFIX] = { draw, numbers: () => props.value };
-watch("value", update);
-update();
+function drawSelected(layer, head) {
+  if (!live.state) return paint(null);
+  const { numbers, maps } = live.state;
+  const [l, column] = chosen(layer, head);
+  const g = numbers.grid, offset = (l * (numbers.heads + 1) + column) * g * g;
+  paint(maps.subarray(offset, offset + g * g), g, `${l + 1}/${column === numbers.heads ? "mean" : column + 1}`);
+}
+
+if (VIEW === "selected") {
+  // The page's handle on the tab: redraw the large view (the layer and head controls' events), read the numbers.
+  live.draw = drawSelected;
+  live.numbers = () => props.value;
+  watch("value", () => {
+    live.state = props.value ? prepare(props.value) : null;
+    drawSelected();
+    for (const redraw of live.maps) redraw(); // the single maps lie over the same input
+  });
+  live.state = props.value ? prepare(props.value) : null;
+  drawSelected();
+} else {
+  let own = null; // this view's map: { grid, levels }
+  const drawMap = () => {
+    own ? paint(own.levels, own.grid, "map") : paint(null);
+    const canvas = element.querySelector("canvas.vd-live-canvas");
+    if (canvas) canvas.dataset.numbers = props.value ?? ""; // what it was drawn from, for tests (some 100 bytes)
+  };
+  const read = () => {
+    const numbers = props.value ? JSON.parse(props.value) : null;
+    own = numbers && { grid: numbers.grid, levels: decode(numbers.map) };
+  };
+  live.maps.push(drawMap);
+  watch("value", () => {
+    read();
+    drawMap();
+  });
+  read();
+  drawMap();
+}

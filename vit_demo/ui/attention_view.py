@@ -4,7 +4,6 @@ where any one patch looks."""
 from __future__ import annotations
 
 import dataclasses
-from pathlib import Path
 
 import gradio as gr
 import numpy as np
@@ -12,12 +11,11 @@ from PIL import Image
 
 from vit_demo import explain, live_view, render
 from vit_demo.model import ViTConfig
-from vit_demo.ui.components import LARGE, VIEW_BUTTONS, view_image
+from vit_demo.ui.components import LARGE, VIEW_BUTTONS, live_canvas, view_image
 from vit_demo.ui.models import Analysis
 from vit_demo.ui.serving import PRIVATE
 
 MEAN = "mean"  # the head radio's choice for the mean over heads
-LIVE_VIEW_JS = (Path(__file__).resolve().parents[1] / "assets" / "live_view.js").read_text(encoding="utf-8")
 # A layer or head change redraws the live view in the page: no request.
 REDRAW_JS = "(layer, head) => {{ window.vdLive?.[{prefix!r}]?.draw(layer, head); }}"
 
@@ -75,10 +73,11 @@ class AttentionView:
     layer: gr.Slider
     head: gr.Radio
     selected: gr.HTML  # drawn in the page from live_view's numbers
-    rollout: gr.Image
+    rollout: gr.HTML  # likewise
     query: gr.Image
     query_note: gr.Markdown
     api_selected: gr.Image  # hidden: the large view as a picture, in the API's answer
+    api_rollout: gr.Image  # hidden: rollout as a picture, likewise
 
     @property
     def outputs(self) -> list:
@@ -88,20 +87,23 @@ class AttentionView:
     @property
     def api_outputs(self) -> list:
         """The same, with the large view as a picture: what the API answers (``views`` with ``live=False``)."""
-        return [self.patches, self.cls_grid, self.api_selected, self.rollout, self.query, self.query_note]
+        return [self.patches, self.cls_grid, self.api_selected, self.api_rollout, self.query, self.query_note]
 
     @staticmethod
     def views(analysis: Analysis | None, layer: int, head: str, live: bool = True) -> tuple:
-        """The pictures of an image (None: none), in the order of ``outputs``: the large view as the numbers the
-        page draws it from (``live``), or as the server's picture (for the API)."""
+        """The pictures of an image (None: none), in the order of ``outputs``: the large view and rollout as the
+        numbers the page draws them from (``live``), or as the server's pictures (for the API)."""
         if analysis is None:
-            return None, None, "" if live else None, None, None, query_title(None)
+            return None, None, "" if live else None, "" if live else None, None, query_title(None)
         patch = first_query_patch(analysis)
         grid, where = query_views(analysis, patch)
-        selected = (live_view.payload(analysis.input, analysis.attention, LARGE) if live
-                    else selected_view(analysis, layer, head))
-        return (grid, cls_grid(analysis.input, analysis.attention), selected,
-                render.overlay(analysis.input, analysis.rollout, LARGE), where, query_title(patch))
+        if live:
+            selected = live_view.payload(analysis.input, analysis.attention, LARGE)
+            rollout = live_view.map_payload(analysis.rollout)
+        else:
+            selected = selected_view(analysis, layer, head)
+            rollout = render.overlay(analysis.input, analysis.rollout, LARGE)
+        return grid, cls_grid(analysis.input, analysis.attention), selected, rollout, where, query_title(patch)
 
     def wire(self, state: gr.State, prefix: str) -> None:
         for control in (self.layer, self.head):
@@ -137,11 +139,7 @@ def build_selected(prefix: str, config: ViTConfig) -> tuple[gr.Slider, gr.Radio,
                       elem_classes="vd-layer")
     head = gr.Radio([MEAN] + [f"head {h + 1}" for h in range(config.heads)], value=MEAN, label="Head",
                     elem_id=f"{prefix}-head", elem_classes="vd-head")
-    selected = gr.HTML(
-        "", html_template=(f'<canvas class="vd-live-canvas" width="{LARGE}" height="{LARGE}" role="img" '
-                           'aria-label="where [CLS] attends in the chosen layer and head"></canvas>'),
-        js_on_load=LIVE_VIEW_JS.replace("__PREFIX__", prefix), elem_id=f"{prefix}-selected",
-        elem_classes=["vd-view", "vd-live"], padding=False)
+    selected = live_canvas(f"{prefix}-selected", prefix, "selected", "where [CLS] attends in the chosen layer and head")
     return layer, head, selected
 
 
@@ -151,10 +149,10 @@ def build_cls_grid(prefix: str) -> gr.Image:
     return view_image(f"{prefix}-cls-grid", buttons=VIEW_BUTTONS)
 
 
-def build_rollout(prefix: str) -> gr.Image:
-    """A column: attention rollout."""
+def build_rollout(prefix: str) -> gr.HTML:
+    """A column: attention rollout, drawn in the page."""
     gr.Markdown("### Attention rollout\n[CLS] through all layers, residuals included (Abnar & Zuidema, 2020).")
-    return view_image(f"{prefix}-rollout", height=LARGE, buttons=VIEW_BUTTONS)
+    return live_canvas(f"{prefix}-rollout", prefix, "map", "attention rollout")
 
 
 def build_query(prefix: str) -> tuple[gr.Image, gr.Markdown]:

@@ -17,6 +17,7 @@ from vit_demo.atomic import atomic_write
 LARGE = 336  # pixels a side of the large views
 VIEW_BUTTONS = ["fullscreen", "download"]  # no "share": nothing leaves the server
 VIEW_FORMAT = "jpeg"  # encodes in ~1 ms where WebP (Gradio's default) took ~30 ms for the layer x head grid
+LIVE_VIEW_JS = (Path(__file__).resolve().parents[1] / "assets" / "live_view.js").read_text(encoding="utf-8")
 
 
 class UndecodedImage(gr.Image):
@@ -78,3 +79,13 @@ def view_image(elem_id: str, format: str = VIEW_FORMAT, **layout: Any) -> Cached
     """A picture made by the server, never edited by the user (``format="png"`` for charts: crisp lines and text)."""
     return CachedImage(show_label=False, type="pil", format=format, interactive=False, elem_id=elem_id,
                        elem_classes="vd-view", **layout)
+
+
+def live_canvas(elem_id: str, prefix: str, view: str, description: str) -> gr.HTML:
+    """A view the page draws itself from numbers (``vit_demo/live_view.py``, ``assets/live_view.js``) in tab
+    ``prefix``: ``view`` "selected" (the large view: its value is the image's numbers) or "map" (its value is one
+    map over the same image). ``description``: what it shows, for screen readers."""
+    return gr.HTML("", html_template=(f'<canvas class="vd-live-canvas" width="{LARGE}" height="{LARGE}" role="img" '
+                                      f'aria-label="{description}"></canvas>'),
+                   js_on_load=LIVE_VIEW_JS.replace("__PREFIX__", prefix).replace("__VIEW__", view),
+                   elem_id=elem_id, elem_classes=["vd-view", "vd-live"], padding=False)

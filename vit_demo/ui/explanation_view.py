@@ -9,9 +9,9 @@ import gradio as gr
 import numpy as np
 from PIL import Image
 
-from vit_demo import figures, render
+from vit_demo import figures, live_view, render
 from vit_demo.faithfulness import RANDOM_RANKINGS, Verdict, faithfulness, verdict
-from vit_demo.ui.components import LARGE, VIEW_BUTTONS, view_image
+from vit_demo.ui.components import LARGE, VIEW_BUTTONS, live_canvas, view_image
 from vit_demo.ui.models import Analysis, classifier
 from vit_demo.ui.serving import PRIVATE
 
@@ -88,25 +88,33 @@ def score_maps(analysis: Analysis) -> tuple[Image.Image, str]:
 @dataclasses.dataclass
 class ExplanationView:
     explain_class: gr.Dropdown
-    relevance: gr.Image
+    relevance: gr.HTML  # drawn in the page from the map's numbers (live_view.map_payload)
     relevance_note: gr.Markdown
     score: gr.Button
     faithfulness: gr.Image
     faithfulness_note: gr.Markdown
+    api_relevance: gr.Image  # hidden: the relevance as a picture, in the API's answer
 
     @property
     def outputs(self) -> list:
         """The outputs a new image updates, in the order of ``views``."""
         return [self.relevance, self.relevance_note, self.faithfulness, self.faithfulness_note]
 
+    @property
+    def api_outputs(self) -> list:
+        """The relevance as a picture, and its note: what the API answers (``views`` with ``live=False``)."""
+        return [self.api_relevance, self.relevance_note]
+
     @staticmethod
-    def views(analysis: Analysis | None) -> tuple:
-        """An image's relevance view, for the class it was analysed for (None: nothing); the faithfulness chart
-        waits for the button (it takes some 90 more forward passes)."""
+    def views(analysis: Analysis | None, live: bool = True) -> tuple:
+        """An image's relevance view, for the class it was analysed for (None: nothing), as the numbers the page
+        draws it from (``live``) or as a picture (for the API); the faithfulness chart waits for the button (it
+        takes some 240 more forward passes)."""
         if analysis is None:
-            return None, relevance_title(None, None), None, SCORE_PROMPT
-        return (render.overlay(analysis.input, analysis.relevance, LARGE),
-                relevance_title(analysis, analysis.relevance_label), None, SCORE_PROMPT)
+            return "" if live else None, relevance_title(None, None), None, SCORE_PROMPT
+        relevance = (live_view.map_payload(analysis.relevance) if live
+                     else render.overlay(analysis.input, analysis.relevance, LARGE))
+        return relevance, relevance_title(analysis, analysis.relevance_label), None, SCORE_PROMPT
 
     def wire(self, state: gr.State) -> None:
         self.explain_class.change(on_explain_class, [state, self.explain_class], [self.relevance, self.relevance_note],
@@ -117,9 +125,9 @@ class ExplanationView:
 
 def on_explain_class(analysis: Analysis | None, choice: str) -> tuple:
     if analysis is None:
-        return None, relevance_title(None, None)
+        return "", relevance_title(None, None)
     label = explain_label(choice)
-    return render.overlay(analysis.input, relevance_map(analysis, label), LARGE), relevance_title(analysis, label)
+    return live_view.map_payload(relevance_map(analysis, label)), relevance_title(analysis, label)
 
 
 def on_score(analysis: Analysis | None) -> tuple:
@@ -128,12 +136,12 @@ def on_score(analysis: Analysis | None) -> tuple:
     return score_maps(analysis)
 
 
-def build_relevance(prefix: str, classes: tuple[str, ...]) -> tuple[gr.Dropdown, gr.Image, gr.Markdown]:
-    """A column: the relevance view, with the picker of the class to explain."""
+def build_relevance(prefix: str, classes: tuple[str, ...]) -> tuple[gr.Dropdown, gr.HTML, gr.Markdown]:
+    """A column: the relevance view (drawn in the page), with the picker of the class to explain."""
     note = gr.Markdown(relevance_title(None, None), elem_id=f"{prefix}-relevance-note")
     explain_class = gr.Dropdown([PREDICTED_CHOICE, *classes], value=PREDICTED_CHOICE, label="Explain the class",
                                 elem_id=f"{prefix}-explain-class")
-    return explain_class, view_image(f"{prefix}-relevance", height=LARGE, buttons=VIEW_BUTTONS), note
+    return explain_class, live_canvas(f"{prefix}-relevance", prefix, "map", "class-specific relevance"), note
 
 
 def build_faithfulness(prefix: str) -> tuple[gr.Button, gr.Image, gr.Markdown]:

@@ -69,9 +69,9 @@ def views(model: str, analysis: Analysis | None, layer: int, head: str, position
     trained model; ``live``: the large view as the numbers the page draws it from, else as a picture)."""
     attention = AttentionView.views(analysis, layer, head, live)
     if analysis is None:
-        return *attention, *ExplanationView.views(None), *training_views(model, None, 1)
+        return *attention, *ExplanationView.views(None, live), *training_views(model, None, 1)
     position = training_run(model).positions if position is None else position
-    return (*attention, *ExplanationView.views(analysis),
+    return (*attention, *ExplanationView.views(analysis, live),
             *training_views(model, analysis, position, trained_grid=attention[1]))
 
 
@@ -79,7 +79,7 @@ def api_answer(model: str, result: Analysis | InputError | str, blank_message: s
     """The API's answer (``Panel.api_outputs``) for an analysed image, one that failed, or a message (a str)."""
     _, label, info, analysis = message(result) if isinstance(result, str) else prediction(result, blank_message)
     attention = AttentionView.views(analysis, model_config(model).depth, MEAN, live=False)
-    return label, info, *attention, *ExplanationView.views(analysis)[:2]
+    return label, info, *attention, *ExplanationView.views(analysis, live=False)[:2]
 
 
 @dataclasses.dataclass
@@ -108,7 +108,7 @@ class Panel:
     @property
     def api_outputs(self) -> list:
         """The API endpoints' answer: the label, the info, the attention pictures, and the relevance and its note."""
-        return [self.label, self.info, *self.attention.api_outputs, *self.explanation.outputs[:2]]
+        return [self.label, self.info, *self.attention.api_outputs, *self.explanation.api_outputs]
 
     def wire_input(self, source: Any, predict: Callable[..., tuple], **event_args: Any) -> None:
         """``predict(source value, class to explain)`` answers a new image with its label first; its views follow
@@ -163,8 +163,10 @@ def build_panel(prefix: str, model: str, prompt: str, build_input: Callable[[], 
     panel = Panel(
         model, prefix, notice_above, label, info,
         AttentionView(patches, cls_grid, layer, head, selected, rollout, query, query_note,
-                      view_image(f"{prefix}-api-selected", visible=False)),
-        ExplanationView(explain_class, relevance, relevance_note, score, faithfulness, faithfulness_note),
+                      view_image(f"{prefix}-api-selected", visible=False),
+                      view_image(f"{prefix}-api-rollout", visible=False)),
+        ExplanationView(explain_class, relevance, relevance_note, score, faithfulness, faithfulness_note,
+                        view_image(f"{prefix}-api-relevance", visible=False)),
         training,
         export,
         gr.State(),
