@@ -158,7 +158,7 @@ def test_scoring_the_maps_of_the_image_in_hand():
 
 def test_the_training_slider_shows_the_model_as_it_was(snapshot_weights, monkeypatch):
     monkeypatch.setenv(models.WEIGHTS_ENV, str(snapshot_weights))
-    for cached in (models.classifier, models.training_run):
+    for cached in (models.classifier, models.training_run, models.calibration_report):
         cached.cache_clear()
     try:
         run = models.training_run("mnist")
@@ -188,7 +188,7 @@ def test_the_training_slider_shows_the_model_as_it_was(snapshot_weights, monkeyp
             with Image.open(path) as picture:
                 assert picture.width >= 1600
     finally:
-        for cached in (models.classifier, models.training_run):
+        for cached in (models.classifier, models.training_run, models.calibration_report):
             cached.cache_clear()
 
 
@@ -254,7 +254,7 @@ def test_inside_says_plainly_what_was_never_measured(tmp_path, monkeypatch):
     for name in (CONFIG_FILE, WEIGHTS_FILE):  # the weights, without attention_distance.json or calibration.json
         shutil.copy(WEIGHTS_ROOT / "mnist" / name, tmp_path / "mnist" / name)
     monkeypatch.setenv(models.WEIGHTS_ENV, str(tmp_path))
-    caches = (models.classifier, inside_tab.insides)
+    caches = (models.classifier, models.calibration_report, inside_tab.insides)
     for cached in caches:
         cached.cache_clear()
     try:

@@ -17,9 +17,8 @@ from PIL import Image
 
 from vit_demo import figures, inside, render
 from vit_demo.ui.components import LARGE, VIEW_BUTTONS, view_image
-from vit_demo.ui.models import classifier, model_problem
+from vit_demo.ui.models import calibration_report, classifier, model_problem
 from vit_demo.ui.serving import PRIVATE
-from vit_demo.weights import read_calibration
 
 MODELS = {"Digits (MNIST)": "mnist", "Photos (CIFAR-10)": "cifar10"}
 FILTERS = 28  # principal components shown, as in the ViT paper
@@ -65,7 +64,7 @@ def reliability_views(model: str) -> tuple[Image.Image | None, str]:
     """How far to trust the model's probabilities: its reliability diagram before and after calibration, and
     what it says (None and how to fit it, for weights never calibrated)."""
     clf = classifier(model)
-    report = read_calibration(clf.info.folder)
+    report = calibration_report(model)
     if report is None:
         return None, "How far to trust this model's probabilities has not been measured for its weights yet."
     before, after = report["before"], report["after"]

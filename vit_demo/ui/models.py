@@ -20,7 +20,7 @@ from vit_demo.classifier import Classifier, load_model
 from vit_demo.model import ViTConfig
 from vit_demo.preprocess import InputError
 from vit_demo.training import RECIPES
-from vit_demo.weights import WEIGHTS_ROOT, Snapshot, WeightsError, load_snapshots, read_metrics
+from vit_demo.weights import WEIGHTS_ROOT, Snapshot, WeightsError, load_snapshots, read_calibration, read_metrics
 
 WEIGHTS_ENV = "VIT_DEMO_WEIGHTS"  # a folder holding mnist/ and cifar10/ weights folders, to serve weights of your own
 DEVICE_ENV = "VIT_DEMO_DEVICE"  # auto (default), cpu, cuda, ...
@@ -35,6 +35,12 @@ def weights_folder(name: str) -> Path:
 def classifier(name: str) -> Classifier:
     """A model (``mnist``, ``cifar10``), loaded once per process on ``VIT_DEMO_DEVICE`` (default: auto)."""
     return load_model(weights_folder(name), device=os.environ.get(DEVICE_ENV, "auto"))
+
+
+@functools.cache
+def calibration_report(name: str) -> dict | None:
+    """How a model's probabilities were calibrated and measured (its calibration.json), read once per process."""
+    return read_calibration(weights_folder(name))
 
 
 def model_config(name: str) -> ViTConfig:

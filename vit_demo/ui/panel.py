@@ -16,11 +16,9 @@ from vit_demo.ui.attention_view import MEAN, AttentionView
 from vit_demo.ui.components import view_image
 from vit_demo.ui.explanation_view import ExplanationView
 from vit_demo.ui.export_view import ExportView
-from vit_demo.ui.models import Analysis, model_config, model_problem, training_run, weights_folder
+from vit_demo.ui.models import Analysis, calibration_report, model_config, model_problem, training_run
 from vit_demo.ui.serving import PRIVATE
 from vit_demo.ui.training_view import TrainingView, training_views
-from vit_demo.weights import read_calibration
-
 
 
 def info_text(analysis: Analysis) -> str:
@@ -31,7 +29,7 @@ def unfamiliar_text(model: str) -> str:
     """The notice above an unfamiliar image's label, with how often the model reads such images right (the share
     of its own test images this unfamiliar that it classified right, from calibration.json)."""
     classes = ", ".join(dataset_spec(model).classes)
-    found = (read_calibration(weights_folder(model)) or {}).get("unfamiliar") or {}
+    found = (calibration_report(model) or {}).get("unfamiliar") or {}
     odds = (f" Of the test photos that look this unfamiliar to it, it reads {100 * found['accuracy_on_flagged']:.0f}% "
             "right." if "accuracy_on_flagged" in found else "")
     return (f"**This looks unlike the photos the model knows.** It only knows {classes}, so its answer is a "
