@@ -4,8 +4,8 @@ What is fitted: the model's temperature, each training snapshot's own, and for p
 an image unlike anything the model knows. What is recorded: the temperature and the rule in ``config.json``
 (read with the weights), each snapshot's temperature in ``snapshots.json``, and in ``calibration.json`` what it
 was fitted on and the expected calibration error, negative log-likelihood and reliability bins before and after,
-on images it was not fitted on, drawn as reliability diagrams in ``reliability.png``. ``train.py`` calls it at the end of a run, on training images it held out;
-``python -m vit_demo calibrate`` calls it for existing weights.
+on images it was not fitted on, drawn as reliability diagrams in ``reliability.png``. ``train.py`` calls it at the
+end of a run, on training images it held out; ``python -m vit_demo calibrate`` calls it for existing weights.
 """
 
 from __future__ import annotations
@@ -20,7 +20,7 @@ import torch
 
 from vit_demo import calibration
 from vit_demo.atomic import atomic_write, atomic_write_text
-from vit_demo.data import dataset_spec, load_split
+from vit_demo.data import load_split
 from vit_demo.figures import reliability_diagram
 from vit_demo.outside_photos import OutsidePhotosMissing, outside_photos
 from vit_demo.preprocess import preprocess_photo
@@ -130,7 +130,7 @@ def calibrate(folder: str | Path, data_dir: str | Path, device: torch.device | s
         set_snapshot_temperatures(folder, temperatures)
         report["snapshot_temperatures"] = {str(epoch): t for epoch, t in temperatures.items()}
     rule = None
-    if dataset_spec(info.dataset.name).channels == 3:
+    if info.dataset.channels == 3:  # photos
         try:
             report["unfamiliar"] = unfamiliar_rule(model, temperature, fit_logits, measure_logits, measure_y)
             rule = calibration.UnfamiliarRule(report["unfamiliar"]["score"], report["unfamiliar"]["threshold"])

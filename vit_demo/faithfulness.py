@@ -128,7 +128,8 @@ def faithfulness(model: nn.Module, images: torch.Tensor, dataset: str, seed: int
                for _ in range(random_rankings)]
     spread = random_rankings > 1
     found["random"] = Curves(
-        deletion=np.mean([r.deletion for r in randoms], axis=0), insertion=np.mean([r.insertion for r in randoms], axis=0),
+        deletion=np.mean([r.deletion for r in randoms], axis=0),
+        insertion=np.mean([r.insertion for r in randoms], axis=0),
         deletion_noise=np.std([r.deletion_auc for r in randoms], axis=0, ddof=1) if spread else None,
         insertion_noise=np.std([r.insertion_auc for r in randoms], axis=0, ddof=1) if spread else None)
     return {kind: found[kind] for kind in MAP_KINDS}
