@@ -5,9 +5,9 @@ uint8 (each map scaled to its own maximum, as ``render.overlays`` scales it), wi
 map and the overlay's rule (``payload``, the large view's value); the page draws the chosen layer and head from
 them, so changing either costs no request. A single map over the same image (rollout, relevance) is its own
 view's value (``map_payload``, some 100 bytes). ``render.overlay`` stays the server's picture of the same view
-(export, CLI, the API), and the JS follows it step for step: the input upsampled (nearest for digits, bicubic for photos), the map upsampled
-bicubic (torch's ``F.interpolate``, ``align_corners=False``), coloured through the same 256-entry lookup table,
-and blended at ``render.HEAT_ALPHA``. A browser test compares the two.
+(export, CLI, the API), and the JS follows it step for step: the input upsampled (nearest for digits, bicubic
+for photos), the map upsampled bicubic (torch's ``F.interpolate``, ``align_corners=False``), coloured through
+the same 256-entry lookup table, and blended at ``render.HEAT_ALPHA``. A browser test compares the two.
 """
 
 from __future__ import annotations
