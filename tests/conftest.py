@@ -123,6 +123,15 @@ def read_live_map(text: str) -> np.ndarray:
     return levels.reshape(numbers["grid"], numbers["grid"]) / 255
 
 
+def read_live_grid(text: str, shape: tuple[int, ...]) -> np.ndarray:
+    """A grid's numbers for a live view (vit_demo/live_view.grid_payload) read back: ``shape`` (L, H + 1, g, g)
+    in [0, 1], each map scaled to its own maximum."""
+    import base64
+    import json
+
+    return np.frombuffer(base64.b64decode(json.loads(text)["maps"]), np.uint8).reshape(shape) / 255
+
+
 def run_cli(*args: str) -> subprocess.CompletedProcess:
     """``python -m vit_demo ARGS`` from the repo, its output captured."""
     return subprocess.run([sys.executable, "-m", "vit_demo", *args], cwd=REPO, capture_output=True, text=True,

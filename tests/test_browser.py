@@ -92,10 +92,11 @@ def image_src(page, elem_id: str) -> str:
 def test_draw_a_digit_and_explore_its_attention(page, tmp_path):
     draw(page, [(0.25, 0.2), (0.75, 0.2), (0.45, 0.85)])  # a 7
     wait_for_label(page, "7")
-    for view in ("digit-patches", "digit-cls-grid", "digit-query"):
+    for view in ("digit-patches", "digit-query"):
         wait_for_picture(page, view)
         assert image_src(page, view), view
     wait_for_live(page, "digit-selected", "6/mean")
+    wait_for_live(page, "digit-cls-grid", "grid")
     wait_for_live(page, "digit-rollout", "map")
     assert "ms on" in page.locator("#digit-info").inner_text()
 
@@ -156,6 +157,16 @@ def test_the_page_draws_the_large_view_as_the_server_draws_it(page):
             served = np.asarray(render.overlay(image, maps[layer - 1, column], 336), dtype=int)
             difference = np.abs(live_pixels(page, f"{panel}-selected").astype(int) - served)
             assert difference.mean() < 0.5 and np.quantile(difference, 0.999) <= 2, (panel, layer, head)
+        # The layer x head grid: each tile as render.overlays draws it at the grid's thumbnail size.
+        wait_for_live(page, f"{panel}-cls-grid", "grid")
+        origins = page.evaluate(f"() => JSON.parse(document.querySelector('#{panel}-cls-grid canvas').dataset.origins)")
+        grid = live_pixels(page, f"{panel}-cls-grid").astype(int)
+        columns = maps.shape[1]
+        for tile in (0, columns + 1, len(origins) - 1):  # layer 1 head 1, layer 2 head 2, the last layer's mean
+            x, y = origins[tile]
+            served = np.asarray(render.overlay(image, maps[tile // columns, tile % columns], 96), dtype=int)
+            difference = np.abs(grid[y : y + 96, x : x + 96] - served)
+            assert difference.mean() < 0.5 and np.quantile(difference, 0.999) <= 2, (panel, "grid", tile)
         for view in ("rollout", "relevance"):  # a single map over the same image
             wait_for_live(page, f"{panel}-{view}", "map")
             numbers = page.evaluate(f"() => document.querySelector('#{panel}-{view} canvas').dataset.numbers")
@@ -178,7 +189,7 @@ def test_the_prediction_follows_the_pen_and_clear_clears(page):
     page.locator("#canvas button.vd-clear").click()
     wait_for_label(page, "")
     assert "Draw a digit" in page.locator("#digit-info").inner_text()
-    page.wait_for_function("() => !document.querySelector('#digit-cls-grid img')?.getAttribute('src')")  # views follow
+    wait_for_live(page, "digit-cls-grid", "")  # the views follow: empty
 
 
 def test_examples_are_one_click_away(page):
@@ -376,16 +387,19 @@ def test_the_training_slider_shows_the_drawing_through_earlier_models(browser, s
     with serving(REPO / "app.py", VIT_DEMO_WEIGHTS=str(snapshot_weights)) as server, \
             app_page(browser, server.url) as page:
         draw(page, [(0.25, 0.2), (0.75, 0.2), (0.45, 0.85)])
-        wait_for_picture(page, "digit-training")
+        wait_for_live(page, "digit-training", "grid")
         wait_for_text(page, "digit-training-note", "The trained model (epoch 4")
         # The canvas sends the stroke more than once; move the slider only once the last of them has been drawn,
         # or a late one (read with the slider where it was) puts the trained model back.
-        trained = settled_src(page, "digit-training")
+        settled_src(page, "digit-query")
+        trained = live_pixels(page, "digit-training")
         slider = page.locator("#digit-training-position input[type='number']")
         slider.fill("1")
         slider.press("Enter")
         wait_for_text(page, "digit-training-note", "Epoch 1 of 4")
-        page.wait_for_function(f"() => document.querySelector('#digit-training img')?.src !== {trained!r}")
+        page.wait_for_function("() => document.querySelector('#digit-training canvas')?.dataset.drawn === 'grid'")
+        time.sleep(0.5)  # the snapshot's numbers drawn
+        assert (live_pixels(page, "digit-training") != trained).any()  # the grid of the model at epoch 1
         draw(page, [(0.3, 0.9), (0.7, 0.9)])  # a new stroke is shown through the same earlier model
         page.wait_for_timeout(500)
         wait_for_text(page, "digit-training-note", "Epoch 1 of 4")
@@ -429,6 +443,7 @@ def test_every_view_fits_its_box_on_phones_and_projectors(browser, app_url, widt
         wait_for_label(page, "7")
         assert abs(page.evaluate(CANVAS_TOP) - empty) <= 2  # the first answer does not move the canvas under the pen
         wait_for_live(page, "digit-relevance", "map")
+        settled_src(page, "digit-query")  # the stroke's last update has landed: no picture will change now
         assert page.locator("#vd-keys").is_visible() == (width >= 600)  # keyboard keys: not on a phone
         if width < 600:
             label = page.locator("#digit-label").bounding_box()

@@ -6,10 +6,10 @@ import gradio as gr
 import numpy as np
 import pytest
 import torch
-from conftest import PHOTOS, read_live_map, read_live_payload
+from conftest import PHOTOS, read_live_grid, read_live_map, read_live_payload
 from PIL import Image, ImageDraw
 
-from vit_demo import calibration, faithfulness, render
+from vit_demo import calibration, faithfulness, live_view, render
 from vit_demo.ui import (attention_view, demo, digit_tab, explanation_view, inside_tab, models, panel, photo_tab,
                          training_view)
 from vit_demo.ui.attention_view import MEAN
@@ -60,12 +60,12 @@ def test_on_drawing_gives_every_view():
     for numbers, exact in ((rollout, analysis.rollout), (relevance, analysis.relevance)):
         levels = read_live_map(numbers)  # (7, 7) in [0, 1]
         np.testing.assert_allclose(levels, exact / exact.max(), atol=0.5 / 255 + 1e-9)
-    assert cls_grid.size == query.size
+    assert cls_grid == "" and query.size[0] > 400  # the grid: drawn in the page from the large view's numbers
     assert analysis.attention.shape == (6, 4, 50, 50) and analysis.relevance.shape == (7, 7)
     assert "Where patch" in query_note and "Why 7?" in relevance_note
     assert faithfulness is None and "Score the maps" in faithfulness_note  # scored on demand only
     # The shipped digits kept snapshots: the training slider starts at the trained model, the main view's grid.
-    assert training is cls_grid and training_note.startswith("**The trained model** (epoch 200")
+    assert training == "" and training_note.startswith("**The trained model** (epoch 200")  # the tab's own grid
 
 
 def test_blank_and_cleared_canvas_guess_nothing():
@@ -174,9 +174,17 @@ def test_the_training_slider_shows_the_model_as_it_was(snapshot_weights, monkeyp
         probs = calibration.probabilities(said, snapshot.temperature)
         assert f"({100 * float(probs.max()):.1f}%)" in first_note
         later, _ = training_view.training_views("mnist", analysis, 3)
-        assert not np.array_equal(np.asarray(first), np.asarray(later))  # the attention changed as it trained
+        # Each snapshot's grid goes to the page as its maps' numbers: the attention changed as it trained.
+        first_maps, later_maps = (read_live_grid(numbers, (6, 5, 7, 7)) for numbers in (first, later))
+        assert not np.array_equal(first_maps, later_maps)
+        with torch.no_grad():
+            _, attention = run.snapshots[0].model(models.classifier("mnist").batch([analysis.input]),
+                                                  return_attention=True)
+        expected = live_view.cls_maps(attention[0].numpy())
+        np.testing.assert_allclose(first_maps, expected / expected.max(axis=(-2, -1), keepdims=True),
+                                   atol=0.5 / 255 + 1e-6)
         trained, trained_note = training_view.training_views("mnist", analysis, 4)
-        assert "The trained model" in trained_note and "epoch 4" in trained_note
+        assert trained == "" and "The trained model" in trained_note and "epoch 4" in trained_note
         # The trained model's position shows the main view's grid; a new drawing at an earlier position, that epoch.
         assert panel.views("mnist", analysis, 1, MEAN, 2)[11].startswith("**Epoch 2 of 4**")
         # Exported for slides, at the slider's position.
@@ -217,7 +225,7 @@ def test_weights_without_snapshots_say_so_in_place_of_the_slider():
     # and has nothing to export.
     photo = photo_tab.analyse_photo(str(PHOTOS / "cat.png"))
     training, training_note = panel.views("cifar10", photo, 7, MEAN)[-2:]
-    assert training is None and "before snapshots were kept" in training_note
+    assert training == "" and "before snapshots were kept" in training_note
     with pytest.raises(gr.Error, match="snapshots"):
         export_view.on_png(photo, export_view.TRAINING, 7, MEAN, None)
 

@@ -36,6 +36,12 @@ def quantise(maps: np.ndarray) -> np.ndarray:
     return np.round(maps * (255 / peaks)).astype(np.uint8)
 
 
+def grid_payload(attention: np.ndarray) -> str:
+    """Every layer's [CLS] maps of another model than the tab's (a training snapshot) for a grid view drawn over
+    the tab's image, as a JSON string."""
+    return json.dumps({"maps": _b64(quantise(cls_maps(attention)))})
+
+
 def map_payload(heatmap: np.ndarray) -> str:
     """One (g, g) map for a view drawn over the tab's image (rollout, relevance), as a JSON string."""
     return json.dumps({"grid": heatmap.shape[-1], "map": _b64(quantise(heatmap))})

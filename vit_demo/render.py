@@ -168,6 +168,13 @@ def _grid_frame(layers: int, heads: int, thumb: int) -> Image.Image:
     return frame
 
 
+def attention_grid_layout(layers: int, heads: int, thumb: int = 96) -> tuple[Image.Image, list[tuple[int, int]]]:
+    """attention_grid's white frame with its labels, and each tile's top-left corner, layer by layer and within a
+    layer head by head then the mean: what a page needs to draw the same grid from the maps."""
+    return (_grid_frame(layers, heads, thumb),
+            [_tile_origin(layer, head, heads, thumb) for layer in range(layers) for head in range(heads + 1)])
+
+
 def attention_grid_thumb(heads: int, width: int) -> int:
     """The thumbnail size that makes attention_grid (``heads`` and the mean) at least ``width`` pixels wide."""
     thumb = 96

@@ -3,11 +3,13 @@
 // upsampled bicubic as torch's F.interpolate does it (align_corners=False, A = -0.75, edges clamped), coloured
 // through the server's lookup table, and blended as PIL's Image.blend does (truncated).
 // __PREFIX__: the tab (digit, photo). __VIEW__: "selected", the large view, whose value is the image's numbers
-// (the input, every layer's [CLS] maps) and whose layer and head come from the tab's controls; or "map", a single
-// map (its own value) drawn over the same input (rollout, relevance).
+// (the input, every layer's [CLS] maps) and whose layer and head come from the tab's controls; "map", a single
+// map (its own value) drawn over the same input (rollout, relevance); or "grid", a tile per layer and head over
+// the frame render.attention_grid draws (the canvas' background), from the image's maps (value "") or from
+// another model's (a training snapshot's: its value).
 const PREFIX = "__PREFIX__";
 const VIEW = "__VIEW__";
-const live = ((window.vdLive ??= {})[PREFIX] ??= { state: null, maps: [] }); // the tab's numbers, shared
+const live = ((window.vdLive ??= {})[PREFIX] ??= { state: null, views: [] }); // the tab's numbers, shared
 
 function decode(text) {
   const raw = atob(text);
@@ -58,43 +60,57 @@ function upsample(values, h, w, size, smooth) {
 }
 
 function prepare(text) {
-  // The image's numbers, decoded, with its input upsampled once: (size, size, 3) levels.
+  // The image's numbers, decoded; its input is upsampled once per size asked for (base).
   const numbers = JSON.parse(text);
-  const image = decode(numbers.image), pixels = numbers.height * numbers.width, size = numbers.size;
-  const base = new Uint8ClampedArray(size * size * 3);
+  return { numbers, image: decode(numbers.image), maps: decode(numbers.maps), colormap: decode(numbers.colormap),
+           bases: {} };
+}
+
+function base(size) {
+  // The tab's input as a (size, size, 3) picture, as render.base_picture makes it.
+  const { numbers, image, bases } = live.state;
+  if (bases[size]) return bases[size];
+  const pixels = numbers.height * numbers.width, picture = new Uint8ClampedArray(size * size * 3);
   for (let c = 0; c < 3; c++) {
     const channel = new Float64Array(pixels);
     for (let p = 0; p < pixels; p++) channel[p] = image[p * numbers.channels + (numbers.channels === 1 ? 0 : c)];
     const up = upsample(channel, numbers.height, numbers.width, size, numbers.smooth);
-    for (let p = 0; p < size * size; p++) base[p * 3 + c] = Math.round(Math.min(Math.max(up[p], 0), 255));
+    for (let p = 0; p < size * size; p++) picture[p * 3 + c] = Math.round(Math.min(Math.max(up[p], 0), 255));
   }
-  return { numbers, base, maps: decode(numbers.maps), colormap: decode(numbers.colormap) };
+  return (bases[size] = picture);
 }
 
-function paint(map, grid, label) {
-  // One (grid, grid) map of levels 0..255 over the tab's input, on this view's canvas; null: an empty canvas.
-  const canvas = element.querySelector("canvas.vd-live-canvas");
-  if (!canvas) return;
-  const context = canvas.getContext("2d");
-  if (!live.state || !map) {
-    context.clearRect(0, 0, canvas.width, canvas.height);
-    canvas.dataset.drawn = "";
-    return;
-  }
-  const { numbers, base, colormap } = live.state;
-  const size = numbers.size;
+function overlay(context, map, grid, size, x, y) {
+  // One (grid, grid) map of levels 0..255 over the tab's input, size pixels a side, at (x, y) of the canvas.
+  const { numbers, colormap } = live.state;
+  const under = base(size);
   const heat = upsample(Float64Array.from(map), grid, grid, size, true);
   const picture = context.createImageData(size, size);
   for (let p = 0; p < size * size; p++) {
     const level = Math.trunc(Math.min(Math.max(heat[p], 0), 255));
     for (let c = 0; c < 3; c++) {
-      const under = base[p * 3 + c];
-      picture.data[p * 4 + c] = Math.trunc(under + numbers.alpha * (colormap[level * 3 + c] - under));
+      const below = under[p * 3 + c];
+      picture.data[p * 4 + c] = Math.trunc(below + numbers.alpha * (colormap[level * 3 + c] - below));
     }
     picture.data[p * 4 + 3] = 255;
   }
-  context.putImageData(picture, 0, 0);
-  canvas.dataset.drawn = label; // what it shows, for tests
+  context.putImageData(picture, x, y);
+}
+
+function canvasFor(label) {
+  // This view's canvas, cleared; null (and the canvas left empty) when there is nothing to draw.
+  const canvas = element.querySelector("canvas.vd-live-canvas");
+  if (!canvas) return null;
+  const context = canvas.getContext("2d");
+  context.clearRect(0, 0, canvas.width, canvas.height);
+  canvas.dataset.drawn = live.state && label ? label : ""; // what it shows, for tests
+  return live.state && label ? context : null;
+}
+
+function paint(map, grid, label) {
+  // One map over the tab's input, filling this view's canvas; map null: an empty canvas.
+  const context = canvasFor(map && label);
+  if (context) overlay(context, map, grid, live.state.numbers.size, 0, 0);
 }
 
 function chosen(layer, head) {
@@ -121,10 +137,31 @@ if (VIEW === "selected") {
   watch("value", () => {
     live.state = props.value ? prepare(props.value) : null;
     drawSelected();
-    for (const redraw of live.maps) redraw(); // the single maps lie over the same input
+    for (const redraw of live.views) redraw(); // the other views lie over the same input
   });
   live.state = props.value ? prepare(props.value) : null;
   drawSelected();
+} else if (VIEW === "grid") {
+  let own = null; // another model's maps (L, H + 1, g, g), or null: the image's own
+  const drawGrid = () => {
+    const canvas = element.querySelector("canvas.vd-live-canvas");
+    const context = canvasFor("grid");
+    if (!context) return;
+    const { numbers } = live.state, g = numbers.grid, thumb = Number(canvas.dataset.thumb);
+    const maps = own ?? live.state.maps;
+    JSON.parse(canvas.dataset.origins).forEach(([x, y], tile) =>
+      overlay(context, maps.subarray(tile * g * g, (tile + 1) * g * g), g, thumb, x, y));
+  };
+  const read = () => {
+    own = props.value ? decode(JSON.parse(props.value).maps) : null;
+  };
+  live.views.push(drawGrid);
+  watch("value", () => {
+    read();
+    drawGrid();
+  });
+  read();
+  drawGrid();
 } else {
   let own = null; // this view's map: { grid, levels }
   const drawMap = () => {
@@ -136,7 +173,7 @@ if (VIEW === "selected") {
     const numbers = props.value ? JSON.parse(props.value) : null;
     own = numbers && { grid: numbers.grid, levels: decode(numbers.map) };
   };
-  live.maps.push(drawMap);
+  live.views.push(drawMap);
   watch("value", () => {
     read();
     drawMap();

@@ -11,7 +11,7 @@ from PIL import Image
 
 from vit_demo import explain, live_view, render
 from vit_demo.model import ViTConfig
-from vit_demo.ui.components import LARGE, VIEW_BUTTONS, live_canvas, view_image
+from vit_demo.ui.components import LARGE, VIEW_BUTTONS, live_canvas, live_grid, view_image
 from vit_demo.ui.models import Analysis
 from vit_demo.ui.serving import PRIVATE
 
@@ -69,7 +69,7 @@ def patch_at(analysis: Analysis, x: float, y: float) -> int:
 @dataclasses.dataclass
 class AttentionView:
     patches: gr.Image
-    cls_grid: gr.Image
+    cls_grid: gr.HTML  # drawn in the page from the large view's numbers
     layer: gr.Slider
     head: gr.Radio
     selected: gr.HTML  # drawn in the page from live_view's numbers
@@ -78,6 +78,7 @@ class AttentionView:
     query_note: gr.Markdown
     api_selected: gr.Image  # hidden: the large view as a picture, in the API's answer
     api_rollout: gr.Image  # hidden: rollout as a picture, likewise
+    api_cls_grid: gr.Image  # hidden: the layer x head grid as a picture, likewise
 
     @property
     def outputs(self) -> list:
@@ -87,23 +88,23 @@ class AttentionView:
     @property
     def api_outputs(self) -> list:
         """The same, with the large view as a picture: what the API answers (``views`` with ``live=False``)."""
-        return [self.patches, self.cls_grid, self.api_selected, self.api_rollout, self.query, self.query_note]
+        return [self.patches, self.api_cls_grid, self.api_selected, self.api_rollout, self.query, self.query_note]
 
     @staticmethod
     def views(analysis: Analysis | None, layer: int, head: str, live: bool = True) -> tuple:
-        """The pictures of an image (None: none), in the order of ``outputs``: the large view and rollout as the
-        numbers the page draws them from (``live``), or as the server's pictures (for the API)."""
+        """The pictures of an image (None: none), in the order of ``outputs``: the layer x head grid, the large view
+        and rollout as the numbers the page draws them from (``live``; the grid draws from the large view's), or as
+        the server's pictures (for the API)."""
+        empty = "" if live else None
         if analysis is None:
-            return None, None, "" if live else None, "" if live else None, None, query_title(None)
+            return None, empty, empty, empty, None, query_title(None)
         patch = first_query_patch(analysis)
         grid, where = query_views(analysis, patch)
         if live:
-            selected = live_view.payload(analysis.input, analysis.attention, LARGE)
-            rollout = live_view.map_payload(analysis.rollout)
-        else:
-            selected = selected_view(analysis, layer, head)
-            rollout = render.overlay(analysis.input, analysis.rollout, LARGE)
-        return grid, cls_grid(analysis.input, analysis.attention), selected, rollout, where, query_title(patch)
+            return (grid, "", live_view.payload(analysis.input, analysis.attention, LARGE),
+                    live_view.map_payload(analysis.rollout), where, query_title(patch))
+        return (grid, cls_grid(analysis.input, analysis.attention), selected_view(analysis, layer, head),
+                render.overlay(analysis.input, analysis.rollout, LARGE), where, query_title(patch))
 
     def wire(self, state: gr.State, prefix: str) -> None:
         for control in (self.layer, self.head):
@@ -143,10 +144,10 @@ def build_selected(prefix: str, config: ViTConfig) -> tuple[gr.Slider, gr.Radio,
     return layer, head, selected
 
 
-def build_cls_grid(prefix: str) -> gr.Image:
-    """A column: where [CLS] looks in every layer and head."""
+def build_cls_grid(prefix: str, config: ViTConfig) -> gr.HTML:
+    """A column: where [CLS] looks in every layer and head, drawn in the page."""
     gr.Markdown("### Where [CLS] looks\nEvery layer (rows) and head (columns), and each layer's mean.")
-    return view_image(f"{prefix}-cls-grid", buttons=VIEW_BUTTONS)
+    return live_grid(f"{prefix}-cls-grid", prefix, config.depth, config.heads, "where [CLS] looks in every layer and head")
 
 
 def build_rollout(prefix: str) -> gr.HTML:

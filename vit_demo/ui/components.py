@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import base64
+import json
 import os
 from pathlib import Path
 from typing import Any
@@ -12,9 +14,11 @@ from gradio.data_classes import ImageData
 from gradio.utils import get_upload_folder
 from PIL import Image
 
+from vit_demo import render
 from vit_demo.atomic import atomic_write
 
 LARGE = 336  # pixels a side of the large views
+THUMB = 96  # pixels a side of a layer x head grid's tiles (render.attention_grid's default)
 VIEW_BUTTONS = ["fullscreen", "download"]  # no "share": nothing leaves the server
 VIEW_FORMAT = "jpeg"  # encodes in ~1 ms where WebP (Gradio's default) took ~30 ms for the layer x head grid
 LIVE_VIEW_JS = (Path(__file__).resolve().parents[1] / "assets" / "live_view.js").read_text(encoding="utf-8")
@@ -89,3 +93,17 @@ def live_canvas(elem_id: str, prefix: str, view: str, description: str) -> gr.HT
                                       f'aria-label="{description}"></canvas>'),
                    js_on_load=LIVE_VIEW_JS.replace("__PREFIX__", prefix).replace("__VIEW__", view),
                    elem_id=elem_id, elem_classes=["vd-view", "vd-live"], padding=False)
+
+
+def live_grid(elem_id: str, prefix: str, layers: int, heads: int, description: str, visible: bool = True) -> gr.HTML:
+    """A layer x head grid the page draws itself (``live_canvas``'s "grid" view): ``render.attention_grid``'s frame
+    as the canvas' background, the tiles drawn from the tab's numbers (value "") or from those of another model
+    (a training snapshot: ``live_view.grid_payload``)."""
+    frame, origins = render.attention_grid_layout(layers, heads)
+    data = base64.b64encode(processing_utils.encode_pil_to_bytes(frame, "png")).decode()
+    return gr.HTML("", html_template=(
+        f'<canvas class="vd-live-canvas vd-live-grid" width="{frame.width}" height="{frame.height}" role="img" '
+        f'aria-label="{description}" data-thumb="{THUMB}" data-origins="{json.dumps(origins).replace(" ", "")}" '
+        f'style="background: url(data:image/png;base64,{data}) 0 0 / 100% 100% no-repeat"></canvas>'),
+        js_on_load=LIVE_VIEW_JS.replace("__PREFIX__", prefix).replace("__VIEW__", "grid"),
+        elem_id=elem_id, elem_classes=["vd-view", "vd-live"], padding=False, visible=visible)

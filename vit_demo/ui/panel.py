@@ -70,7 +70,7 @@ def views(model: str, analysis: Analysis | None, layer: int, head: str, position
         return *attention, *ExplanationView.views(None, live), *training_views(model, None, 1)
     position = training_run(model).positions if position is None else position
     return (*attention, *ExplanationView.views(analysis, live),
-            *training_views(model, analysis, position, trained_grid=attention[1]))
+            *training_views(model, analysis, position))
 
 
 def api_answer(model: str, result: Analysis | InputError | str, blank_message: str) -> tuple:
@@ -144,7 +144,7 @@ def build_panel(prefix: str, model: str, prompt: str, build_input: Callable[[], 
             with gr.Column(scale=2, min_width=300):
                 patches = attention_view.build_patches(prefix, config)
             with gr.Column(scale=3, min_width=300):
-                cls_grid = attention_view.build_cls_grid(prefix)
+                cls_grid = attention_view.build_cls_grid(prefix, config)
         with gr.Row(equal_height=False):
             with gr.Column(scale=1, min_width=300):
                 rollout = attention_view.build_rollout(prefix)
@@ -156,13 +156,14 @@ def build_panel(prefix: str, model: str, prompt: str, build_input: Callable[[], 
                 query, query_note = attention_view.build_query(prefix)
             with gr.Column(scale=2):
                 score, faithfulness, faithfulness_note = explanation_view.build_faithfulness(prefix)
-        training = training_view.build_training(prefix, model)
+        training = training_view.build_training(prefix, model, config)
         export = export_view.build_export(prefix, (config.image_size // config.patch_size) ** 2)
     panel = Panel(
         model, prefix, notice_above, label, info,
         AttentionView(patches, cls_grid, layer, head, selected, rollout, query, query_note,
                       view_image(f"{prefix}-api-selected", visible=False),
-                      view_image(f"{prefix}-api-rollout", visible=False)),
+                      view_image(f"{prefix}-api-rollout", visible=False),
+                      view_image(f"{prefix}-api-cls-grid", visible=False)),
         ExplanationView(explain_class, relevance, relevance_note, score, faithfulness, faithfulness_note,
                         view_image(f"{prefix}-api-relevance", visible=False)),
         training,

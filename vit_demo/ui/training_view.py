@@ -8,11 +8,11 @@ import dataclasses
 import gradio as gr
 import numpy as np
 import torch
-from PIL import Image
 
+from vit_demo import live_view
 from vit_demo.calibration import probabilities
-from vit_demo.ui.attention_view import cls_grid
-from vit_demo.ui.components import VIEW_BUTTONS, view_image
+from vit_demo.model import ViTConfig
+from vit_demo.ui.components import live_grid
 from vit_demo.ui.models import Analysis, TrainingRun, classifier, training_run
 from vit_demo.ui.serving import PRIVATE
 
@@ -43,23 +43,20 @@ def snapshot_attention(analysis: Analysis, position: int) -> tuple[np.ndarray, i
     return attention[0].float().cpu().numpy(), snapshot.epoch, note
 
 
-def training_views(model: str, analysis: Analysis | None, position: int,
-                   trained_grid: Image.Image | None = None) -> tuple:
-    """The picture and note for slider ``position`` (1-based; the last is the trained model, whose grid is
-    ``trained_grid`` when the caller has it already)."""
+def training_views(model: str, analysis: Analysis | None, position: int) -> tuple:
+    """The grid and note for slider ``position`` (1-based; the last is the trained model): the grid as the numbers
+    the page draws it from, "" for the trained model's (the tab's own, which the page has)."""
     run = training_run(model)
     if run.problem or analysis is None:
-        return None, run.problem or ""
+        return "", run.problem or ""
     attention, epoch, note = snapshot_attention(analysis, position)
-    if epoch is None and trained_grid is not None:
-        return trained_grid, note
-    return cls_grid(analysis.input, attention), note
+    return ("" if epoch is None else live_view.grid_payload(attention)), note
 
 
 @dataclasses.dataclass
 class TrainingView:
     position: gr.Slider
-    picture: gr.Image
+    picture: gr.HTML  # a layer x head grid drawn in the page
     note: gr.Markdown
 
     @property
@@ -71,7 +68,7 @@ class TrainingView:
                              [state, self.position], self.outputs, **PRIVATE)
 
 
-def build_training(prefix: str, model: str) -> TrainingView:
+def build_training(prefix: str, model: str, config: ViTConfig) -> TrainingView:
     """A row: where [CLS] looks through training, with a slider over the snapshots (hidden where there are none)."""
     run = training_run(model)
     with gr.Row(equal_height=False):
@@ -83,5 +80,7 @@ def build_training(prefix: str, model: str) -> TrainingView:
                                  label="Training progress (snapshot)", visible=not run.problem,
                                  elem_id=f"{prefix}-training-position")
             note = gr.Markdown(run.problem or "", elem_id=f"{prefix}-training-note")
-            picture = view_image(f"{prefix}-training", buttons=VIEW_BUTTONS, visible=not run.problem)
+            picture = live_grid(f"{prefix}-training", prefix, config.depth, config.heads,
+                                "where [CLS] looked in every layer and head at this point of training",
+                                visible=not run.problem)
     return TrainingView(position, picture, note)
