@@ -92,11 +92,10 @@ def image_src(page, elem_id: str) -> str:
 def test_draw_a_digit_and_explore_its_attention(page, tmp_path):
     draw(page, [(0.25, 0.2), (0.75, 0.2), (0.45, 0.85)])  # a 7
     wait_for_label(page, "7")
-    for view in ("digit-patches", "digit-query"):
-        wait_for_picture(page, view)
-        assert image_src(page, view), view
-    wait_for_live(page, "digit-selected", "6/mean")
-    wait_for_live(page, "digit-cls-grid", "grid")
+    wait_for_picture(page, "digit-patches")
+    assert image_src(page, "digit-patches")
+    for view, shows in (("digit-selected", "6/mean"), ("digit-cls-grid", "grid"), ("digit-query", "grid")):
+        wait_for_live(page, view, shows)
     wait_for_live(page, "digit-rollout", "map")
     assert "ms on" in page.locator("#digit-info").inner_text()
 
@@ -110,9 +109,14 @@ def test_draw_a_digit_and_explore_its_attention(page, tmp_path):
     wait_for_live(page, "digit-selected", "2/2")
     assert page.requests_made[before:] == []
 
-    # Click the top-left patch of "what the model sees": the query view follows it.
+    # Click the top-left patch of "what the model sees": the query view follows it, drawn from patch 0's maps.
+    first = live_pixels(page, "digit-query")
     page.locator("#digit-patches img").click(position={"x": 5, "y": 5})  # scrolled into view first
     page.wait_for_function("() => document.querySelector('#digit-query-note')?.innerText.includes('patch 0 looks')")
+    deadline = time.monotonic() + 10
+    while not (live_pixels(page, "digit-query") != first).any():  # redrawn from the maps that came with the note
+        assert time.monotonic() < deadline, "the query view was not redrawn"
+        time.sleep(0.1)
 
     screenshot = Path(os.environ.get("VIT_DEMO_SCREENSHOT", tmp_path / "app.png"))
     page.screenshot(path=str(screenshot), full_page=True)
@@ -391,7 +395,7 @@ def test_the_training_slider_shows_the_drawing_through_earlier_models(browser, s
         wait_for_text(page, "digit-training-note", "The trained model (epoch 4")
         # The canvas sends the stroke more than once; move the slider only once the last of them has been drawn,
         # or a late one (read with the slider where it was) puts the trained model back.
-        settled_src(page, "digit-query")
+        settled_src(page, "digit-patches")
         trained = live_pixels(page, "digit-training")
         slider = page.locator("#digit-training-position input[type='number']")
         slider.fill("1")
@@ -443,7 +447,7 @@ def test_every_view_fits_its_box_on_phones_and_projectors(browser, app_url, widt
         wait_for_label(page, "7")
         assert abs(page.evaluate(CANVAS_TOP) - empty) <= 2  # the first answer does not move the canvas under the pen
         wait_for_live(page, "digit-relevance", "map")
-        settled_src(page, "digit-query")  # the stroke's last update has landed: no picture will change now
+        settled_src(page, "digit-patches")  # the stroke's last update has landed: no picture will change now
         assert page.locator("#vd-keys").is_visible() == (width >= 600)  # keyboard keys: not on a phone
         if width < 600:
             label = page.locator("#digit-label").bounding_box()

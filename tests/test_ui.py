@@ -60,7 +60,11 @@ def test_on_drawing_gives_every_view():
     for numbers, exact in ((rollout, analysis.rollout), (relevance, analysis.relevance)):
         levels = read_live_map(numbers)  # (7, 7) in [0, 1]
         np.testing.assert_allclose(levels, exact / exact.max(), atol=0.5 / 255 + 1e-9)
-    assert cls_grid == "" and query.size[0] > 400  # the grid: drawn in the page from the large view's numbers
+    assert cls_grid == ""  # the grid: drawn in the page from the large view's numbers
+    # Where the first query patch looks: its maps' numbers, as render.attention_grid would show them.
+    token = 1 + attention_view.first_query_patch(analysis)
+    np.testing.assert_allclose(read_live_grid(query, (6, 5, 7, 7)),
+                               live_view.quantise(live_view.grid_maps(analysis.attention, token)) / 255)
     assert analysis.attention.shape == (6, 4, 50, 50) and analysis.relevance.shape == (7, 7)
     assert "Where patch" in query_note and "Why 7?" in relevance_note
     assert faithfulness is None and "Score the maps" in faithfulness_note  # scored on demand only
@@ -180,7 +184,7 @@ def test_the_training_slider_shows_the_model_as_it_was(snapshot_weights, monkeyp
         with torch.no_grad():
             _, attention = run.snapshots[0].model(models.classifier("mnist").batch([analysis.input]),
                                                   return_attention=True)
-        expected = live_view.cls_maps(attention[0].numpy())
+        expected = live_view.grid_maps(attention[0].numpy())
         np.testing.assert_allclose(first_maps, expected / expected.max(axis=(-2, -1), keepdims=True),
                                    atol=0.5 / 255 + 1e-6)
         trained, trained_note = training_view.training_views("mnist", analysis, 4)

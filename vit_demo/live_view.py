@@ -24,9 +24,10 @@ def _b64(array: np.ndarray) -> str:
     return base64.b64encode(np.ascontiguousarray(array, dtype=np.uint8).tobytes()).decode()
 
 
-def cls_maps(attention: np.ndarray) -> np.ndarray:
-    """Where [CLS] attends, per layer: every head, then the heads' mean: (L, H, T, T) -> (L, H + 1, g, g)."""
-    maps = explain.token_attention_maps(attention)  # (L, H, g, g)
+def grid_maps(attention: np.ndarray, token: int = 0) -> np.ndarray:
+    """Where a token attends (0: [CLS], 1 + i: patch i), per layer: every head, then the heads' mean, as
+    ``render.attention_grid`` shows it: (L, H, T, T) -> (L, H + 1, g, g)."""
+    maps = explain.token_attention_maps(attention, token)  # (L, H, g, g)
     return np.concatenate([maps, maps.mean(axis=1, keepdims=True)], axis=1)
 
 
@@ -36,10 +37,10 @@ def quantise(maps: np.ndarray) -> np.ndarray:
     return np.round(maps * (255 / peaks)).astype(np.uint8)
 
 
-def grid_payload(attention: np.ndarray) -> str:
-    """Every layer's [CLS] maps of another model than the tab's (a training snapshot) for a grid view drawn over
-    the tab's image, as a JSON string."""
-    return json.dumps({"maps": _b64(quantise(cls_maps(attention)))})
+def grid_payload(attention: np.ndarray, token: int = 0) -> str:
+    """Every layer's maps of one token for a grid view drawn over the tab's image, as a JSON string: where a patch
+    looks (``token`` 1 + i), or where [CLS] looked in another model than the tab's (a training snapshot)."""
+    return json.dumps({"maps": _b64(quantise(grid_maps(attention, token)))})
 
 
 def map_payload(heatmap: np.ndarray) -> str:
@@ -52,7 +53,7 @@ def payload(image: np.ndarray, attention: np.ndarray, size: int) -> str:
 
     image: (H, W) or (H, W, 3) in [0, 1]; attention: (L, H, T, T).
     """
-    maps = quantise(cls_maps(attention))  # (L, H + 1, g, g)
+    maps = quantise(grid_maps(attention))  # (L, H + 1, g, g)
     pixels = np.round(np.asarray(image) * 255)  # (H, W) or (H, W, 3)
     return json.dumps({
         "size": size, "layers": maps.shape[0], "heads": maps.shape[1] - 1, "grid": maps.shape[-1],

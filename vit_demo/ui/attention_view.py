@@ -41,11 +41,13 @@ def cls_grid(image: np.ndarray, attention: np.ndarray) -> Image.Image:
     return render.attention_grid(image, explain.token_attention_maps(attention))
 
 
-def query_views(analysis: Analysis, patch: int) -> tuple[Image.Image, Image.Image]:
-    """The patch grid with ``patch`` outlined, and where that patch attends in every layer and head."""
+def query_views(analysis: Analysis, patch: int, live: bool = True) -> tuple[Image.Image, str | Image.Image]:
+    """The patch grid with ``patch`` outlined, and where that patch attends in every layer and head: as the numbers
+    the page draws it from (``live``) or as a picture (for the API)."""
     grid = render.patch_grid(analysis.input, analysis.grid, LARGE, selected=patch)
-    where = render.attention_grid(analysis.input, explain.token_attention_maps(analysis.attention, 1 + patch))
-    return grid, where
+    if live:
+        return grid, live_view.grid_payload(analysis.attention, 1 + patch)
+    return grid, render.attention_grid(analysis.input, explain.token_attention_maps(analysis.attention, 1 + patch))
 
 
 def query_title(patch: int | None) -> str:
@@ -74,11 +76,12 @@ class AttentionView:
     head: gr.Radio
     selected: gr.HTML  # drawn in the page from live_view's numbers
     rollout: gr.HTML  # likewise
-    query: gr.Image
+    query: gr.HTML  # drawn in the page from the patch's maps
     query_note: gr.Markdown
     api_selected: gr.Image  # hidden: the large view as a picture, in the API's answer
     api_rollout: gr.Image  # hidden: rollout as a picture, likewise
     api_cls_grid: gr.Image  # hidden: the layer x head grid as a picture, likewise
+    api_query: gr.Image  # hidden: where a patch looks, as a picture, likewise
 
     @property
     def outputs(self) -> list:
@@ -88,7 +91,7 @@ class AttentionView:
     @property
     def api_outputs(self) -> list:
         """The same, with the large view as a picture: what the API answers (``views`` with ``live=False``)."""
-        return [self.patches, self.api_cls_grid, self.api_selected, self.api_rollout, self.query, self.query_note]
+        return [self.patches, self.api_cls_grid, self.api_selected, self.api_rollout, self.api_query, self.query_note]
 
     @staticmethod
     def views(analysis: Analysis | None, layer: int, head: str, live: bool = True) -> tuple:
@@ -97,9 +100,9 @@ class AttentionView:
         the server's pictures (for the API)."""
         empty = "" if live else None
         if analysis is None:
-            return None, empty, empty, empty, None, query_title(None)
+            return None, empty, empty, empty, empty, query_title(None)
         patch = first_query_patch(analysis)
-        grid, where = query_views(analysis, patch)
+        grid, where = query_views(analysis, patch, live)
         if live:
             return (grid, "", live_view.payload(analysis.input, analysis.attention, LARGE),
                     live_view.map_payload(analysis.rollout), where, query_title(patch))
@@ -114,7 +117,7 @@ class AttentionView:
 
 def on_patch_click(analysis: Analysis | None, event: gr.SelectData) -> tuple:
     if analysis is None:
-        return None, None, query_title(None)
+        return None, "", query_title(None)
     patch = patch_at(analysis, *event.index)
     return *query_views(analysis, patch), query_title(patch)
 
@@ -156,7 +159,8 @@ def build_rollout(prefix: str) -> gr.HTML:
     return live_canvas(f"{prefix}-rollout", prefix, "map", "attention rollout")
 
 
-def build_query(prefix: str) -> tuple[gr.Image, gr.Markdown]:
-    """A column: where the chosen patch looks, in every layer and head."""
+def build_query(prefix: str, config: ViTConfig) -> tuple[gr.HTML, gr.Markdown]:
+    """A column: where the chosen patch looks, in every layer and head, drawn in the page."""
     query_note = gr.Markdown(query_title(None), elem_id=f"{prefix}-query-note")
-    return view_image(f"{prefix}-query", buttons=VIEW_BUTTONS), query_note
+    return live_grid(f"{prefix}-query", prefix, config.depth, config.heads,
+                     "where the chosen patch looks in every layer and head"), query_note

@@ -153,7 +153,7 @@ def build_panel(prefix: str, model: str, prompt: str, build_input: Callable[[], 
                     prefix, dataset_spec(model).classes)
         with gr.Row(equal_height=False):
             with gr.Column(scale=3):
-                query, query_note = attention_view.build_query(prefix)
+                query, query_note = attention_view.build_query(prefix, config)
             with gr.Column(scale=2):
                 score, faithfulness, faithfulness_note = explanation_view.build_faithfulness(prefix)
         training = training_view.build_training(prefix, model, config)
@@ -163,7 +163,8 @@ def build_panel(prefix: str, model: str, prompt: str, build_input: Callable[[], 
         AttentionView(patches, cls_grid, layer, head, selected, rollout, query, query_note,
                       view_image(f"{prefix}-api-selected", visible=False),
                       view_image(f"{prefix}-api-rollout", visible=False),
-                      view_image(f"{prefix}-api-cls-grid", visible=False)),
+                      view_image(f"{prefix}-api-cls-grid", visible=False),
+                      view_image(f"{prefix}-api-query", visible=False)),
         ExplanationView(explain_class, relevance, relevance_note, score, faithfulness, faithfulness_note,
                         view_image(f"{prefix}-api-relevance", visible=False)),
         training,
