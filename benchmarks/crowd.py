@@ -2,11 +2,11 @@
 
     python benchmarks/crowd.py [--users 50] [--strokes 4] [--apps do-nothing,app]
 
-What one pen stroke costs the page today, read from the app's own config: the canvas's change event (the
-drawing as the canvas sends it, a 112x112 base64 string, and the class picker's value) answers the label; then
-the analysis state's change event (layer, head, training slider) answers the views, whose pictures the page
-downloads. Each simulated user is a page session of its own (its own session hash, as a browser tab has) that
-sends these two events per stroke, and downloads every picture of the answer, as the page does. Against it, the
+What one pen stroke costs the page, read from the app's own config: the canvas's change event (the drawing as
+the canvas sends it, a 112x112 base64 string, and the class picker's value) answers the label and the numbers
+every view is drawn from; an app that still answered the views with a second event (the analysis state's change:
+layer, head, training slider) gets it sent too, and every picture an answer names is downloaded, as the page does.
+Each simulated user is a page session of its own (its own session hash, as a browser tab has). Against it, the
 do-nothing app (benchmarks/noop_app.py) answers each stroke with one event that returns a label made at start-up:
 Gradio's own cost of one event.
 

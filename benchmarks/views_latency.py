@@ -1,10 +1,11 @@
 """Server time for one drawing and one photo in the app, step by step, beside the bare model forward pass.
 
-    python benchmarks/views_latency.py [--repeat 100] [--format jpeg] [--glibc-mmap-threshold] [--photo-recipe]
+    python benchmarks/views_latency.py [--repeat 100] [--glibc-mmap-threshold] [--photo-recipe]
 
-It runs as the server does (torch threads and glibc's mmap threshold set by ``vit_demo.ui.serving``), feeds
-the app's own handlers what the browser sends (for a drawing, the canvas value of a 112x112 drawing;
-for a photo, the uploaded file) and then encodes the pictures as Gradio does before sending them.
+It runs as the server does (torch threads and glibc's mmap threshold set by ``vit_demo.ui.serving``) and feeds
+the app's own handlers what the browser sends (for a drawing, the canvas value of a 112x112 drawing; for a
+photo, the uploaded file). Their answer is the prediction and the numbers the page draws every view from: no
+picture to encode.
 ``--photo-recipe`` adds a column: the photo path with the architecture today's ``cifar10`` recipe trains, with
 random weights (the time does not depend on their values), beside the shipped photo model in the same run.
 """
@@ -15,7 +16,6 @@ import argparse
 import base64
 import contextlib
 import sys
-import tempfile
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
@@ -26,7 +26,6 @@ from PIL import Image, ImageDraw
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from common import example_photos, timed  # noqa: E402  (benchmarks/ is on sys.path: scripts run from it)
-import gradio as gr  # noqa: E402
 
 from vit_demo import explain  # noqa: E402
 from vit_demo.canvas import decode_drawing  # noqa: E402
@@ -35,11 +34,9 @@ from vit_demo.data import dataset_spec  # noqa: E402
 from vit_demo.model import VisionTransformer  # noqa: E402
 from vit_demo.training import RECIPES  # noqa: E402
 from vit_demo.ui import models, serving  # noqa: E402
-from vit_demo.ui.attention_view import MEAN  # noqa: E402
-from vit_demo.ui.components import VIEW_FORMAT  # noqa: E402
 from vit_demo.ui.digit_tab import on_drawing  # noqa: E402
-from vit_demo.ui.panel import views  # noqa: E402
-from vit_demo.ui.photo_tab import predict_image  # noqa: E402
+from vit_demo.ui.panel import numbers  # noqa: E402
+from vit_demo.ui.photo_tab import on_photo  # noqa: E402
 from vit_demo.weights import WeightsInfo  # noqa: E402
 
 
@@ -70,19 +67,13 @@ def photo_name(recipe: bool) -> str:
     return f"photo ({'recipe' if recipe else 'shipped'} {parameters / 1e6:.1f}M)"
 
 
-def step_rows(model: str, decode: Callable[[], Any], handler: Callable[[], tuple], repeat: int,
-              image_format: str) -> list[tuple[str, tuple[float, float]]]:
-    """Median and p95 of each step of one request: ``decode`` gives the model's input, ``handler`` all views."""
+def step_rows(model: str, decode: Callable[[], Any], handler: Callable[[], tuple], repeat: int
+              ) -> list[tuple[str, tuple[float, float]]]:
+    """Median and p95 of each step of one request: ``decode`` gives the model's input, ``handler`` the page's
+    answer."""
     clf = models.classifier(model)
     x = torch.from_numpy(to_chw(clf.preprocess(decode()))[None]).to(clf.device)  # (1, C, H, W)
     analysis = models.analyse(model, decode())
-    depth = clf.info.config.depth
-    pictures = [view for view in handler() if isinstance(view, Image.Image)]
-    cache = tempfile.mkdtemp()
-
-    def encode_all() -> None:
-        for picture in pictures:
-            gr.processing_utils.save_pil_to_cache(picture, cache, format=image_format)
 
     with torch.inference_mode():
         forward = timed(lambda: clf.model(x), repeat)
@@ -98,17 +89,14 @@ def step_rows(model: str, decode: Callable[[], Any], handler: Callable[[], tuple
                                                                    explain.token_attention_maps(analysis.attention, 1),
                                                                    explain.attention_rollout(analysis.attention)),
                                                            repeat)),
-        ("render all pictures", timed(lambda: views(model, analysis, depth, MEAN), repeat)),
-        (f"encode the {len(pictures)} pictures ({image_format}) as Gradio does", timed(encode_all, repeat)),
-        ("whole handler", timed(handler, repeat)),
-        ("whole handler + encoding = server time", timed(lambda: (handler(), encode_all()), repeat)),
+        ("the numbers of every view (JSON)", timed(lambda: numbers(analysis), repeat)),
+        ("whole handler = server time", timed(handler, repeat)),
     ]
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--repeat", type=int, default=100)
-    parser.add_argument("--format", default=VIEW_FORMAT, help="image format Gradio encodes the pictures in")
     parser.add_argument("--glibc-mmap-threshold", action="store_true",
                         help="leave glibc's mmap threshold as glibc sets it, to see what the server's fixed one costs")
     parser.add_argument("--photo-recipe", action="store_true",
@@ -120,10 +108,9 @@ def main() -> None:
 
     value = canvas_value()
     photo = str(example_photos()[0])
-    tables = {"drawing (mnist)": step_rows("mnist", lambda: decode_drawing(value),
-                                           lambda: views("mnist", on_drawing(value)[-1], models.model_config("mnist").depth, MEAN),
-                                           args.repeat, args.format)}
-    photo_steps = ("cifar10", lambda: photo, lambda: predict_image(photo), args.repeat, args.format)
+    tables = {"drawing (mnist)": step_rows("mnist", lambda: decode_drawing(value), lambda: on_drawing(value),
+                                           args.repeat)}
+    photo_steps = ("cifar10", lambda: photo, lambda: on_photo(photo), args.repeat)
     if models.model_problem("cifar10") is None:
         tables[photo_name(recipe=False)] = step_rows(*photo_steps)
     if args.photo_recipe:

@@ -113,23 +113,23 @@ def read_live_payload(text: str) -> tuple[np.ndarray, np.ndarray]:
     return image, maps.reshape(numbers["layers"], numbers["heads"] + 1, numbers["grid"], numbers["grid"]) / 255
 
 
-def read_live_map(text: str) -> np.ndarray:
-    """A single map's numbers for a live view (vit_demo/live_view.map_payload) read back: (g, g) in [0, 1]."""
+def read_live_map(numbers: dict | str) -> np.ndarray:
+    """A single map's numbers for a live view (vit_demo/live_view.map_payload, or its JSON) read back: (g, g) in
+    [0, 1]."""
     import base64
     import json
 
-    numbers = json.loads(text)
+    numbers = json.loads(numbers) if isinstance(numbers, str) else numbers
     levels = np.frombuffer(base64.b64decode(numbers["map"]), np.uint8)
     return levels.reshape(numbers["grid"], numbers["grid"]) / 255
 
 
-def read_live_grid(text: str, shape: tuple[int, ...]) -> np.ndarray:
+def read_live_grid(numbers: dict, shape: tuple[int, ...]) -> np.ndarray:
     """A grid's numbers for a live view (vit_demo/live_view.grid_payload) read back: ``shape`` (L, H + 1, g, g)
     in [0, 1], each map scaled to its own maximum."""
     import base64
-    import json
 
-    return np.frombuffer(base64.b64decode(json.loads(text)["maps"]), np.uint8).reshape(shape) / 255
+    return np.frombuffer(base64.b64decode(numbers["maps"]), np.uint8).reshape(shape) / 255
 
 
 def run_cli(*args: str) -> subprocess.CompletedProcess:

@@ -92,15 +92,16 @@ def image_src(page, elem_id: str) -> str:
 def test_draw_a_digit_and_explore_its_attention(page, tmp_path):
     draw(page, [(0.25, 0.2), (0.75, 0.2), (0.45, 0.85)])  # a 7
     wait_for_label(page, "7")
-    wait_for_picture(page, "digit-patches")
-    assert image_src(page, "digit-patches")
-    for view, shows in (("digit-selected", "6/mean"), ("digit-cls-grid", "grid"), ("digit-query", "grid")):
+    for view, shows in (("digit-selected", "6/mean"), ("digit-cls-grid", "grid"), ("digit-rollout", "map")):
         wait_for_live(page, view, shows)
-    wait_for_live(page, "digit-rollout", "map")
     assert "ms on" in page.locator("#digit-info").inner_text()
+    assert "Where [CLS] attends: layer 6 of 6" in page.locator("#digit-selected").inner_text()  # captioned
+    settled(page)  # the drawing's last answer has landed
+    start = page.evaluate("() => window.vdLive.digit.patch")  # the patch the query view starts at
+    wait_for_live(page, "digit-patches", f"patch {start}")
+    wait_for_live(page, "digit-query", f"query {start}")
 
     # Another layer and head: the page redraws the large view itself, without a request.
-    time.sleep(1)  # the drawing's last update has landed
     before = len(page.requests_made)
     page.locator("#digit-head label", has_text="head 2").click()
     wait_for_live(page, "digit-selected", "6/2")
@@ -109,14 +110,21 @@ def test_draw_a_digit_and_explore_its_attention(page, tmp_path):
     wait_for_live(page, "digit-selected", "2/2")
     assert page.requests_made[before:] == []
 
-    # Click the top-left patch of "what the model sees": the query view follows it, drawn from patch 0's maps.
+    # Click the top-left patch of "what the model sees": the query view follows it, from patch 0's maps, asked for
+    # once (one request to the view's server function, no queued event); back and forth again costs nothing.
     first = live_pixels(page, "digit-query")
-    page.locator("#digit-patches img").click(position={"x": 5, "y": 5})  # scrolled into view first
-    page.wait_for_function("() => document.querySelector('#digit-query-note')?.innerText.includes('patch 0 looks')")
-    deadline = time.monotonic() + 10
-    while not (live_pixels(page, "digit-query") != first).any():  # redrawn from the maps that came with the note
-        assert time.monotonic() < deadline, "the query view was not redrawn"
-        time.sleep(0.1)
+    page.locator("#digit-patches canvas").click(position={"x": 5, "y": 5})  # scrolled into view first
+    wait_for_live(page, "digit-query", "query 0")
+    wait_for_live(page, "digit-patches", "patch 0")
+    assert "Where patch 0 looks" in page.locator("#digit-query").inner_text()
+    assert (live_pixels(page, "digit-query") != first).any()
+    assert [url.split("/gradio_api/")[-1] for url in page.requests_made[before:]] == ["component_server/"]
+    before = len(page.requests_made)
+    page.evaluate(f"() => window.vdLive.digit.choose({start})")
+    wait_for_live(page, "digit-query", f"query {start}")
+    page.locator("#digit-patches canvas").click(position={"x": 5, "y": 5})
+    wait_for_live(page, "digit-query", "query 0")
+    assert page.requests_made[before:] == []
 
     screenshot = Path(os.environ.get("VIT_DEMO_SCREENSHOT", tmp_path / "app.png"))
     page.screenshot(path=str(screenshot), full_page=True)
@@ -147,6 +155,7 @@ def test_the_page_draws_the_large_view_as_the_server_draws_it(page):
     page.locator("#canvas .vd-examples button[title='example: 3']").click()
     wait_for_label(page, "3")
     views = {"digit": ((6, "mean", 4), (2, "head 3", 2)), "photo": ((7, "mean", 6), (1, "head 5", 4))}
+    labels = {"digit": "3", "photo": "airplane"}
     for panel, chosen in views.items():
         if panel == "photo":
             page.get_by_role("tab", name="Upload a photo (CIFAR-10)").click()
@@ -171,8 +180,8 @@ def test_the_page_draws_the_large_view_as_the_server_draws_it(page):
             served = np.asarray(render.overlay(image, maps[tile // columns, tile % columns], 96), dtype=int)
             difference = np.abs(grid[y : y + 96, x : x + 96] - served)
             assert difference.mean() < 0.5 and np.quantile(difference, 0.999) <= 2, (panel, "grid", tile)
-        for view in ("rollout", "relevance"):  # a single map over the same image
-            wait_for_live(page, f"{panel}-{view}", "map")
+        for view, shows in (("rollout", "map"), ("relevance", f"relevance {labels[panel]}")):  # one map each
+            wait_for_live(page, f"{panel}-{view}", shows)
             numbers = page.evaluate(f"() => document.querySelector('#{panel}-{view} canvas').dataset.numbers")
             served = np.asarray(render.overlay(image, read_live_map(numbers), 336), dtype=int)
             difference = np.abs(live_pixels(page, f"{panel}-{view}").astype(int) - served)
@@ -239,8 +248,8 @@ def test_a_photo_unlike_any_class_is_flagged_above_the_label(page, tmp_path):
     assert "unlike the photos the model knows" in page.locator("#photo-notice").inner_text()
     notice, label = (page.locator(f"#photo-{name}").bounding_box() for name in ("notice", "label"))
     assert notice["y"] + notice["height"] <= label["y"] + 1  # above the label
-    wait_for_picture(page, "photo-reads")  # the square the model reads, beside the whole photo
-    assert page.locator("#photo-reads img").evaluate("img => img.naturalWidth") == 128
+    wait_for_live(page, "photo-reads", "input")  # the square the model reads, beside the whole photo
+    assert page.locator("#photo-reads canvas").evaluate("canvas => canvas.width") == 128
     # A photo of one of its classes: no notice.
     page.locator("#photo-input input[type='file']").set_input_files(str(PHOTOS / "ship.png"))
     wait_for_label(page, "ship", panel="photo")
@@ -259,9 +268,9 @@ def test_upload_a_photo(page):
         assert page.locator("#photo-info").is_visible()
         return
     wait_for_label(page, "ship", panel="photo")
-    for view in ("photo-rollout", "photo-relevance"):  # the views follow the label, drawn in the page
-        wait_for_live(page, view, "map")
-    wait_for_text(page, "photo-relevance-note", "Why ship?")
+    for view, shows in (("photo-rollout", "map"), ("photo-relevance", "relevance ship")):  # drawn in the page
+        wait_for_live(page, view, shows)
+    wait_for_text(page, "photo-relevance", "Why ship?")
     # The 32x32 upload fills its box (Gradio's "scale-down" shows it at 32 pixels).
     assert page.evaluate("() => getComputedStyle(document.querySelector('#photo-input img')).objectFit") == "contain"
     assert page.outside_requests == []
@@ -328,16 +337,18 @@ def wait_for_picture(page, elem_id: str, timeout: float = 20000) -> None:
     page.wait_for_function(f"() => document.querySelector('#{elem_id} img')?.complete", timeout=timeout)
 
 
-def settled_src(page, elem_id: str, quiet: float = 1.5, timeout: float = 20) -> str:
-    """A view's picture once it has stayed the same for ``quiet`` seconds."""
+def settled(page, panel: str = "digit", quiet: float = 1.5, timeout: float = 20) -> str:
+    """The key of the image a tab's views show, once it has stayed the same for ``quiet`` seconds (the canvas sends
+    a stroke more than once: its last answer has landed)."""
     started = changed = time.perf_counter()
-    src = image_src(page, elem_id)
+    read = f"() => window.vdLive?.[{panel!r}]?.state?.key ?? ''"
+    key = page.evaluate(read)
     while time.perf_counter() - changed < quiet:
-        assert time.perf_counter() - started < timeout, f"{elem_id} kept changing"
+        assert time.perf_counter() - started < timeout, f"the {panel} tab's image kept changing"
         time.sleep(0.1)
-        if (now := image_src(page, elem_id)) != src:
-            src, changed = now, time.perf_counter()
-    return src
+        if (now := page.evaluate(read)) != key:
+            key, changed = now, time.perf_counter()
+    return key
 
 
 def wait_for_live(page, elem_id: str, shows: str, timeout: float = 20000) -> None:
@@ -353,13 +364,24 @@ def wait_for_text(page, elem_id: str, text: str, timeout: float = 20000) -> None
 def test_why_this_class_why_not_another_and_how_far_to_trust_the_maps(page):
     draw(page, [(0.25, 0.2), (0.75, 0.2), (0.45, 0.85)])  # a 7
     wait_for_label(page, "7")
-    wait_for_text(page, "digit-relevance-note", "Why 7?")
-    wait_for_live(page, "digit-relevance", "map")
+    wait_for_text(page, "digit-relevance", "Why 7?")
+    wait_for_live(page, "digit-relevance", "relevance 7")
+    settled(page)
     seven = live_pixels(page, "digit-relevance")
+    before = len(page.requests_made)
     page.locator("#digit-explain-class input").click()
     page.get_by_role("option", name="8", exact=True).click()
-    wait_for_text(page, "digit-relevance-note", "Why not 8?")
-    assert (live_pixels(page, "digit-relevance") != seven).any()  # drawn from the map that came with the note
+    wait_for_live(page, "digit-relevance", "relevance 8")
+    assert "Why not 8?" in page.locator("#digit-relevance").inner_text()
+    assert (live_pixels(page, "digit-relevance") != seven).any()  # drawn from the map that came with the caption
+    assert [url.split("/gradio_api/")[-1] for url in page.requests_made[before:]] == ["component_server/"]
+    # Back to the predicted class and to 8 again: the page has both, no request.
+    before = len(page.requests_made)
+    for choice, shows in (("the predicted class", "relevance 7"), ("8", "relevance 8")):
+        page.locator("#digit-explain-class input").click()
+        page.get_by_role("option", name=choice, exact=True).click()
+        wait_for_live(page, "digit-relevance", shows)
+    assert page.requests_made[before:] == []
     page.locator("#digit-score").click()
     wait_for_text(page, "digit-faithfulness-note", "random rankings of this image")  # the verdict, with its noise
     wait_for_picture(page, "digit-faithfulness")
@@ -367,7 +389,9 @@ def test_why_this_class_why_not_another_and_how_far_to_trust_the_maps(page):
     # A new stroke explains the picked class for the new drawing, and the old chart goes.
     draw(page, [(0.3, 0.9), (0.7, 0.9)])
     wait_for_text(page, "digit-faithfulness-note", "Press")
-    assert "Why not 8?" in page.locator("#digit-relevance-note").inner_text()
+    assert not page.locator("#digit-faithfulness").is_visible()
+    wait_for_live(page, "digit-relevance", "relevance 8")
+    assert "Why not 8?" in page.locator("#digit-relevance").inner_text()
     assert page.outside_requests == [] and page.console_errors == []
 
 
@@ -391,22 +415,26 @@ def test_the_training_slider_shows_the_drawing_through_earlier_models(browser, s
     with serving(REPO / "app.py", VIT_DEMO_WEIGHTS=str(snapshot_weights)) as server, \
             app_page(browser, server.url) as page:
         draw(page, [(0.25, 0.2), (0.75, 0.2), (0.45, 0.85)])
-        wait_for_live(page, "digit-training", "grid")
-        wait_for_text(page, "digit-training-note", "The trained model (epoch 4")
-        # The canvas sends the stroke more than once; move the slider only once the last of them has been drawn,
-        # or a late one (read with the slider where it was) puts the trained model back.
-        settled_src(page, "digit-patches")
+        wait_for_live(page, "digit-training", "trained")
+        wait_for_text(page, "digit-training", "The trained model (epoch 4")
         trained = live_pixels(page, "digit-training")
+        # The slider moved while the stroke's answers are still coming (the canvas sends a stroke more than once):
+        # whichever lands last, the view shows epoch 1 for the last drawing.
+        draw(page, [(0.3, 0.9), (0.7, 0.9)])
         slider = page.locator("#digit-training-position input[type='number']")
         slider.fill("1")
         slider.press("Enter")
-        wait_for_text(page, "digit-training-note", "Epoch 1 of 4")
-        page.wait_for_function("() => document.querySelector('#digit-training canvas')?.dataset.drawn === 'grid'")
-        time.sleep(0.5)  # the snapshot's numbers drawn
+        key = settled(page)
+        wait_for_live(page, "digit-training", "snapshot 1")
+        assert "Epoch 1 of 4" in page.locator("#digit-training").inner_text()
+        assert page.evaluate("() => window.vdLive.digit.answers")[key]["snapshot"]["1"]["key"] == key
         assert (live_pixels(page, "digit-training") != trained).any()  # the grid of the model at epoch 1
-        draw(page, [(0.3, 0.9), (0.7, 0.9)])  # a new stroke is shown through the same earlier model
-        page.wait_for_timeout(500)
-        wait_for_text(page, "digit-training-note", "Epoch 1 of 4")
+        # Back to the trained model: drawn from the tab's own numbers, no request.
+        before = len(page.requests_made)
+        slider.fill("4")
+        slider.press("Enter")
+        wait_for_live(page, "digit-training", "trained")
+        assert page.requests_made[before:] == []
         assert page.outside_requests == [] and page.console_errors == []
 
 
@@ -446,8 +474,8 @@ def test_every_view_fits_its_box_on_phones_and_projectors(browser, app_url, widt
         draw(page, [(0.25, 0.2), (0.75, 0.2), (0.45, 0.85)])
         wait_for_label(page, "7")
         assert abs(page.evaluate(CANVAS_TOP) - empty) <= 2  # the first answer does not move the canvas under the pen
-        wait_for_live(page, "digit-relevance", "map")
-        settled_src(page, "digit-patches")  # the stroke's last update has landed: no picture will change now
+        wait_for_live(page, "digit-relevance", "relevance 7")
+        settled(page)  # the stroke's last update has landed: no view will change now
         assert page.locator("#vd-keys").is_visible() == (width >= 600)  # keyboard keys: not on a phone
         if width < 600:
             label = page.locator("#digit-label").bounding_box()
@@ -456,7 +484,7 @@ def test_every_view_fits_its_box_on_phones_and_projectors(browser, app_url, widt
         page.get_by_role("tab", name="Upload a photo (CIFAR-10)").click()
         page.locator("#photo-input input[type='file']").set_input_files(str(PHOTOS / "ship.png"))
         wait_for_label(page, "ship", panel="photo")
-        wait_for_live(page, "photo-relevance", "map")
+        wait_for_live(page, "photo-relevance", "relevance ship")
         checked += views_that_fit(page)
         page.screenshot(path=str(tmp_path / f"photo-{width}.png"), full_page=True)
         assert len(checked) >= 12  # the digit tab's views and the photo tab's
@@ -549,17 +577,20 @@ def test_export_a_view_and_a_gif_for_slides(page, tmp_path):
         download.value.save_as(saved)
         with Image.open(saved) as picture:
             assert picture.width >= width
-    # Where a patch looks: the patch clicked last on the patch grid (top left: patch 0).
-    page.locator("#digit-patches img").click(position={"x": 5, "y": 5})
-    page.wait_for_function("() => document.querySelector('#digit-export-patch input')?.value === '0'")
+    # Where a patch looks, with the patch box empty: the patch the query view shows (clicked last: top left, 0).
+    page.locator("#digit-patches canvas").click(position={"x": 5, "y": 5})
+    wait_for_live(page, "digit-patches", "patch 0")
     page.locator("#digit-export-view input").click()
     page.get_by_role("option", name="Where a patch looks: every layer and head, for the patch set here").click()
     page.locator("#digit-export-png").click()
     page.locator("#digit-export-file a[download='mnist-3-patch0-grid.png']").wait_for(timeout=20000)
-    # A new image empties it again: the query view starts afresh too.
+    # A new image's query view starts afresh, and so does the export.
     page.locator("#canvas .vd-examples button[title='example: 7']").click()
     wait_for_label(page, "7")
-    page.wait_for_function("() => document.querySelector('#digit-export-patch input')?.value === ''")
+    settled(page)
+    start = page.evaluate("() => window.vdLive.digit.patch")
+    page.locator("#digit-export-png").click()
+    page.locator(f"#digit-export-file a[download='mnist-7-patch{start}-grid.png']").wait_for(timeout=20000)
     # A patch the digits' 7x7 grid does not have is refused with the range, and nothing is exported.
     page.locator("#digit-export-patch input").fill("99")
     page.locator("#digit-export-png").click()

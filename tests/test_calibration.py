@@ -11,7 +11,6 @@ from conftest import HAS_SHARED_CIFAR, HAS_SHARED_MNIST, PHOTOS, SHARED_DATA, ru
 
 from vit_demo import calibration, faithfulness, load_model
 from vit_demo.calibrate import data_for, holdout_indices
-from vit_demo.data import load_split
 from vit_demo.faithfulness import STEPS, Curves
 from vit_demo.outside_photos import outside_photos
 from vit_demo.ui import explanation_view

@@ -1,6 +1,7 @@
 """The app's handlers, called directly as the server calls them."""
 
 import base64
+import json
 
 import gradio as gr
 import numpy as np
@@ -10,7 +11,7 @@ from conftest import PHOTOS, read_live_grid, read_live_map, read_live_payload
 from PIL import Image, ImageDraw
 
 from vit_demo import calibration, faithfulness, live_view, render
-from vit_demo.ui import (attention_view, demo, digit_tab, explanation_view, inside_tab, models, panel, photo_tab,
+from vit_demo.ui import (attention_view, demo, digit_tab, explanation_view, inside_tab, models, photo_tab,
                          training_view)
 from vit_demo.ui.attention_view import MEAN
 from vit_demo.ui.components import LARGE
@@ -41,43 +42,41 @@ def test_decode_drawing():
             decode_drawing(bad)
 
 
-def test_on_drawing_gives_every_view():
-    notice, label, info, analysis = digit_tab.on_drawing(canvas_value(SEVEN))  # the label first, then the views
-    (patches, cls_grid, selected, rollout, query, query_note, relevance, relevance_note, faithfulness,
-     faithfulness_note, training, training_note) = panel.views("mnist", analysis, 6, MEAN)
+def test_a_drawing_is_answered_once_with_every_views_numbers():
+    notice, label, info, analysis, numbers, chart, chart_note = digit_tab.on_drawing(canvas_value(SEVEN))
     assert max(label, key=label.get) == "7" and not notice.visible  # a digit is nothing to warn about
     assert "ms on" in info
-    assert patches.size == (LARGE, LARGE)
-    # The large view, rollout and relevance go to the page as numbers (a few KB), which draw what the server
-    # would draw.
-    assert len(selected) < 6000
-    image, maps = read_live_payload(selected)
+    # Every view goes to the page as numbers, in one answer of some 8 KB, which draw what the server would draw.
+    assert len(numbers) < 10_000
+    image, maps = read_live_payload(numbers)
+    np.testing.assert_allclose(image, analysis.input, atol=1e-6)  # exactly what the model read: 8-bit, as MNIST's digits
     assert maps.shape == (6, 5, 7, 7) and image.shape == (28, 28)
     for layer, head, column in ((6, MEAN, 4), (2, "head 3", 2)):
         served = np.asarray(attention_view.selected_view(analysis, layer, head), dtype=float)
         from_numbers = np.asarray(render.overlay(image, maps[layer - 1, column], LARGE), dtype=float)
         assert np.abs(served - from_numbers).mean() < 1.0  # levels of 255: quantising the map to uint8
-    for numbers, exact in ((rollout, analysis.rollout), (relevance, analysis.relevance)):
-        levels = read_live_map(numbers)  # (7, 7) in [0, 1]
-        np.testing.assert_allclose(levels, exact / exact.max(), atol=0.5 / 255 + 1e-9)
-    assert cls_grid == ""  # the grid: drawn in the page from the large view's numbers
+    page = json.loads(numbers)
+    patch = attention_view.first_query_patch(analysis)
+    assert page["key"] == live_view.image_key(analysis.input) and page["label"] == "7" and page["patch"] == patch
+    answers = page["answers"]
+    for reply, exact in ((answers["rollout"]["map"], analysis.rollout), (answers["relevance"]["7"], analysis.relevance)):
+        np.testing.assert_allclose(read_live_map(reply), exact / exact.max(), atol=0.5 / 255 + 1e-9)
+    assert answers["relevance"]["7"]["title"].startswith("<b>Why 7?</b>")
     # Where the first query patch looks: its maps' numbers, as render.attention_grid would show them.
-    token = 1 + attention_view.first_query_patch(analysis)
+    query = answers["query"][str(patch)]
     np.testing.assert_allclose(read_live_grid(query, (6, 5, 7, 7)),
-                               live_view.quantise(live_view.grid_maps(analysis.attention, token)) / 255)
+                               live_view.quantise(live_view.grid_maps(analysis.attention, 1 + patch)) / 255)
+    assert f"Where patch {patch} looks" in query["title"]
     assert analysis.attention.shape == (6, 4, 50, 50) and analysis.relevance.shape == (7, 7)
-    assert "Where patch" in query_note and "Why 7?" in relevance_note
-    assert faithfulness is None and "Score the maps" in faithfulness_note  # scored on demand only
-    # The shipped digits kept snapshots: the training slider starts at the trained model, the main view's grid.
-    assert training == "" and training_note.startswith("**The trained model** (epoch 200")  # the tab's own grid
+    # The faithfulness chart waits for its button: a new image hides the last one.
+    assert chart["value"] is None and not chart["visible"] and "Score the maps" in chart_note
 
 
 def test_blank_and_cleared_canvas_guess_nothing():
     for value in ("", canvas_value([])):
-        notice, label, info, analysis = digit_tab.on_drawing(value)
-        assert label is None and analysis is None and not notice.visible
+        notice, label, info, analysis, numbers, chart, _ = digit_tab.on_drawing(value)
+        assert label is None and analysis is None and not notice.visible and numbers == ""  # every view empties
         assert info == digit_tab.DRAW_PROMPT
-        assert all(not isinstance(v, Image.Image) for v in panel.views("mnist", None, 6, MEAN))  # no picture of nothing
 
 
 def test_a_malformed_canvas_value_is_a_clear_error():
@@ -85,16 +84,29 @@ def test_a_malformed_canvas_value_is_a_clear_error():
         digit_tab.on_drawing("@@@")
 
 
-def test_layer_head_and_patch_choices():
-    analysis = digit_tab.on_drawing(canvas_value(SEVEN))[-1]
+def test_layer_and_head_choices():
+    analysis = digit_tab.on_drawing(canvas_value(SEVEN))[3]
     views = {(layer, head): np.asarray(attention_view.selected_view(analysis, layer, head))
              for layer in (1, 6) for head in (MEAN, "head 1", "head 4")}
     assert not np.array_equal(views[(1, "head 1")], views[(6, "head 1")])
     assert not np.array_equal(views[(6, "head 1")], views[(6, "head 4")])
-    # A click at (x, y) on the 336 px patch grid picks the patch under it: row 2, column 5 of 7.
-    event = gr.SelectData(target=None, data={"index": [5 * 48 + 10, 2 * 48 + 10], "value": None})
-    _, _, note = attention_view.on_patch_click(analysis, event)
-    assert "patch 19 looks" in note
+
+
+def test_the_page_asks_for_another_patch_from_its_pixels():
+    _, _, _, analysis, numbers, _, _ = digit_tab.on_drawing(canvas_value(SEVEN))
+    image = json.loads(numbers)["image"]
+    ask = attention_view.ask_query("mnist")
+    reply = ask({"image": image, "patch": 19})
+    # Computed from the page's copy of the input, which is exactly the model's: the same maps as the analysis'.
+    assert reply["key"] == live_view.image_key(analysis.input) and reply["patch"] == 19
+    np.testing.assert_array_equal(read_live_grid(reply, (6, 5, 7, 7)),
+                                  live_view.quantise(live_view.grid_maps(analysis.attention, 20)) / 255)
+    assert "Where patch 19 looks" in reply["title"]
+    # A request the page would never send gets a reason, not a traceback.
+    for bad, why in (({"image": image, "patch": 49}, "numbered 0 to 48"), ({"image": image, "patch": "3"}, "no patch"),
+                     ({"image": "@@", "patch": 3}, "base64"), ({"image": image[:40], "patch": 3}, "bytes"),
+                     ("patch 3", "JSON object")):
+        assert why in ask(bad)["error"]
 
 
 def test_warm_up_runs_every_available_model():
@@ -134,30 +146,32 @@ def test_a_batch_gets_the_same_answers_as_one_drawing_at_a_time(tmp_path):
 
 
 def test_why_this_class_and_why_not_another():
-    analysis = digit_tab.on_drawing(canvas_value(SEVEN))[-1]
+    _, _, _, analysis, numbers, _, _ = digit_tab.on_drawing(canvas_value(SEVEN))
     clf = models.classifier("mnist")
-    seven, note = explanation_view.on_explain_class(analysis, explanation_view.PREDICTED_CHOICE)
-    assert note.startswith("### Why 7?")
-    eight, note = explanation_view.on_explain_class(analysis, "8")
-    assert note.startswith("### Why not 8?") and "the model says **7**" in note
+    ask = explanation_view.ask_relevance("mnist")
+    eight = ask({"image": json.loads(numbers)["image"], "label": "8"})
+    assert eight["title"].startswith("<b>Why not 8?</b>") and "the model says <b>7</b>" in eight["title"]
+    seven = json.loads(numbers)["answers"]["relevance"]["7"]
     assert not np.array_equal(read_live_map(seven), read_live_map(eight))  # the numbers the page draws
-    # The picture is the Python API's map for that class.
-    np.testing.assert_allclose(explanation_view.relevance_map(analysis, "8"),
-                               clf.relevance_preprocessed([analysis.input], ["8"])[0], rtol=1e-5)
+    # They are the Python API's map for that class.
+    exact = clf.relevance_preprocessed([analysis.input], ["8"])[0]
+    np.testing.assert_allclose(read_live_map(eight), exact / exact.max(), atol=0.5 / 255 + 1e-6)
+    np.testing.assert_allclose(explanation_view.relevance_map(analysis, "8"), exact, rtol=1e-5)
+    assert "no class" in ask({"image": json.loads(numbers)["image"], "label": "eleven"})["error"]
     # Picked before drawing, the class is explained with the prediction, in the same pass.
-    picked = digit_tab.on_drawing(canvas_value(SEVEN), "8")[-1]
-    assert picked.relevance_label == "8" and panel.views("mnist", picked, 6, MEAN)[7].startswith("### Why not 8?")
-    assert explanation_view.on_explain_class(None, "8")[0] == ""  # an empty view
+    _, _, _, picked, numbers, _, _ = digit_tab.on_drawing(canvas_value(SEVEN), "8")
+    assert picked.relevance_label == "8"
+    assert json.loads(numbers)["answers"]["relevance"]["8"]["title"].startswith("<b>Why not 8?</b>")
 
 
 def test_scoring_the_maps_of_the_image_in_hand():
-    analysis = digit_tab.on_drawing(canvas_value(SEVEN))[-1]
+    analysis = digit_tab.on_drawing(canvas_value(SEVEN))[3]
     chart, note = explanation_view.on_score(analysis)
     # The note is the verdict on this image's own curves, against the spread of its random rankings.
     verdict = faithfulness.verdict(explanation_view.map_curves(analysis))
-    assert chart.width > 500 and note == explanation_view.verdict_text(verdict)
+    assert chart["visible"] and chart["value"].width > 500 and note == explanation_view.verdict_text(verdict)
     assert f"±{verdict.deletion_noise:.2f}" in note and f"±{verdict.insertion_noise:.2f}" in note
-    assert explanation_view.on_score(None)[0] is None
+    assert explanation_view.on_score(None)[0]["value"] is None
 
 
 def test_the_training_slider_shows_the_model_as_it_was(snapshot_weights, monkeypatch):
@@ -167,9 +181,12 @@ def test_the_training_slider_shows_the_model_as_it_was(snapshot_weights, monkeyp
     try:
         run = models.training_run("mnist")
         assert run.problem is None and [s.epoch for s in run.snapshots] == [1, 2, 3] and run.positions == 4
-        analysis = digit_tab.on_drawing(canvas_value(SEVEN))[-1]
-        first, first_note = training_view.training_views("mnist", analysis, 1)
-        assert first_note.startswith("**Epoch 1 of 4**") and f"{100 * run.snapshots[0].test_accuracy:.2f}%" in first_note
+        analysis = digit_tab.on_drawing(canvas_value(SEVEN))[3]
+        ask = training_view.ask_snapshot("mnist")
+        image = live_view._b64(live_view.pixels(analysis.input))  # the page's copy of the input
+        first = ask({"image": image, "position": 1})
+        first_note = first["note"]
+        assert first_note.startswith("<b>Epoch 1 of 4</b>") and f"{100 * run.snapshots[0].test_accuracy:.2f}%" in first_note
         # What that snapshot said, calibrated with its own temperature (the run fitted one per snapshot).
         snapshot = run.snapshots[0]
         assert snapshot.temperature != 1.0
@@ -177,7 +194,7 @@ def test_the_training_slider_shows_the_model_as_it_was(snapshot_weights, monkeyp
             said = snapshot.model(models.classifier("mnist").batch([analysis.input]))[0]  # (10,) logits
         probs = calibration.probabilities(said, snapshot.temperature)
         assert f"({100 * float(probs.max()):.1f}%)" in first_note
-        later, _ = training_view.training_views("mnist", analysis, 3)
+        later = ask({"image": image, "position": 3})
         # Each snapshot's grid goes to the page as its maps' numbers: the attention changed as it trained.
         first_maps, later_maps = (read_live_grid(numbers, (6, 5, 7, 7)) for numbers in (first, later))
         assert not np.array_equal(first_maps, later_maps)
@@ -187,10 +204,9 @@ def test_the_training_slider_shows_the_model_as_it_was(snapshot_weights, monkeyp
         expected = live_view.grid_maps(attention[0].numpy())
         np.testing.assert_allclose(first_maps, expected / expected.max(axis=(-2, -1), keepdims=True),
                                    atol=0.5 / 255 + 1e-6)
-        trained, trained_note = training_view.training_views("mnist", analysis, 4)
-        assert trained == "" and "The trained model" in trained_note and "epoch 4" in trained_note
-        # The trained model's position shows the main view's grid; a new drawing at an earlier position, that epoch.
-        assert panel.views("mnist", analysis, 1, MEAN, 2)[11].startswith("**Epoch 2 of 4**")
+        # The last position is the trained model, whose grid the page draws from the tab's numbers: not asked for.
+        assert "numbered 1 to 3" in ask({"image": image, "position": 4})["error"]
+        assert "The trained model" in training_view.trained_note(run) and "epoch 4" in training_view.trained_note(run)
         # Exported for slides, at the slider's position.
         from vit_demo.ui import export_view
 
@@ -208,16 +224,18 @@ def test_the_photo_tab_says_what_the_model_knows_and_reads_and_flags_the_unfamil
     assert all(name in photo_tab.CLASSES_NOTE for name in ("airplane", "ship", "truck"))
     portrait = tmp_path / "astronaut.png"
     Image.fromarray(dict(outside_photos())["astronaut.png"]).save(portrait)
-    notice, label, info, analysis = photo_tab.on_photo(str(portrait))
+    notice, label, info, analysis, numbers, *_ = photo_tab.on_photo(str(portrait))
     report = read_calibration(WEIGHTS_ROOT / "cifar10")["unfamiliar"]
     assert notice.visible and "unlike the photos the model knows" in notice.value
     assert f"reads {100 * report['accuracy_on_flagged']:.0f}% right" in notice.value
     assert analysis.unfamiliar and max(label, key=label.get) == analysis.label
-    # What the model reads: the centre square of the 512 x 512 photo, at 32 x 32, enlarged.
-    reads = photo_tab.model_reads(analysis)
-    assert reads.size == (photo_tab.READS_SIZE, photo_tab.READS_SIZE)
-    np.testing.assert_array_equal(np.asarray(reads), np.asarray(render.base_picture(analysis.input, photo_tab.READS_SIZE)))
-    assert photo_tab.model_reads(None) is None
+    # What the model reads, which the page draws enlarged beside the photo: the centre square of the 512 x 512
+    # photo, at 32 x 32.
+    image, _ = read_live_payload(numbers)
+    assert image.shape == (32, 32, 3)
+    np.testing.assert_allclose(image, analysis.input, atol=1e-6)
+    centre = np.asarray(Image.open(portrait).convert("RGB").resize((32, 32), Image.BILINEAR), dtype=float) / 255
+    assert np.abs(image - centre).mean() < 0.05  # the whole square photo, shrunk
     notice, *_ = photo_tab.on_photo(str(PHOTOS / "ship.png"))
     assert not notice.visible
 
@@ -228,8 +246,9 @@ def test_weights_without_snapshots_say_so_in_place_of_the_slider():
     # The shipped photo model was trained before train.py kept snapshots: its training view says so, shows nothing,
     # and has nothing to export.
     photo = photo_tab.analyse_photo(str(PHOTOS / "cat.png"))
-    training, training_note = panel.views("cifar10", photo, 7, MEAN)[-2:]
-    assert training == "" and "before snapshots were kept" in training_note
+    assert "before snapshots were kept" in models.training_run("cifar10").problem
+    asked = training_view.ask_snapshot("cifar10")({"image": live_view._b64(live_view.pixels(photo.input)), "position": 1})
+    assert "no snapshot" in asked["error"]
     with pytest.raises(gr.Error, match="snapshots"):
         export_view.on_png(photo, export_view.TRAINING, 7, MEAN, None)
 
@@ -282,7 +301,7 @@ def test_inside_says_plainly_what_was_never_measured(tmp_path, monkeypatch):
 def test_export_for_slides_makes_each_view_1600_pixels_wide_and_a_gif_through_the_layers():
     from vit_demo.ui import export_view
 
-    analysis = digit_tab.on_drawing(canvas_value(SEVEN))[-1]
+    analysis = digit_tab.on_drawing(canvas_value(SEVEN))[3]
     names = set()
     for view in export_view.EXPORTED_VIEWS:
         path = export_view.on_png(analysis, view, 3, "head 2", "8")

@@ -20,7 +20,6 @@ from __future__ import annotations
 import dataclasses
 import math
 
-import numpy as np
 import torch
 
 BINS = 15  # the expected calibration error's bins, as in Guo et al.

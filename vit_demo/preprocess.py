@@ -5,8 +5,9 @@ One function per input kind, shared by the app, the CLI and the tests:
 - :func:`preprocess_drawing`: a digit drawn anywhere, at any size, with any pen -> MNIST-like 28x28.
 - :func:`preprocess_photo`: a photo of any size and mode -> CIFAR-10-like 32x32 RGB.
 
-Both return float32 arrays with values in [0, 1] (the model normalises them itself) and raise
-:class:`InputError`, whose message is meant for the user, for anything they cannot use.
+Both return float32 arrays with values in [0, 1] on 256 levels, as the datasets' 8-bit images are (so the page,
+which gets the input as bytes, holds exactly what the model read), and raise :class:`InputError`, whose message is
+meant for the user, for anything they cannot use.
 """
 
 from __future__ import annotations
@@ -142,6 +143,11 @@ def _array_to_float(array: np.ndarray) -> np.ndarray:
     return np.clip(scaled, 0, 1).astype(np.float32)
 
 
+def eight_bit(image: np.ndarray) -> np.ndarray:
+    """An image clipped to [0, 1] and rounded to 256 levels, as float32: the form of MNIST's and CIFAR-10's images."""
+    return (np.round(np.clip(image, 0, 1) * 255) / 255).astype(np.float32)
+
+
 # ---- Drawings -> MNIST ---------------------------------------------------------------------------
 
 
@@ -259,7 +265,7 @@ def _centre_by_mass(digit: np.ndarray) -> np.ndarray:
     canvas[top : top + h + 1, left : left + w + 1] = padded
     canvas = canvas[:DIGIT_CANVAS, :DIGIT_CANVAS]
     # Scale so that typical ink is at full strength, as in MNIST, even where a thin line left grey pixels.
-    return np.clip(canvas / np.quantile(canvas[canvas > 0.05], 0.9), 0, 1).astype(np.float32)
+    return eight_bit(canvas / np.quantile(canvas[canvas > 0.05], 0.9))
 
 
 # ---- Photos -> CIFAR-10 --------------------------------------------------------------------------
@@ -294,4 +300,4 @@ def preprocess_photo(image: ImageInput, size: int = 32) -> np.ndarray:
     rgb = F.interpolate(rgb, size=(new_h, new_w), mode="bilinear", antialias=True, align_corners=False)
     top, left = (new_h - size) // 2, (new_w - size) // 2
     rgb = rgb[0, :, top : top + size, left : left + size].clamp(0, 1)  # (3, size, size)
-    return rgb.permute(1, 2, 0).contiguous().numpy()
+    return eight_bit(rgb.permute(1, 2, 0).numpy())

@@ -109,7 +109,7 @@ def mark_patch(picture: Image.Image, patch: int, grid: int, colour=(0, 255, 120)
 
 
 @functools.cache
-def _patch_grid_layer(grid: int, size: int) -> Image.Image:
+def patch_grid_layer(grid: int, size: int) -> Image.Image:
     """Transparent RGBA layer with the patch borders and numbers, drawn once per grid and size."""
     layer = Image.new("RGBA", (size, size), (0, 0, 0, 0))
     draw = ImageDraw.Draw(layer)
@@ -129,7 +129,7 @@ def _patch_grid_layer(grid: int, size: int) -> Image.Image:
 def patch_grid(image: np.ndarray, grid: int, size: int = 336, selected: int | None = None) -> Image.Image:
     """The input as the model sees it: cut into grid x grid patches, each numbered in reading order."""
     picture = base_picture(image, size).convert("RGBA")
-    picture = Image.alpha_composite(picture, _patch_grid_layer(grid, size)).convert("RGB")
+    picture = Image.alpha_composite(picture, patch_grid_layer(grid, size)).convert("RGB")
     if selected is not None:
         mark_patch(picture, selected, grid)
     return picture

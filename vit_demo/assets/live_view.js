@@ -2,14 +2,34 @@
 // follows render.overlay step for step: the input upsampled (nearest for digits, bicubic for photos), the map
 // upsampled bicubic as torch's F.interpolate does it (align_corners=False, A = -0.75, edges clamped), coloured
 // through the server's lookup table, and blended as PIL's Image.blend does (truncated).
-// __PREFIX__: the tab (digit, photo). __VIEW__: "selected", the large view, whose value is the image's numbers
-// (the input, every layer's [CLS] maps) and whose layer and head come from the tab's controls; "map", a single
-// map (its own value) drawn over the same input (rollout, relevance); or "grid", a tile per layer and head over
-// the frame render.attention_grid draws (the canvas' background), from the image's maps (value "") or from
-// another model's (a training snapshot's: its value).
+//
+// __PREFIX__: the tab (digit, photo). __VIEW__, what this view draws:
+//   "selected"  the large view; its value is the image's numbers (the input, every layer's [CLS] maps, and the
+//               stroke's answers for rollout, the class shown and the first query patch), which every other view
+//               of the tab draws from; its layer and head come from the tab's controls;
+//   "patches"   the input cut into numbered patches (render.patch_grid), the query patch outlined; a click
+//               chooses the query patch;
+//   "input"     the input alone, as the model reads it;
+//   "cls"       a tile per layer and head (render.attention_grid) of where [CLS] looks;
+//   "query"     the same for where the query patch looks;
+//   "training"  the same through the model at the training slider's snapshot (the last: the trained model);
+//   "rollout"   one map over the input;
+//   "relevance" the relevance of the class shown, likewise.
+// What a view lacks (another patch, class or snapshot) it asks the server for once (the tab's server functions:
+// they compute it from the pixels sent), and keeps with the image's key: a late answer for an earlier image is
+// never drawn over a later one.
 const PREFIX = "__PREFIX__";
 const VIEW = "__VIEW__";
-const live = ((window.vdLive ??= {})[PREFIX] ??= { state: null, views: [] }); // the tab's numbers, shared
+const live = ((window.vdLive ??= {})[PREFIX] ??= {
+  state: null, // the image's numbers, decoded
+  views: [], // every view's redraw
+  answers: {}, // image key -> kind ("query", "relevance", "snapshot") -> which -> the answer
+  pending: {}, // "key/kind/which" -> true while asked; false once the server failed to answer
+  ask: {}, // kind -> the server function that answers it
+  patch: null, // the query patch
+  choice: null, // the class picker's choice
+  position: null, // the training slider's position
+});
 
 function decode(text) {
   const raw = atob(text);
@@ -62,8 +82,8 @@ function upsample(values, h, w, size, smooth) {
 function prepare(text) {
   // The image's numbers, decoded; its input is upsampled once per size asked for (base).
   const numbers = JSON.parse(text);
-  return { numbers, image: decode(numbers.image), maps: decode(numbers.maps), colormap: decode(numbers.colormap),
-           bases: {} };
+  return { numbers, key: numbers.key, image: decode(numbers.image), maps: decode(numbers.maps),
+           colormap: decode(numbers.colormap), bases: {} };
 }
 
 function base(size) {
@@ -81,36 +101,74 @@ function base(size) {
 }
 
 function overlay(context, map, grid, size, x, y) {
-  // One (grid, grid) map of levels 0..255 over the tab's input, size pixels a side, at (x, y) of the canvas.
+  // One (grid, grid) map of levels 0..255 over the tab's input, size pixels a side, at (x, y) of the canvas;
+  // map null: the input alone.
   const { numbers, colormap } = live.state;
   const under = base(size);
-  const heat = upsample(Float64Array.from(map), grid, grid, size, true);
+  const heat = map && upsample(Float64Array.from(map), grid, grid, size, true);
   const picture = context.createImageData(size, size);
   for (let p = 0; p < size * size; p++) {
-    const level = Math.trunc(Math.min(Math.max(heat[p], 0), 255));
+    const level = heat && Math.trunc(Math.min(Math.max(heat[p], 0), 255));
     for (let c = 0; c < 3; c++) {
       const below = under[p * 3 + c];
-      picture.data[p * 4 + c] = Math.trunc(below + numbers.alpha * (colormap[level * 3 + c] - below));
+      picture.data[p * 4 + c] = heat ? Math.trunc(below + numbers.alpha * (colormap[level * 3 + c] - below)) : below;
     }
     picture.data[p * 4 + 3] = 255;
   }
   context.putImageData(picture, x, y);
 }
 
-function canvasFor(label) {
-  // This view's canvas, cleared; null (and the canvas left empty) when there is nothing to draw.
-  const canvas = element.querySelector("canvas.vd-live-canvas");
-  if (!canvas) return null;
-  const context = canvas.getContext("2d");
+const view = () => element.querySelector("canvas.vd-live-canvas"); // looked up each time: a new value redraws it
+
+function clear(drawn, caption) {
+  // This view's canvas, cleared, and its caption; the context to draw on, or null when there is nothing to draw.
+  // canvas.dataset.drawn says what it shows, for tests ("" nothing).
+  const canvas = view(), context = canvas.getContext("2d");
   context.clearRect(0, 0, canvas.width, canvas.height);
-  canvas.dataset.drawn = live.state && label ? label : ""; // what it shows, for tests
-  return live.state && label ? context : null;
+  canvas.dataset.drawn = live.state && drawn ? drawn : "";
+  const box = element.querySelector(".vd-caption");
+  if (box) box.innerHTML = live.state ? caption ?? "" : "";
+  return live.state && drawn ? context : null;
 }
 
-function paint(map, grid, label) {
-  // One map over the tab's input, filling this view's canvas; map null: an empty canvas.
-  const context = canvasFor(map && label);
-  if (context) overlay(context, map, grid, live.state.numbers.size, 0, 0);
+function drawTiles(context, maps) {
+  // A tile per layer and head (and each layer's mean), at the origins render.attention_grid_layout gave.
+  const canvas = view(), g = live.state.numbers.grid, thumb = Number(canvas.dataset.thumb);
+  JSON.parse(canvas.dataset.origins).forEach(([x, y], tile) =>
+    overlay(context, maps.subarray(tile * g * g, (tile + 1) * g * g), g, thumb, x, y));
+}
+
+function redrawAll() {
+  live.views = live.views.filter((v) => v.element.isConnected); // a view Gradio took out of the page goes
+  for (const v of live.views) v.draw();
+}
+
+function answer(kind, which) {
+  // The server's answer for the image in hand, or null.
+  return (live.state && live.answers[live.state.key]?.[kind]?.[which]) || null;
+}
+
+
+function waiting(kind, which, request) {
+  // What a view says while its numbers are asked for: the first time, it asks the server, which computes them
+  // from the pixels sent; when the server failed, it says so, and the next choice asks again.
+  const id = `${live.state.key}/${kind}/${which}`;
+  if (live.pending[id] === false) {
+    delete live.pending[id];
+    return "The server did not answer. Choose again to retry.";
+  }
+  if (!live.pending[id] && live.ask[kind]) {
+    live.pending[id] = true;
+    const key = live.state.key;
+    live.ask[kind]({ image: live.state.numbers.image, ...request }).then((reply) => {
+      if (reply && !reply.error && reply.key === key) {
+        ((live.answers[key] ??= {})[kind] ??= {})[which] = reply;
+        delete live.pending[id];
+      } else live.pending[id] = false;
+      if (live.state?.key === key) redrawAll();
+    });
+  }
+  return "Asking the server…";
 }
 
 function chosen(layer, head) {
@@ -122,62 +180,98 @@ function chosen(layer, head) {
   return [Math.min(Math.max(Math.round(layer), 1), layers) - 1, column];
 }
 
-function drawSelected(layer, head) {
-  if (!live.state) return paint(null);
-  const { numbers, maps } = live.state;
-  const [l, column] = chosen(layer, head);
-  const g = numbers.grid, offset = (l * (numbers.heads + 1) + column) * g * g;
-  paint(maps.subarray(offset, offset + g * g), g, `${l + 1}/${column === numbers.heads ? "mean" : column + 1}`);
-}
-
-if (VIEW === "selected") {
-  // The page's handle on the tab: redraw the large view (the layer and head controls' events), read the numbers.
-  live.draw = drawSelected;
-  live.numbers = () => props.value;
-  watch("value", () => {
-    live.state = props.value ? prepare(props.value) : null;
-    drawSelected();
-    for (const redraw of live.views) redraw(); // the other views lie over the same input
-  });
-  live.state = props.value ? prepare(props.value) : null;
-  drawSelected();
-} else if (VIEW === "grid") {
-  let own = null; // another model's maps (L, H + 1, g, g), or null: the image's own
-  const drawGrid = () => {
-    const canvas = element.querySelector("canvas.vd-live-canvas");
-    const context = canvasFor("grid");
+const draws = {
+  selected(layer, head) {
+    if (!live.state) return clear(null);
+    const { numbers, maps } = live.state;
+    const [l, column] = chosen(layer, head);
+    const g = numbers.grid, offset = (l * (numbers.heads + 1) + column) * g * g;
+    const heads = column === numbers.heads ? `the mean of its ${numbers.heads} heads` : `head ${column + 1}`;
+    const context = clear(`${l + 1}/${column === numbers.heads ? "mean" : column + 1}`,
+                          `Where <b>[CLS]</b> attends: layer ${l + 1} of ${numbers.layers}, ${heads}`);
+    overlay(context, maps.subarray(offset, offset + g * g), g, numbers.size, 0, 0);
+  },
+  patches() {
+    const context = clear(live.state && `patch ${live.patch}`);
     if (!context) return;
-    const { numbers } = live.state, g = numbers.grid, thumb = Number(canvas.dataset.thumb);
-    const maps = own ?? live.state.maps;
-    JSON.parse(canvas.dataset.origins).forEach(([x, y], tile) =>
-      overlay(context, maps.subarray(tile * g * g, (tile + 1) * g * g), g, thumb, x, y));
-  };
+    const g = live.state.numbers.grid, size = view().width, step = size / g;
+    overlay(context, null, g, size, 0, 0);
+    context.drawImage(element.querySelector("img.vd-patch-layer"), 0, 0, size, size);
+    const row = Math.floor(live.patch / g), col = live.patch % g;
+    context.strokeStyle = "rgb(0, 255, 120)"; // render.mark_patch's outline, 3 pixels inside the patch
+    context.lineWidth = 3;
+    context.strokeRect(col * step + 1.5, row * step + 1.5, step - 3, step - 3);
+  },
+  input() {
+    const context = clear("input");
+    if (context) overlay(context, null, live.state.numbers.grid, view().width, 0, 0);
+  },
+  cls() {
+    const context = clear("grid");
+    if (context) drawTiles(context, live.state.maps);
+  },
+  query() {
+    if (!live.state) return clear(null);
+    const reply = answer("query", live.patch);
+    if (!reply) return clear(null, `Where patch ${live.patch} looks: ${waiting("query", live.patch, { patch: live.patch })}`);
+    drawTiles(clear(`query ${live.patch}`, reply.title), (reply.levels ??= decode(reply.maps)));
+  },
+  training() {
+    if (!live.state) return clear(null);
+    const { positions, note } = view().dataset, last = Number(positions);
+    const position = Math.min(Math.max(Math.round(live.position ?? last), 1), last);
+    if (position === last) return drawTiles(clear("trained", note), live.state.maps);
+    const reply = answer("snapshot", position);
+    if (!reply) return clear(null, waiting("snapshot", position, { position }));
+    drawTiles(clear(`snapshot ${position}`, reply.note), (reply.levels ??= decode(reply.maps)));
+  },
+  rollout() {
+    const reply = answer("rollout", "map");
+    const context = clear(reply && "map");
+    if (context) overlay(context, (reply.levels ??= decode(reply.map)), reply.grid, view().width, 0, 0);
+    view().dataset.numbers = reply ? JSON.stringify({ grid: reply.grid, map: reply.map }) : ""; // for tests
+  },
+  relevance() {
+    if (!live.state) return clear(null);
+    const canvas = view();
+    const label = !live.choice || live.choice === canvas.dataset.predicted ? live.state.numbers.label : live.choice;
+    const reply = answer("relevance", label);
+    canvas.dataset.numbers = reply ? JSON.stringify({ grid: reply.grid, map: reply.map }) : ""; // for tests
+    if (!reply) return clear(null, `Why ${label}? ${waiting("relevance", label, { label })}`);
+    overlay(clear(`relevance ${label}`, reply.title), (reply.levels ??= decode(reply.map)), reply.grid,
+            canvas.width, 0, 0);
+  },
+};
+const draw = draws[VIEW];
+
+if (typeof server !== "undefined") Object.assign(live.ask, server); // this view's server functions, by kind
+live.views.push({ element, draw });
+if (VIEW === "selected") {
+  // The page's handle on the tab: the controls' events call these; tests read the numbers.
+  live.draw = draw;
+  live.numbers = () => props.value;
+  live.choose = (patch) => ((live.patch = patch), redrawAll());
+  live.explain = (choice) => ((live.choice = choice), redrawAll());
+  live.train = (position) => ((live.position = position), redrawAll());
   const read = () => {
-    own = props.value ? decode(JSON.parse(props.value).maps) : null;
+    // The image's numbers, and the stroke's answers for it, with those asked for the same image before (a stroke
+    // that changed nothing the model reads); earlier images' answers go.
+    live.state = props.value ? prepare(props.value) : null;
+    const answers = (live.state && live.answers[live.state.key]) || {};
+    for (const [kind, replies] of Object.entries(live.state?.numbers.answers ?? {}))
+      Object.assign((answers[kind] ??= {}), replies);
+    live.answers = live.state ? { [live.state.key]: answers } : {};
+    live.patch = live.state?.numbers.patch ?? null;
   };
-  live.views.push(drawGrid);
-  watch("value", () => {
-    read();
-    drawGrid();
-  });
+  watch("value", () => (read(), redrawAll()));
   read();
-  drawGrid();
-} else {
-  let own = null; // this view's map: { grid, levels }
-  const drawMap = () => {
-    own ? paint(own.levels, own.grid, "map") : paint(null);
-    const canvas = element.querySelector("canvas.vd-live-canvas");
-    if (canvas) canvas.dataset.numbers = props.value ?? ""; // what it was drawn from, for tests (some 100 bytes)
-  };
-  const read = () => {
-    const numbers = props.value ? JSON.parse(props.value) : null;
-    own = numbers && { grid: numbers.grid, levels: decode(numbers.map) };
-  };
-  live.views.push(drawMap);
-  watch("value", () => {
-    read();
-    drawMap();
+} else if (VIEW === "patches") {
+  element.addEventListener("click", (event) => {
+    if (!live.state || event.target !== view()) return;
+    const box = view().getBoundingClientRect(), g = live.state.numbers.grid;
+    const col = Math.min(Math.floor(((event.clientX - box.left) / box.width) * g), g - 1);
+    const row = Math.min(Math.floor(((event.clientY - box.top) / box.height) * g), g - 1);
+    live.choose(row * g + col);
   });
-  read();
-  drawMap();
 }
+draw();

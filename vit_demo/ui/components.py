@@ -3,8 +3,10 @@
 from __future__ import annotations
 
 import base64
+import html
 import json
 import os
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -12,10 +14,14 @@ import gradio as gr
 from gradio import processing_utils
 from gradio.data_classes import ImageData
 from gradio.utils import get_upload_folder
+import numpy as np
 from PIL import Image
 
+from vit_demo import live_view as live_numbers
 from vit_demo import render
 from vit_demo.atomic import atomic_write
+from vit_demo.ui.models import model_config
+from vit_demo.weights import WeightsError
 
 LARGE = 336  # pixels a side of the large views
 THUMB = 96  # pixels a side of a layer x head grid's tiles (render.attention_grid's default)
@@ -85,25 +91,70 @@ def view_image(elem_id: str, format: str = VIEW_FORMAT, **layout: Any) -> Cached
                        elem_classes="vd-view", **layout)
 
 
-def live_canvas(elem_id: str, prefix: str, view: str, description: str) -> gr.HTML:
-    """A view the page draws itself from numbers (``vit_demo/live_view.py``, ``assets/live_view.js``) in tab
-    ``prefix``: ``view`` "selected" (the large view: its value is the image's numbers) or "map" (its value is one
-    map over the same image). ``description``: what it shows, for screen readers."""
-    return gr.HTML("", html_template=(f'<canvas class="vd-live-canvas" width="{LARGE}" height="{LARGE}" role="img" '
-                                      f'aria-label="{description}"></canvas>'),
+def png_data_url(picture: Image.Image) -> str:
+    return "data:image/png;base64," + base64.b64encode(processing_utils.encode_pil_to_bytes(picture, "png")).decode()
+
+
+def colour_scale() -> str:
+    """HTML: the colour map of every overlay as a bar, from none to the most (each map scaled to its own maximum)."""
+    table = render.colormap("inferno")  # (256, 3)
+    stops = ", ".join(f"rgb{tuple(int(v) for v in table[round(255 * i / 8)])} {100 * i / 8:g}%" for i in range(9))
+    return ('<div class="vd-scale" aria-hidden="true"><span>none</span>'
+            f'<span class="vd-scale-bar" style="background: linear-gradient(to right, {stops})"></span>'
+            "<span>most (each map's own maximum)</span></div>")
+
+
+def live_canvas(elem_id: str, prefix: str, view: str, description: str, width: int = LARGE, height: int = LARGE,
+                scale: bool = True, extra: str = "", style: str = "", ask: list[Callable[[dict], dict]] | None = None,
+                visible: bool = True, grid: bool = False, **data: str) -> gr.HTML:
+    """A view the page draws itself from the tab's numbers (``vit_demo/live_view.py``, ``assets/live_view.js``, which
+    lists the ``view``s) in tab ``prefix``: a caption, a canvas ``width`` x ``height``, and the colour scale
+    (``scale``). ``description``: what it shows, for screen readers; ``extra``: more HTML after the canvas;
+    ``style``: the canvas' CSS; ``ask``: the server functions that answer what the view lacks (``live_asker``);
+    ``grid``: a layer x head grid, as wide as its column; ``data``: the canvas' data-* attributes."""
+    attributes = "".join(f' data-{name}="{html.escape(value)}"' for name, value in data.items())
+    kind = "vd-live-canvas vd-live-grid" if grid else "vd-live-canvas"
+    template = (f'<div class="vd-caption" aria-live="polite"></div><canvas class="{kind}" width="{width}" '
+                f'height="{height}" role="img" aria-label="{description}"{attributes} style="{style}"></canvas>{extra}'
+                f'{colour_scale() if scale else ""}')
+    return gr.HTML("", html_template=template, server_functions=ask,
                    js_on_load=LIVE_VIEW_JS.replace("__PREFIX__", prefix).replace("__VIEW__", view),
-                   elem_id=elem_id, elem_classes=["vd-view", "vd-live"], padding=False)
+                   elem_id=elem_id, elem_classes=["vd-view", "vd-live"], padding=False, visible=visible)
 
 
-def live_grid(elem_id: str, prefix: str, layers: int, heads: int, description: str, visible: bool = True) -> gr.HTML:
-    """A layer x head grid the page draws itself (``live_canvas``'s "grid" view): ``render.attention_grid``'s frame
-    as the canvas' background, the tiles drawn from the tab's numbers (value "") or from those of another model
-    (a training snapshot: ``live_view.grid_payload``)."""
+def live_grid(elem_id: str, prefix: str, view: str, layers: int, heads: int, description: str,
+              ask: list[Callable[[dict], dict]] | None = None, visible: bool = True, **data: str) -> gr.HTML:
+    """A layer x head grid the page draws itself (``live_canvas``): ``render.attention_grid``'s frame as the canvas'
+    background, a tile per layer and head drawn over it."""
     frame, origins = render.attention_grid_layout(layers, heads)
-    data = base64.b64encode(processing_utils.encode_pil_to_bytes(frame, "png")).decode()
-    return gr.HTML("", html_template=(
-        f'<canvas class="vd-live-canvas vd-live-grid" width="{frame.width}" height="{frame.height}" role="img" '
-        f'aria-label="{description}" data-thumb="{THUMB}" data-origins="{json.dumps(origins).replace(" ", "")}" '
-        f'style="background: url(data:image/png;base64,{data}) 0 0 / 100% 100% no-repeat"></canvas>'),
-        js_on_load=LIVE_VIEW_JS.replace("__PREFIX__", prefix).replace("__VIEW__", "grid"),
-        elem_id=elem_id, elem_classes=["vd-view", "vd-live"], padding=False, visible=visible)
+    return live_canvas(elem_id, prefix, view, description, frame.width, frame.height, ask=ask, visible=visible,
+                       grid=True, style=f"background: url({png_data_url(frame)}) 0 0 / 100% 100% no-repeat",
+                       thumb=str(THUMB), origins=json.dumps(origins).replace(" ", ""), **data)
+
+
+def live_patches(elem_id: str, prefix: str, grid: int, description: str) -> gr.HTML:
+    """The input cut into numbered patches, drawn in the page (``live_canvas``'s "patches"): the patch grid's lines
+    and numbers (``render.patch_grid_layer``) go over the input."""
+    layer = f'<img class="vd-patch-layer" hidden alt="" src="{png_data_url(render.patch_grid_layer(grid, LARGE))}">'
+    return live_canvas(elem_id, prefix, "patches", description, scale=False, extra=layer)
+
+
+def live_asker(kind: str, model: str, answer: Callable[[np.ndarray, dict], dict]) -> Callable[[dict], dict]:
+    """A live view's server function, called ``kind`` (what the page asks for: "query", "relevance", "snapshot"):
+    the page sends ``{"image": its copy of the input, ...}``, and ``answer(input, request)`` computes what it asked
+    for from the pixels, the image's key added. A request that can't be answered gets ``{"error": why}``."""
+    config = model_config(model)
+    shape = ((config.image_size, config.image_size) if config.in_channels == 1
+             else (config.image_size, config.image_size, config.in_channels))
+
+    def ask(request: dict) -> dict:
+        try:
+            if not isinstance(request, dict):
+                raise ValueError("a request is a JSON object")
+            image = live_numbers.read_image(request.get("image"), shape)
+            return {**answer(image, request), "key": live_numbers.image_key(image)}
+        except (ValueError, TypeError, WeightsError) as exc:
+            return {"error": str(exc)}
+
+    ask.__name__ = kind
+    return ask

@@ -8,12 +8,11 @@ from typing import Any
 
 import gradio as gr
 
-from vit_demo.ui.attention_view import MEAN
 from vit_demo.ui.classify_api import build_classify_api
 from vit_demo.ui.digit_tab import build_digit_tab
 from vit_demo.ui.inside_tab import build_inside_tab
-from vit_demo.ui.models import analyse, model_config, model_problem
-from vit_demo.ui.panel import views
+from vit_demo.ui.models import analyse, model_problem
+from vit_demo.ui.panel import api_answer, page_answer
 from vit_demo.ui.photo_tab import build_photo_tab
 from vit_demo.ui.serving import CACHE_SWEEP, QUEUE_SIZE, serve, tune_process
 
@@ -61,10 +60,13 @@ def build_demo() -> gr.Blocks:
 
 
 def warm_up() -> None:
-    """Run one example through each available model and every view, so the first user waits for nothing."""
+    """Run one example through each available model, the page's answer and the API's pictures, so the first user
+    waits for nothing."""
     for model, example in (("mnist", EXAMPLES / "digits" / "7.png"), ("cifar10", EXAMPLES / "photos" / "ship.png")):
         if not model_problem(model):
-            views(model, analyse(model, example), model_config(model).depth, MEAN)
+            analysis = analyse(model, example)
+            page_answer(analysis, "")
+            api_answer(model, analysis, "")
 
 
 def launch(queue_size: int = QUEUE_SIZE, before_serving: Callable[[], None] | None = None,

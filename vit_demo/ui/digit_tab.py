@@ -9,7 +9,7 @@ from vit_demo.preprocess import InputError
 from vit_demo.ui.components import UndecodedSketch
 from vit_demo.ui.explanation_view import PREDICTED_CHOICE, explain_label
 from vit_demo.ui.models import analyse_batch, model_problem
-from vit_demo.ui.panel import Panel, api_answer, build_panel, message, prediction
+from vit_demo.ui.panel import Panel, api_answer, build_panel, page_answer
 from vit_demo.ui.serving import DIGIT_BATCH, SHARED_WORKERS
 
 MODEL = "mnist"
@@ -17,18 +17,17 @@ DRAW_PROMPT = "Draw a digit (0-9) on the canvas: the prediction follows your pen
 
 
 def on_drawing(value: str, choice: str = PREDICTED_CHOICE) -> tuple:
-    """Browser: the canvas sent a (partial) drawing; its notice, label, info and analysis (``Panel.prediction_outputs``),
-    with the relevance of the class ``choice`` names."""
+    """Browser: the canvas sent a (partial) drawing; the page's answer (``Panel.page_outputs``), with the relevance
+    of the class ``choice`` names."""
     try:
         drawing = decode_drawing(value)
     except InputError as exc:
         raise gr.Error(f"Can't read this drawing: {exc}") from None
     if drawing is None:
-        return message(DRAW_PROMPT)
-    problem = model_problem(MODEL)
-    if problem:  # say so plainly rather than fail
-        return message(problem)
-    return prediction(analyse_batch(MODEL, [drawing], [explain_label(choice)])[0], DRAW_PROMPT)
+        return page_answer(DRAW_PROMPT, DRAW_PROMPT)
+    # A missing model is said plainly rather than failed on.
+    result = model_problem(MODEL) or analyse_batch(MODEL, [drawing], [explain_label(choice)])[0]
+    return page_answer(result, DRAW_PROMPT)
 
 
 def predict_digits(paths: list[str | None]) -> list[list]:

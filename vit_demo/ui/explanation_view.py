@@ -4,18 +4,22 @@ the image in hand (its deletion and insertion curves)."""
 from __future__ import annotations
 
 import dataclasses
+from collections.abc import Callable
 
 import gradio as gr
 import numpy as np
 from PIL import Image
 
 from vit_demo import figures, live_view, render
+from vit_demo.data import dataset_spec
 from vit_demo.faithfulness import RANDOM_RANKINGS, Verdict, faithfulness, verdict
-from vit_demo.ui.components import LARGE, VIEW_BUTTONS, live_canvas, view_image
-from vit_demo.ui.models import Analysis, classifier
+from vit_demo.ui.components import LARGE, VIEW_BUTTONS, live_asker, live_canvas, view_image
+from vit_demo.ui.models import Analysis, analyse_inputs, classifier
 from vit_demo.ui.serving import PRIVATE
 
 PREDICTED_CHOICE = "the predicted class"  # the class picker's default
+# A change of the class to explain redraws the relevance view in the page (which asks for a class it lacks).
+EXPLAIN_JS = "(choice) => {{ window.vdLive?.[{prefix!r}]?.explain(choice); }}"
 SCORE_PROMPT = ("Press **Score the maps** to see, for this image, how fast each map's most relevant patches take "
                 "the prediction away (deletion) or bring it back (insertion).")
 
@@ -85,63 +89,77 @@ def score_maps(analysis: Analysis) -> tuple[Image.Image, str]:
     return figures.faithfulness_plot(curves), verdict_text(verdict(curves))
 
 
+def relevance_answer(analysis: Analysis, label: str) -> dict:
+    """The relevance of ``label`` for the analysed image as the numbers the page draws it from, with its caption."""
+    return live_view.map_payload(relevance_map(analysis, label), label=label,
+                                 title=live_view.caption_html(relevance_title(analysis, label)))
+
+
+def ask_relevance(model: str) -> Callable[[dict], dict]:
+    """The relevance view's server function: the relevance of the class the page asks for, computed from the page's
+    pixels (one forward and one backward pass)."""
+    def answer(image: np.ndarray, request: dict) -> dict:
+        label = request.get("label")
+        if label not in classifier(model).classes:
+            raise ValueError(f"there is no class {label!r}")
+        return relevance_answer(analyse_inputs(model, [image], [label])[0], label)
+    return live_asker("relevance", model, answer)
+
+
 @dataclasses.dataclass
 class ExplanationView:
     explain_class: gr.Dropdown
-    relevance: gr.HTML  # drawn in the page from the map's numbers (live_view.map_payload)
-    relevance_note: gr.Markdown
     score: gr.Button
     faithfulness: gr.Image
     faithfulness_note: gr.Markdown
-    api_relevance: gr.Image  # hidden: the relevance as a picture, in the API's answer
+    api_relevance: gr.Image  # hidden: the relevance as a picture, and its note, in the API's answer
+    api_relevance_note: gr.Markdown
 
     @property
     def outputs(self) -> list:
-        """The outputs a new image updates, in the order of ``views``."""
-        return [self.relevance, self.relevance_note, self.faithfulness, self.faithfulness_note]
+        """What a new image resets: the faithfulness chart waits for the button (some 240 more forward passes)."""
+        return [self.faithfulness, self.faithfulness_note]
 
     @property
     def api_outputs(self) -> list:
-        """The relevance as a picture, and its note: what the API answers (``views`` with ``live=False``)."""
-        return [self.api_relevance, self.relevance_note]
+        return [self.api_relevance, self.api_relevance_note]
 
     @staticmethod
-    def views(analysis: Analysis | None, live: bool = True) -> tuple:
-        """An image's relevance view, for the class it was analysed for (None: nothing), as the numbers the page
-        draws it from (``live``) or as a picture (for the API); the faithfulness chart waits for the button (it
-        takes some 240 more forward passes)."""
-        if analysis is None:
-            return "" if live else None, relevance_title(None, None), None, SCORE_PROMPT
-        relevance = (live_view.map_payload(analysis.relevance) if live
-                     else render.overlay(analysis.input, analysis.relevance, LARGE))
-        return relevance, relevance_title(analysis, analysis.relevance_label), None, SCORE_PROMPT
+    def reset() -> tuple:
+        """A new image's ``outputs``: no chart (its box hidden: no blank gap in the page) and the prompt."""
+        return gr.update(value=None, visible=False), SCORE_PROMPT
 
-    def wire(self, state: gr.State) -> None:
-        self.explain_class.change(on_explain_class, [state, self.explain_class], [self.relevance, self.relevance_note],
-                                  **PRIVATE)
+    @staticmethod
+    def pictures(analysis: Analysis | None) -> tuple:
+        """The relevance of the class the image was analysed for (None: nothing), as a picture, and its note."""
+        if analysis is None:
+            return None, relevance_title(None, None)
+        return (render.overlay(analysis.input, analysis.relevance, LARGE),
+                relevance_title(analysis, analysis.relevance_label))
+
+    def wire(self, state: gr.State, prefix: str) -> None:
+        self.explain_class.change(None, self.explain_class, None, js=EXPLAIN_JS.format(prefix=prefix))
         self.score.click(on_score, state, [self.faithfulness, self.faithfulness_note],
                          **{**PRIVATE, "show_progress": "minimal"})
 
 
-def on_explain_class(analysis: Analysis | None, choice: str) -> tuple:
-    if analysis is None:
-        return "", relevance_title(None, None)
-    label = explain_label(choice)
-    return live_view.map_payload(relevance_map(analysis, label)), relevance_title(analysis, label)
-
-
 def on_score(analysis: Analysis | None) -> tuple:
     if analysis is None:
-        return None, "Draw or upload an image first: the maps are scored for the image in hand."
-    return score_maps(analysis)
+        return (gr.update(value=None, visible=False),
+                "Draw or upload an image first: the maps are scored for the image in hand.")
+    chart, note = score_maps(analysis)
+    return gr.update(value=chart, visible=True), note
 
 
-def build_relevance(prefix: str, classes: tuple[str, ...]) -> tuple[gr.Dropdown, gr.HTML, gr.Markdown]:
-    """A column: the relevance view (drawn in the page), with the picker of the class to explain."""
-    note = gr.Markdown(relevance_title(None, None), elem_id=f"{prefix}-relevance-note")
-    explain_class = gr.Dropdown([PREDICTED_CHOICE, *classes], value=PREDICTED_CHOICE, label="Explain the class",
-                                elem_id=f"{prefix}-explain-class")
-    return explain_class, live_canvas(f"{prefix}-relevance", prefix, "map", "class-specific relevance"), note
+def build_relevance(prefix: str, model: str) -> gr.Dropdown:
+    """A column: the relevance view (drawn in the page; another class's numbers asked for once), with the picker of
+    the class to explain."""
+    gr.Markdown(relevance_title(None, None))
+    explain_class = gr.Dropdown([PREDICTED_CHOICE, *dataset_spec(model).classes], value=PREDICTED_CHOICE,
+                                label="Explain the class", elem_id=f"{prefix}-explain-class")
+    live_canvas(f"{prefix}-relevance", prefix, "relevance", "class-specific relevance", ask=[ask_relevance(model)],
+                predicted=PREDICTED_CHOICE)
+    return explain_class
 
 
 def build_faithfulness(prefix: str) -> tuple[gr.Button, gr.Image, gr.Markdown]:
@@ -151,4 +169,4 @@ def build_faithfulness(prefix: str) -> tuple[gr.Button, gr.Image, gr.Markdown]:
                 "ranking is the floor.")
     score = gr.Button("Score the maps", elem_id=f"{prefix}-score", size="sm")
     note = gr.Markdown(SCORE_PROMPT, elem_id=f"{prefix}-faithfulness-note")
-    return score, view_image(f"{prefix}-faithfulness", format="png", buttons=VIEW_BUTTONS), note
+    return score, view_image(f"{prefix}-faithfulness", format="png", buttons=VIEW_BUTTONS, visible=False), note

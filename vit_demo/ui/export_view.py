@@ -9,7 +9,7 @@ import gradio as gr
 from PIL import Image
 
 from vit_demo import figures, slides
-from vit_demo.ui.attention_view import first_query_patch, head_index, patch_at
+from vit_demo.ui.attention_view import first_query_patch, head_index
 from vit_demo.ui.components import cached_file
 from vit_demo.ui.explanation_view import explain_label, map_curves, relevance_map
 from vit_demo.ui.models import Analysis, training_run
@@ -67,11 +67,12 @@ def checked_patch(patch: float, patches: int) -> int:
 
 
 def on_png(analysis: Analysis | None, choice: str, layer: int, head: str, explain_choice: str | None,
-           patch: float | None = None, position: int | None = None) -> str | None:
+           patch: float | None = None, position: int | None = None, shown: int | None = None) -> str | None:
+    """``patch``: the patch box's (None: empty); ``shown``: the patch the query view shows in the page."""
     if analysis is None:
         gr.Warning(NOTHING_YET)
         return None
-    picture, name = slide(analysis, choice, layer, head, explain_choice, patch, position)
+    picture, name = slide(analysis, choice, layer, head, explain_choice, shown if patch is None else patch, position)
     return str(cached_file(slides.png_bytes(picture), name))
 
 
@@ -84,26 +85,26 @@ def on_gif(analysis: Analysis | None, head: str) -> str | None:
     return str(cached_file(data, slides.slide_name(analysis.model, analysis.label, slides.LAYERS_GIF, head=index)))
 
 
-def on_patch_click(analysis: Analysis | None, event: gr.SelectData) -> int | None:
-    return None if analysis is None else patch_at(analysis, *event.index)
+# An empty patch box exports the patch the query view shows (the page knows which: a click there costs no request).
+SHOWN_PATCH_JS = "(...inputs) => {{ inputs[7] = window.vdLive?.[{prefix!r}]?.patch ?? null; return inputs; }}"
 
 
 @dataclasses.dataclass
 class ExportView:
     view: gr.Dropdown
     patch: gr.Number
+    shown: gr.Number  # hidden: the patch the query view shows, which the page knows (set as the button is pressed)
     png: gr.Button
     gif: gr.Button
     file: gr.File
 
-    def wire(self, state: gr.State, layer: gr.Slider, head: gr.Radio, explain_class: gr.Dropdown,
-             patches: gr.Image, position: gr.Slider) -> None:
+    def wire(self, prefix: str, state: gr.State, layer: gr.Slider, head: gr.Radio, explain_class: gr.Dropdown,
+             position: gr.Slider) -> None:
         busy = {**PRIVATE, "show_progress": "minimal"}
-        self.png.click(on_png, [state, self.view, layer, head, explain_class, self.patch, position], self.file, **busy)
+        self.png.click(on_png, [state, self.view, layer, head, explain_class, self.patch, position, self.shown],
+                       self.file, js=SHOWN_PATCH_JS.format(prefix=prefix), **busy)
         self.gif.click(on_gif, [state, head], self.file, **busy)
-        # The patch follows the query view: a click on the patch grid sets it; a new image empties it (in the
-        # browser alone), which means the patch a new image's query view starts at.
-        patches.select(on_patch_click, state, self.patch, **PRIVATE)
+        # A new image empties the patch box (in the page alone), which then means the patch its query view shows.
         state.change(None, None, self.patch, js="() => null")
 
 
@@ -122,4 +123,4 @@ def build_export(prefix: str, patches: int) -> ExportView:
                 gif = gr.Button("GIF through the layers", elem_id=f"{prefix}-export-gif", size="sm")
         with gr.Column(scale=3, min_width=260):
             file = gr.File(label="Download", interactive=False, elem_id=f"{prefix}-export-file")
-    return ExportView(view, patch, png, gif, file)
+    return ExportView(view, patch, gr.Number(None, precision=0, visible=False), png, gif, file)

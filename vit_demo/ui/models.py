@@ -123,8 +123,8 @@ class Analysis:
 
 def analyse_batch(model: str, images: list[Any], explain_labels: list[str | None] | None = None
                   ) -> list[Analysis | InputError]:
-    """Preprocess ``images`` for ``model`` and run them in one forward and one backward pass (for the relevance
-    of ``explain_labels[i]``, None or omitted: the predicted class), timing the model alone.
+    """Preprocess ``images`` for ``model`` and analyse them together (``analyse_inputs``), with the relevance of
+    ``explain_labels[i]`` (None or omitted: the predicted class).
 
     An image that can't be read (or is blank) gets its ``InputError`` (``NothingDrawn``) in its place.
     """
@@ -138,17 +138,29 @@ def analyse_batch(model: str, images: list[Any], explain_labels: list[str | None
         except InputError as exc:
             results[i] = exc
     if inputs:
-        if clf.device.type == "cuda":
-            torch.cuda.synchronize(clf.device)
-        started = time.perf_counter()
-        predictions = clf.predict_preprocessed(list(inputs.values()), relevance_for=[explain_labels[i] for i in inputs])
-        model_ms = (time.perf_counter() - started) * 1000
-        for i, prediction in zip(inputs, predictions):
-            results[i] = Analysis(model=model, input=prediction.input, attention=prediction.attention,
-                                  probs=prediction.probs, relevance=prediction.relevance,
-                                  relevance_label=prediction.relevance_label, model_ms=model_ms, device=str(clf.device),
-                                  unfamiliar=prediction.unfamiliar)
+        analyses = analyse_inputs(model, list(inputs.values()), [explain_labels[i] for i in inputs])
+        for i, analysis in zip(inputs, analyses):
+            results[i] = analysis
     return results
+
+
+def analyse_inputs(model: str, inputs: list[np.ndarray], explain_labels: list[str | None]) -> list[Analysis]:
+    """Already preprocessed images through ``model`` in one forward and one backward pass (for the relevance of
+    ``explain_labels[i]``, None: the predicted class), timing the model alone.
+
+    Raises:
+        ValueError: a label that is not one of the model's classes.
+    """
+    clf = classifier(model)
+    if clf.device.type == "cuda":
+        torch.cuda.synchronize(clf.device)
+    started = time.perf_counter()
+    predictions = clf.predict_preprocessed(inputs, relevance_for=explain_labels)
+    model_ms = (time.perf_counter() - started) * 1000
+    return [Analysis(model=model, input=prediction.input, attention=prediction.attention, probs=prediction.probs,
+                     relevance=prediction.relevance, relevance_label=prediction.relevance_label, model_ms=model_ms,
+                     device=str(clf.device), unfamiliar=prediction.unfamiliar)
+            for prediction in predictions]
 
 
 def analyse(model: str, image: Any, explain_label: str | None = None) -> Analysis:

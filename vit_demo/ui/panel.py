@@ -1,5 +1,6 @@
-"""One tab's views of an image: the input beside the prediction, then every view below, all wired to the
-analysed image kept in the session's state."""
+"""One tab's views of an image: the input beside the prediction, then every view below. A new image is answered
+once, with its prediction and the numbers the page draws every view from (``vit_demo/live_view.py``); the analysed
+image stays in the session's state for what the server still draws (the faithfulness chart, export)."""
 
 from __future__ import annotations
 
@@ -9,16 +10,15 @@ from typing import Any
 
 import gradio as gr
 
+from vit_demo import live_view
 from vit_demo.data import dataset_spec
 from vit_demo.preprocess import InputError, NothingDrawn
 from vit_demo.ui import attention_view, explanation_view, export_view, training_view
-from vit_demo.ui.attention_view import MEAN, AttentionView
-from vit_demo.ui.components import view_image
-from vit_demo.ui.explanation_view import ExplanationView
+from vit_demo.ui.attention_view import MEAN, AttentionView, first_query_patch, query_answer
+from vit_demo.ui.components import LARGE, view_image
+from vit_demo.ui.explanation_view import ExplanationView, relevance_answer
 from vit_demo.ui.export_view import ExportView
-from vit_demo.ui.models import Analysis, calibration_report, model_config, model_problem, training_run
-from vit_demo.ui.serving import PRIVATE
-from vit_demo.ui.training_view import TrainingView, training_views
+from vit_demo.ui.models import Analysis, calibration_report, model_config, model_problem
 
 
 def info_text(analysis: Analysis) -> str:
@@ -61,23 +61,30 @@ def prediction(result: Analysis | InputError, blank_message: str) -> tuple:
     return notice(unfamiliar_text(result.model) if result.unfamiliar else ""), result.probs, info_text(result), result
 
 
-def views(model: str, analysis: Analysis | None, layer: int, head: str, position: int | None = None,
-          live: bool = True) -> tuple:
-    """Every view of an analysed image (None: none), in the order of ``Panel.view_outputs`` (position None: the
-    trained model; ``live``: the large view as the numbers the page draws it from, else as a picture)."""
-    attention = AttentionView.views(analysis, layer, head, live)
+def numbers(analysis: Analysis | None) -> str:
+    """What the page draws every view of an analysed image from (the large view's value; "" for none): the image's
+    numbers with the stroke's answers for rollout, the class it was analysed for and the first query patch."""
     if analysis is None:
-        return *attention, *ExplanationView.views(None, live), *training_views(model, None, 1)
-    position = training_run(model).positions if position is None else position
-    return (*attention, *ExplanationView.views(analysis, live),
-            *training_views(model, analysis, position))
+        return ""
+    patch = first_query_patch(analysis)
+    answers = {"rollout": {"map": live_view.map_payload(analysis.rollout)},
+               "query": {patch: query_answer(analysis.attention, patch)},
+               "relevance": {analysis.relevance_label: relevance_answer(analysis, analysis.relevance_label)}}
+    return live_view.payload(analysis.input, analysis.attention, LARGE, analysis.label, patch, answers)
+
+
+def page_answer(result: Analysis | InputError | str, blank_message: str) -> tuple:
+    """The page's answer (``Panel.page_outputs``) for an analysed image, one that failed, or a message (a str): the
+    prediction, then the numbers every view draws from."""
+    answer = message(result) if isinstance(result, str) else prediction(result, blank_message)
+    return *answer, numbers(answer[-1]), *ExplanationView.reset()
 
 
 def api_answer(model: str, result: Analysis | InputError | str, blank_message: str) -> tuple:
     """The API's answer (``Panel.api_outputs``) for an analysed image, one that failed, or a message (a str)."""
     _, label, info, analysis = message(result) if isinstance(result, str) else prediction(result, blank_message)
-    attention = AttentionView.views(analysis, model_config(model).depth, MEAN, live=False)
-    return label, info, *attention, *ExplanationView.views(analysis, live=False)[:2]
+    return (label, info, *AttentionView.pictures(analysis, model_config(model).depth, MEAN),
+            *ExplanationView.pictures(analysis))
 
 
 @dataclasses.dataclass
@@ -91,39 +98,32 @@ class Panel:
     info: gr.Markdown
     attention: AttentionView
     explanation: ExplanationView
-    training: TrainingView
+    position: gr.Slider  # the training slider's
     export: ExportView
     state: gr.State
 
     @property
-    def prediction_outputs(self) -> list:
-        return [self.notice, self.label, self.info, self.state]
-
-    @property
-    def view_outputs(self) -> list:
-        return [*self.attention.outputs, *self.explanation.outputs, *self.training.outputs]
+    def page_outputs(self) -> list:
+        """What one new image updates in the page: the prediction (``prediction``'s order), the numbers every view
+        draws from, and what the image resets."""
+        return [self.notice, self.label, self.info, self.state, self.attention.selected, *self.explanation.outputs]
 
     @property
     def api_outputs(self) -> list:
         """The API endpoints' answer: the label, the info, the attention pictures, and the relevance and its note."""
         return [self.label, self.info, *self.attention.api_outputs, *self.explanation.api_outputs]
 
-    def wire_input(self, source: Any, predict: Callable[..., tuple], **event_args: Any) -> None:
-        """``predict(source value, class to explain)`` answers a new image with its label first; its views follow
-        when the analysis in the state changes, so the label never waits for some forty pictures. (A ``.then``
-        would do the same, but Gradio drops the one after a change event that ``always_last`` merged.)"""
-        source.change(predict, [source, self.explanation.explain_class], self.prediction_outputs,
-                      api_visibility="private", **event_args)
-        self.state.change(lambda analysis, layer, head, position: views(self.model, analysis, layer, head, position),
-                          [self.state, self.attention.layer, self.attention.head, self.training.position],
-                          self.view_outputs, **PRIVATE)
+    def wire_input(self, source: Any, answer: Callable[..., tuple], **event_args: Any) -> None:
+        """``answer(source value, class to explain)`` answers a new image with ``page_answer``: one event, some 10 KB,
+        whatever the views shown (the page draws them)."""
+        source.change(answer, [source, self.explanation.explain_class], self.page_outputs, api_visibility="private",
+                      **event_args)
 
     def wire(self) -> None:
-        self.attention.wire(self.state, self.prefix)
-        self.explanation.wire(self.state)
-        self.training.wire(self.model, self.state)
-        self.export.wire(self.state, self.attention.layer, self.attention.head, self.explanation.explain_class,
-                         self.attention.patches, self.training.position)
+        self.attention.wire(self.prefix)
+        self.explanation.wire(self.state, self.prefix)
+        self.export.wire(self.prefix, self.state, self.attention.layer, self.attention.head,
+                         self.explanation.explain_class, self.position)
 
 
 def build_panel(prefix: str, model: str, prompt: str, build_input: Callable[[], Any]) -> tuple[Panel, Any]:
@@ -142,32 +142,31 @@ def build_panel(prefix: str, model: str, prompt: str, build_input: Callable[[], 
     with gr.Column(elem_classes="vd-detail"):
         with gr.Row(equal_height=False):
             with gr.Column(scale=2, min_width=300):
-                patches = attention_view.build_patches(prefix, config)
+                attention_view.build_patches(prefix, config)
             with gr.Column(scale=3, min_width=300):
-                cls_grid = attention_view.build_cls_grid(prefix, config)
+                attention_view.build_cls_grid(prefix, config)
         with gr.Row(equal_height=False):
             with gr.Column(scale=1, min_width=300):
-                rollout = attention_view.build_rollout(prefix)
+                attention_view.build_rollout(prefix)
             with gr.Column(scale=1, min_width=300):
-                explain_class, relevance, relevance_note = explanation_view.build_relevance(
-                    prefix, dataset_spec(model).classes)
+                explain_class = explanation_view.build_relevance(prefix, model)
         with gr.Row(equal_height=False):
             with gr.Column(scale=3):
-                query, query_note = attention_view.build_query(prefix, config)
+                attention_view.build_query(prefix, model, config)
             with gr.Column(scale=2):
                 score, faithfulness, faithfulness_note = explanation_view.build_faithfulness(prefix)
-        training = training_view.build_training(prefix, model, config)
-        export = export_view.build_export(prefix, (config.image_size // config.patch_size) ** 2)
+        position = training_view.build_training(prefix, model, config)
+        export = export_view.build_export(prefix, config.grid_size ** 2)
+    with gr.Column(visible=False):  # the API's answer: the views as pictures
+        api_views = [view_image(f"{prefix}-api-{name}") for name in ("patches", "cls-grid", "selected", "rollout",
+                                                                     "query")]
+        api_query_note = gr.Markdown()
+        api_relevance, api_relevance_note = view_image(f"{prefix}-api-relevance"), gr.Markdown()
     panel = Panel(
         model, prefix, notice_above, label, info,
-        AttentionView(patches, cls_grid, layer, head, selected, rollout, query, query_note,
-                      view_image(f"{prefix}-api-selected", visible=False),
-                      view_image(f"{prefix}-api-rollout", visible=False),
-                      view_image(f"{prefix}-api-cls-grid", visible=False),
-                      view_image(f"{prefix}-api-query", visible=False)),
-        ExplanationView(explain_class, relevance, relevance_note, score, faithfulness, faithfulness_note,
-                        view_image(f"{prefix}-api-relevance", visible=False)),
-        training,
+        AttentionView(layer, head, selected, *api_views, api_query_note),
+        ExplanationView(explain_class, score, faithfulness, faithfulness_note, api_relevance, api_relevance_note),
+        position,
         export,
         gr.State(),
     )

@@ -5,15 +5,13 @@ from __future__ import annotations
 from pathlib import Path
 
 import gradio as gr
-from PIL import Image
 
-from vit_demo import render
 from vit_demo.data import dataset_spec
-from vit_demo.ui.components import LARGE, UndecodedImage, view_image
+from vit_demo.ui.components import LARGE, UndecodedImage, live_canvas
 from vit_demo.ui.explanation_view import PREDICTED_CHOICE, explain_label
-from vit_demo.ui.models import Analysis, analyse_batch, model_problem
-from vit_demo.ui.panel import Panel, api_answer, build_panel, message, prediction
-from vit_demo.ui.serving import PRIVATE, SHARED_WORKERS
+from vit_demo.ui.models import analyse_batch, model_problem
+from vit_demo.ui.panel import Panel, api_answer, build_panel, page_answer
+from vit_demo.ui.serving import SHARED_WORKERS
 
 MODEL = "cifar10"
 UPLOAD_PROMPT = "Upload a photo, or pick an example below."
@@ -28,9 +26,8 @@ def analyse_photo(path: str | None, choice: str = PREDICTED_CHOICE):
 
 
 def on_photo(path: str | None, choice: str = PREDICTED_CHOICE) -> tuple:
-    """Browser: a photo was uploaded; its notice, label, info and analysis (``Panel.prediction_outputs``)."""
-    result = analyse_photo(path, choice)
-    return message(result) if isinstance(result, str) else prediction(result, BLANK_PHOTO)
+    """Browser: a photo was uploaded; the page's answer (``Panel.page_outputs``)."""
+    return page_answer(analyse_photo(path, choice), BLANK_PHOTO)
 
 
 def predict_image(path: str | None) -> tuple:
@@ -46,28 +43,22 @@ READS_NOTE = (f"**What the model reads:** {dataset_spec(MODEL).image_size} x {da
 READS_SIZE = 128  # pixels a side of the picture of what the model reads
 
 
-def model_reads(analysis: Analysis | None) -> Image.Image | None:
-    """The square the model reads, enlarged (None: no photo)."""
-    return None if analysis is None else render.base_picture(analysis.input, READS_SIZE)
-
-
-def photo_input(examples: list[Path]) -> tuple[gr.Image, gr.Image]:
+def photo_input(examples: list[Path]) -> gr.Image:
     """The upload, its examples, and beside them the classes the model knows and the square it reads."""
     photo = UndecodedImage(type="filepath", label="Photo", sources=["upload", "clipboard"], elem_id="photo-input",
                            height=LARGE)
     gr.Examples([str(p) for p in examples], photo, label="Examples (CIFAR-10 test set)")
     gr.Markdown(CLASSES_NOTE, elem_id="photo-classes", elem_classes="vd-note")
     with gr.Row(equal_height=False):
-        reads = view_image("photo-reads", format="png", height=READS_SIZE, width=READS_SIZE, scale=0,
-                           min_width=READS_SIZE, buttons=[])
+        live_canvas("photo-reads", "photo", "input", "the square the model reads", READS_SIZE, READS_SIZE,
+                    scale=False)  # drawn in the page from the tab's numbers
         gr.Markdown(READS_NOTE, elem_classes="vd-note")
-    return photo, reads
+    return photo
 
 
 def build_photo_tab(examples: list[Path]) -> Panel:
-    photos, (photo, reads) = build_panel("photo", MODEL, UPLOAD_PROMPT, lambda: photo_input(examples))
+    photos, photo = build_panel("photo", MODEL, UPLOAD_PROMPT, lambda: photo_input(examples))
     photos.wire_input(photo, on_photo, show_progress="minimal", **SHARED_WORKERS)
-    photos.state.change(model_reads, photos.state, reads, **PRIVATE)
     # API only: a photo file for scripts.
     api_photo = UndecodedImage(type="filepath", visible=False)
     api_photo.change(predict_image, api_photo, photos.api_outputs, api_name="predict_image", **SHARED_WORKERS)

@@ -3,7 +3,7 @@ train.py keeps), with that epoch's test accuracy."""
 
 from __future__ import annotations
 
-import dataclasses
+from collections.abc import Callable
 
 import gradio as gr
 import numpy as np
@@ -12,9 +12,8 @@ import torch
 from vit_demo import live_view
 from vit_demo.calibration import probabilities
 from vit_demo.model import ViTConfig
-from vit_demo.ui.components import live_grid
+from vit_demo.ui.components import live_asker, live_grid
 from vit_demo.ui.models import Analysis, TrainingRun, classifier, training_run
-from vit_demo.ui.serving import PRIVATE
 
 
 def trained_note(run: TrainingRun) -> str:
@@ -31,10 +30,17 @@ def snapshot_attention(analysis: Analysis, position: int) -> tuple[np.ndarray, i
     position = min(max(int(position), 1), run.positions)
     if position == run.positions:
         return analysis.attention, None, trained_note(run)
+    return through_snapshot(analysis.model, analysis.input, position)
+
+
+def through_snapshot(model: str, image: np.ndarray, position: int) -> tuple[np.ndarray, int, str]:
+    """A preprocessed image through the snapshot at slider ``position`` (1 to the number of snapshots): its
+    attention (L, H, T, T), the snapshot's epoch, and the note that says what it is."""
+    run = training_run(model)
     snapshot = run.snapshots[position - 1]
-    clf = classifier(analysis.model)
+    clf = classifier(model)
     with torch.no_grad():
-        logits, attention = snapshot.model(clf.batch([analysis.input]), return_attention=True)  # (1, classes), (1, L, H, T, T)
+        logits, attention = snapshot.model(clf.batch([image]), return_attention=True)  # (1, classes), (1, L, H, T, T)
     probs = probabilities(logits[0], snapshot.temperature)  # (classes,)
     label = clf.classes[int(probs.argmax())]
     epochs = f" of {run.epochs}" if run.epochs else ""
@@ -43,44 +49,35 @@ def snapshot_attention(analysis: Analysis, position: int) -> tuple[np.ndarray, i
     return attention[0].float().cpu().numpy(), snapshot.epoch, note
 
 
-def training_views(model: str, analysis: Analysis | None, position: int) -> tuple:
-    """The grid and note for slider ``position`` (1-based; the last is the trained model): the grid as the numbers
-    the page draws it from, "" for the trained model's (the tab's own, which the page has)."""
+def ask_snapshot(model: str) -> Callable[[dict], dict]:
+    """The training view's server function: where [CLS] looked at the snapshot the page asks for (a slider position
+    before the last), computed from the page's pixels."""
+    def answer(image: np.ndarray, request: dict) -> dict:
+        position, snapshots = request.get("position"), len(training_run(model).snapshots)
+        if not isinstance(position, int) or not 1 <= position <= snapshots:
+            raise ValueError(f"there is no snapshot {position!r}: they are numbered 1 to {snapshots}")
+        attention, _, note = through_snapshot(model, image, position)
+        return live_view.grid_payload(attention, position=position, note=live_view.caption_html(note))
+    return live_asker("snapshot", model, answer)
+
+
+# A move of the slider redraws the training view in the page (which asks for a snapshot it lacks).
+TRAIN_JS = "(position) => {{ window.vdLive?.[{prefix!r}]?.train(position); }}"
+
+
+def build_training(prefix: str, model: str, config: ViTConfig) -> gr.Slider:
+    """A row: where [CLS] looks through training, with a slider over the snapshots (hidden where there are none);
+    the page draws it, the trained model's from the tab's numbers, a snapshot's asked for once."""
     run = training_run(model)
-    if run.problem or analysis is None:
-        return "", run.problem or ""
-    attention, epoch, note = snapshot_attention(analysis, position)
-    return ("" if epoch is None else live_view.grid_payload(attention)), note
-
-
-@dataclasses.dataclass
-class TrainingView:
-    position: gr.Slider
-    picture: gr.HTML  # a layer x head grid drawn in the page
-    note: gr.Markdown
-
-    @property
-    def outputs(self) -> list:
-        return [self.picture, self.note]
-
-    def wire(self, model: str, state: gr.State) -> None:
-        self.position.change(lambda analysis, position: training_views(model, analysis, position),
-                             [state, self.position], self.outputs, **PRIVATE)
-
-
-def build_training(prefix: str, model: str, config: ViTConfig) -> TrainingView:
-    """A row: where [CLS] looks through training, with a slider over the snapshots (hidden where there are none)."""
-    run = training_run(model)
-    with gr.Row(equal_height=False):
-        with gr.Column():
-            gr.Markdown("### Attention through training\nThe same image through the model as it was during "
-                        "training: watch the heads learn where to look.")
-            # Hidden where there are no snapshots (one position; Gradio wants a slider's minimum below its maximum).
-            position = gr.Slider(1, max(run.positions, 2), value=run.positions, step=1,
-                                 label="Training progress (snapshot)", visible=not run.problem,
-                                 elem_id=f"{prefix}-training-position")
-            note = gr.Markdown(run.problem or "", elem_id=f"{prefix}-training-note")
-            picture = live_grid(f"{prefix}-training", prefix, config.depth, config.heads,
-                                "where [CLS] looked in every layer and head at this point of training",
-                                visible=not run.problem)
-    return TrainingView(position, picture, note)
+    gr.Markdown("### Attention through training\nThe same image through the model as it was during training: watch "
+                "the heads learn where to look.")
+    # Hidden where there are no snapshots (one position; Gradio wants a slider's minimum below its maximum).
+    position = gr.Slider(1, max(run.positions, 2), value=run.positions, step=1, label="Training progress (snapshot)",
+                         visible=not run.problem, elem_id=f"{prefix}-training-position")
+    if run.problem:
+        gr.Markdown(run.problem, elem_id=f"{prefix}-training-note")
+    live_grid(f"{prefix}-training", prefix, "training", config.depth, config.heads,
+              "where [CLS] looked in every layer and head at this point of training", ask=[ask_snapshot(model)],
+              visible=not run.problem, positions=str(run.positions), note=live_view.caption_html(trained_note(run)))
+    position.change(None, position, None, js=TRAIN_JS.format(prefix=prefix))
+    return position
