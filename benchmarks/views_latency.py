@@ -127,6 +127,11 @@ def main() -> None:
               + " |")
     for name, rows in tables.items():
         print(f"{name}: server time / bare forward {rows[-1][1][0] / rows[0][1][0]:.1f}x")
+    sizes = {"drawing": numbers(models.analyse("mnist", decode_drawing(value)))}
+    if models.model_problem("cifar10") is None:
+        sizes["photo"] = numbers(models.analyse("cifar10", photo))
+    print("the numbers of every view, sent once per image: "
+          + ", ".join(f"{name} {len(text) / 1024:.1f} KB" for name, text in sizes.items()))
 
 
 if __name__ == "__main__":

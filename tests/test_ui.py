@@ -49,7 +49,7 @@ def test_a_drawing_is_answered_once_with_every_views_numbers():
     # Every view goes to the page as numbers, in one answer of some 8 KB, which draw what the server would draw.
     assert len(numbers) < 10_000
     image, maps = read_live_payload(numbers)
-    np.testing.assert_allclose(image, analysis.input, atol=1e-6)  # exactly what the model read: 8-bit, as MNIST's digits
+    np.testing.assert_allclose(image, analysis.input, atol=1e-6)  # exactly what the model read (8-bit, as MNIST)
     assert maps.shape == (6, 5, 7, 7) and image.shape == (28, 28)
     for layer, head, column in ((6, MEAN, 4), (2, "head 3", 2)):
         served = np.asarray(attention_view.selected_view(analysis, layer, head), dtype=float)
@@ -59,7 +59,8 @@ def test_a_drawing_is_answered_once_with_every_views_numbers():
     patch = attention_view.first_query_patch(analysis)
     assert page["key"] == live_view.image_key(analysis.input) and page["label"] == "7" and page["patch"] == patch
     answers = page["answers"]
-    for reply, exact in ((answers["rollout"]["map"], analysis.rollout), (answers["relevance"]["7"], analysis.relevance)):
+    for reply, exact in ((answers["rollout"]["map"], analysis.rollout),
+                         (answers["relevance"]["7"], analysis.relevance)):
         np.testing.assert_allclose(read_live_map(reply), exact / exact.max(), atol=0.5 / 255 + 1e-9)
     assert answers["relevance"]["7"]["title"].startswith("<b>Why 7?</b>")
     # Where the first query patch looks: its maps' numbers, as render.attention_grid would show them.
@@ -183,10 +184,11 @@ def test_the_training_slider_shows_the_model_as_it_was(snapshot_weights, monkeyp
         assert run.problem is None and [s.epoch for s in run.snapshots] == [1, 2, 3] and run.positions == 4
         analysis = digit_tab.on_drawing(canvas_value(SEVEN))[3]
         ask = training_view.ask_snapshot("mnist")
-        image = live_view._b64(live_view.pixels(analysis.input))  # the page's copy of the input
+        image = live_view.image_text(analysis.input)  # the page's copy of the input
         first = ask({"image": image, "position": 1})
         first_note = first["note"]
-        assert first_note.startswith("<b>Epoch 1 of 4</b>") and f"{100 * run.snapshots[0].test_accuracy:.2f}%" in first_note
+        assert first_note.startswith("<b>Epoch 1 of 4</b>")
+        assert f"{100 * run.snapshots[0].test_accuracy:.2f}%" in first_note
         # What that snapshot said, calibrated with its own temperature (the run fitted one per snapshot).
         snapshot = run.snapshots[0]
         assert snapshot.temperature != 1.0
@@ -247,7 +249,7 @@ def test_weights_without_snapshots_say_so_in_place_of_the_slider():
     # and has nothing to export.
     photo = photo_tab.analyse_photo(str(PHOTOS / "cat.png"))
     assert "before snapshots were kept" in models.training_run("cifar10").problem
-    asked = training_view.ask_snapshot("cifar10")({"image": live_view._b64(live_view.pixels(photo.input)), "position": 1})
+    asked = training_view.ask_snapshot("cifar10")({"image": live_view.image_text(photo.input), "position": 1})
     assert "no snapshot" in asked["error"]
     with pytest.raises(gr.Error, match="snapshots"):
         export_view.on_png(photo, export_view.TRAINING, 7, MEAN, None)

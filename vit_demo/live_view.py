@@ -38,13 +38,18 @@ def pixels(image: np.ndarray) -> np.ndarray:
     return np.round(np.asarray(image) * 255).astype(np.uint8)
 
 
+def image_text(image: np.ndarray) -> str:
+    """An input as the page keeps it (``payload``'s "image") and sends it back to ask for more: its pixels, base64."""
+    return _b64(pixels(image))
+
+
 def image_key(image: np.ndarray) -> str:
     """A short name for an input, from its pixels: what the page keeps the numbers of each image under."""
     return hashlib.sha1(pixels(image).tobytes()).hexdigest()[:16]
 
 
 def read_image(text: object, shape: tuple[int, ...]) -> np.ndarray:
-    """The page's copy of an input (``payload``'s "image", base64 bytes) back as the model's input: ``shape``, float32
+    """The page's copy of an input (``image_text``) back as the model's input: ``shape``, float32
     in [0, 1]. Raises ValueError for anything else."""
     try:
         data = base64.b64decode(str(text), validate=True)
@@ -89,24 +94,19 @@ def map_payload(heatmap: np.ndarray, **about: object) -> dict:
     return {**about, "grid": heatmap.shape[-1], "map": _b64(quantise(heatmap))}
 
 
-def text(numbers: dict) -> str:
-    """A view's value: its numbers as a JSON string."""
-    return json.dumps(numbers)
-
-
 def payload(image: np.ndarray, attention: np.ndarray, size: int, label: str, patch: int, answers: dict) -> str:
-    """The numbers the page's views draw from, as one JSON string (some 8 KB for a digit): the image's, its
+    """The numbers the page's views draw from, as one JSON string (some 7 KB for a digit, 14 KB for a photo): the image's, its
     predicted ``label`` and first query ``patch``, and ``answers``: kind ("rollout", "query", "relevance") -> which
     (the map, the patch, the class) -> its numbers (``map_payload``, ``grid_payload``).
 
     image: (H, W) or (H, W, 3) in [0, 1]; attention: (L, H, T, T).
     """
     maps = quantise(grid_maps(attention))  # (L, H + 1, g, g)
-    return text({
+    return json.dumps({
         "key": image_key(image), "label": label, "patch": patch, "answers": answers,
         "size": size, "layers": maps.shape[0], "heads": maps.shape[1] - 1, "grid": maps.shape[-1],
         "height": image.shape[0], "width": image.shape[1], "channels": 1 if image.ndim == 2 else 3,
         "smooth": image.ndim == 3, "alpha": render.HEAT_ALPHA,
-        "image": _b64(pixels(image)), "maps": _b64(maps), "colormap": _b64(render.colormap("inferno")),
+        "image": image_text(image), "maps": _b64(maps), "colormap": _b64(render.colormap("inferno")),
     })
 

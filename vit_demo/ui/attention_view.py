@@ -51,13 +51,21 @@ def query_answer(attention: np.ndarray, patch: int) -> dict:
     return live_view.grid_payload(attention, 1 + patch, patch=patch, title=live_view.caption_html(query_title(patch)))
 
 
+def checked_patch(patch: object, patches: int) -> int:
+    """A patch number asked for (by the page, or typed in export's box): the patch, or a ValueError that names the
+    range where the image has no such patch."""
+    whole = isinstance(patch, (int, float)) and not isinstance(patch, bool) and patch == int(patch)
+    if not whole or not 0 <= patch < patches:
+        shown = f"{patch:g}" if isinstance(patch, (int, float)) else repr(patch)
+        raise ValueError(f"There is no patch {shown}: this image has {patches} patches, numbered 0 to {patches - 1} "
+                         "in reading order.")
+    return int(patch)
+
+
 def ask_query(model: str) -> Callable[[dict], dict]:
     """The query view's server function: where the patch the page asks for looks, computed from the page's pixels."""
     def answer(image: np.ndarray, request: dict) -> dict:
-        patches = model_config(model).grid_size ** 2
-        patch = request.get("patch")
-        if not isinstance(patch, int) or not 0 <= patch < patches:
-            raise ValueError(f"there is no patch {patch!r}: patches are numbered 0 to {patches - 1}")
+        patch = checked_patch(request.get("patch"), model_config(model).grid_size ** 2)
         return query_answer(classifier(model).predict_preprocessed([image])[0].attention, patch)
     return live_asker("query", model, answer)
 
@@ -137,7 +145,8 @@ def build_selected(prefix: str, config: ViTConfig) -> tuple[gr.Slider, gr.Radio,
 def build_cls_grid(prefix: str, config: ViTConfig) -> None:
     """A column: where [CLS] looks in every layer and head, drawn in the page."""
     gr.Markdown("### Where [CLS] looks\nEvery layer (rows) and head (columns), and each layer's mean.")
-    live_grid(f"{prefix}-cls-grid", prefix, "cls", config.depth, config.heads, "where [CLS] looks in every layer and head")
+    live_grid(f"{prefix}-cls-grid", prefix, "cls", config.depth, config.heads,
+              "where [CLS] looks in every layer and head")
 
 
 def build_rollout(prefix: str) -> None:

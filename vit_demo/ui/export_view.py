@@ -9,7 +9,7 @@ import gradio as gr
 from PIL import Image
 
 from vit_demo import figures, slides
-from vit_demo.ui.attention_view import first_query_patch, head_index
+from vit_demo.ui.attention_view import checked_patch, first_query_patch, head_index
 from vit_demo.ui.components import cached_file
 from vit_demo.ui.explanation_view import explain_label, map_curves, relevance_map
 from vit_demo.ui.models import Analysis, training_run
@@ -53,17 +53,15 @@ def slide(analysis: Analysis, choice: str, layer: int, head: str, explain_choice
     head = head_index(head, analysis.attention.shape[1])
     explained = explain_label(explain_choice) or analysis.label
     relevance = relevance_map(analysis, explained) if view == slides.RELEVANCE else None
-    patch = first_query_patch(analysis) if patch is None else checked_patch(patch, analysis.grid ** 2)
+    if patch is None:
+        patch = first_query_patch(analysis)
+    else:
+        try:
+            patch = checked_patch(patch, analysis.grid ** 2)
+        except ValueError as exc:
+            raise gr.Error(f"{exc} Clear the box to export the patch shown above.") from None
     picture = slides.view_slide(view, analysis.input, analysis.attention, layer_index, head, relevance, patch)
     return picture, slides.slide_name(analysis.model, analysis.label, view, layer_index, head, explained, patch)
-
-
-def checked_patch(patch: float, patches: int) -> int:
-    """The export's patch number, or a message naming the range where there is no such patch."""
-    if patch != int(patch) or not 0 <= patch < patches:
-        raise gr.Error(f"There is no patch {patch:g}: this image has {patches} patches, numbered 0 to {patches - 1} "
-                       "in reading order. Clear the box to export the patch shown above.")
-    return int(patch)
 
 
 def on_png(analysis: Analysis | None, choice: str, layer: int, head: str, explain_choice: str | None,

@@ -91,7 +91,6 @@ def api_answer(model: str, result: Analysis | InputError | str, blank_message: s
 class Panel:
     """A tab's outputs and the controls that choose what they show."""
 
-    model: str
     prefix: str  # the tab's, in its components' elem_ids
     notice: gr.Markdown
     label: gr.Label
@@ -114,7 +113,7 @@ class Panel:
         return [self.label, self.info, *self.attention.api_outputs, *self.explanation.api_outputs]
 
     def wire_input(self, source: Any, answer: Callable[..., tuple], **event_args: Any) -> None:
-        """``answer(source value, class to explain)`` answers a new image with ``page_answer``: one event, some 10 KB,
+        """``answer(source value, class to explain)`` answers a new image with ``page_answer``: one event, some 7 to 14 KB,
         whatever the views shown (the page draws them)."""
         source.change(answer, [source, self.explanation.explain_class], self.page_outputs, api_visibility="private",
                       **event_args)
@@ -163,7 +162,7 @@ def build_panel(prefix: str, model: str, prompt: str, build_input: Callable[[], 
         api_query_note = gr.Markdown()
         api_relevance, api_relevance_note = view_image(f"{prefix}-api-relevance"), gr.Markdown()
     panel = Panel(
-        model, prefix, notice_above, label, info,
+        prefix, notice_above, label, info,
         AttentionView(layer, head, selected, *api_views, api_query_note),
         ExplanationView(explain_class, score, faithfulness, faithfulness_note, api_relevance, api_relevance_note),
         position,
