@@ -6,21 +6,24 @@ It starts the app (app.py) and the do-nothing app (benchmarks/noop_app.py) on lo
 Chromium page repeats each interaction ``--repeat`` times: a pen stroke (a new drawing each time), a layer
 change, a head change, a click on a patch whose maps the page has not got yet and on one it has, a class to
 explain, new and seen, and the training slider moved to a snapshot, new and seen. For each it prints the
-requests the page made, the kilobytes it received, the server's CPU (its utime + stime from /proc, less the
-idle CPU the same server burns in the same time, measured first) and, for strokes, the time from the pen's
-lift until the page's numbers stopped changing (polled every 10 ms). Against the do-nothing app, the same page
-client as benchmarks/crowd.py sends its one-label stroke event, one user at a time: Gradio's own cost of one
-event. Only the ratio to it means anything across machines.
+requests the page made, the kilobytes it received, the server's CPU (from /proc, less what the same server burns
+over an idle spell as long right after: ``ServerCpu``; the server on a core of its own) and, for strokes, the
+time from the pen's lift until the page's numbers stopped changing (polled every 10 ms). Against the do-nothing
+app, one event, Gradio's own cost, measured two ways (``noop_costs``): from the do-nothing app's own page in
+Chromium, the baseline of the goal (a page's event against a page's stroke), and as benchmarks/crowd.py sends
+it from a Python client, the leanest an event gets. Only the ratios mean anything across machines.
 """
 
 from __future__ import annotations
 
 import argparse
+import contextlib
+import os
 import shutil
 import statistics
 import sys
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 from playwright.sync_api import sync_playwright
@@ -31,23 +34,79 @@ from crowd import APPS, Page, page_events, server_cpu_seconds  # noqa: E402
 
 CHROMIUM_ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
                  "--disable-background-networking", "--disable-component-update", "--disable-sync"]
-IDLE_SECONDS = 4
-QUIET_SECONDS = 1.0  # a stroke's answers have all landed once the page's numbers stayed the same this long
+QUIET_SECONDS = 0.5  # a stroke's answers have all landed once the page's numbers stayed the same this long
 KEY = "() => window.vdLive?.digit?.state?.key ?? ''"
 
 
-def idle_rate(pid: int) -> float:
-    """The server's CPU seconds per second while nothing is asked of it."""
-    before = server_cpu_seconds(pid)
-    time.sleep(IDLE_SECONDS)
-    return (server_cpu_seconds(pid) - before) / IDLE_SECONDS
+def thread_cpu_ns(pid: int) -> dict[int, int]:
+    """Each of a process's threads' CPU time so far, in ns (Linux /proc/PID/task/TID/schedstat)."""
+    times = {}
+    for task in Path(f"/proc/{pid}/task").iterdir():
+        try:
+            times[int(task.name)] = int((task / "schedstat").read_text().split()[0])
+        except (FileNotFoundError, ProcessLookupError):  # the thread ended meanwhile
+            pass
+    return times
+
+
+class ServerCpu:
+    """A server's CPU over what a client does, less its CPU over an idle spell as long, right after.
+
+    An idle Gradio server is not idle: its queue wakes every millisecond to look for work, some 30-40 ms of CPU a
+    second here, and how much varies by some 15% from one second to the next (more so when the client's browser
+    is busy on the same cores). Subtracting an idle rate measured once would add an error of several ms to every
+    figure, so each measurement is paired with an idle spell of its own length, and the server runs on a core of
+    its own (``pinned``). CPU time is read to the nanosecond from the server's threads (its process total counts in
+    10 ms ticks), or from that total over a spell in which a thread ended (taking its count with it).
+    """
+
+    def __init__(self, pid: int) -> None:
+        self.pid = pid
+
+    def read(self) -> tuple[dict[int, int], float]:
+        return thread_cpu_ns(self.pid), server_cpu_seconds(self.pid)
+
+    def spent(self, before: tuple[dict[int, int], float]) -> float:
+        """Seconds of CPU since ``before`` (``read``)."""
+        (threads, total), (threads_now, total_now) = before, self.read()
+        if threads.keys() <= threads_now.keys():
+            return sum(threads_now[tid] - threads.get(tid, 0) for tid in threads_now) / 1e9
+        return total_now - total
+
+    def of(self, act: Callable[[], object]) -> tuple[object, float]:
+        """``act``'s result and its CPU cost to the server, in ms."""
+        before, started = self.read(), time.perf_counter()
+        result = act()
+        busy, seconds = self.spent(before), time.perf_counter() - started
+        before = self.read()
+        time.sleep(seconds)
+        return result, 1000 * (busy - self.spent(before))
+
+
+@contextlib.contextmanager
+def pinned(script: Path) -> Iterator:
+    """``serving(script)`` on the first core alone, this process (and the browser it starts) on the others, so that
+    the client's work does not stall the server's; on a machine with one core, shared."""
+    cores = os.sched_getaffinity(0)
+    if len(cores) < 2:
+        with serving(script) as server:
+            yield server
+        return
+    first = min(cores)
+    os.sched_setaffinity(0, {first})  # the server inherits it
+    try:
+        with serving(script) as server:
+            os.sched_setaffinity(0, cores - {first})
+            yield server
+    finally:
+        os.sched_setaffinity(0, cores)
 
 
 class Meter:
     """Requests, bytes and server CPU over one interaction of a page."""
 
-    def __init__(self, page, pid: int, idle: float) -> None:
-        self.page, self.pid, self.idle = page, pid, idle
+    def __init__(self, page, pid: int) -> None:
+        self.page, self.cpu = page, ServerCpu(pid)
         self.requests = 0
         self.bytes = 0
         page.on("requestfinished", self.count)
@@ -61,12 +120,15 @@ class Meter:
         """``act`` does the interaction and waits for its result (returning a time in ms, or None); then the
         figures, once nothing more happens."""
         self.page.wait_for_timeout(300)
-        requests, received, cpu, started = self.requests, self.bytes, server_cpu_seconds(self.pid), time.perf_counter()
-        ms = act()
-        self.page.wait_for_timeout(300)  # a late request is counted too
-        seconds = time.perf_counter() - started
-        return {"requests": self.requests - requests, "kb": (self.bytes - received) / 1024, "ms": ms,
-                "cpu_ms": 1000 * (server_cpu_seconds(self.pid) - cpu - self.idle * seconds)}
+        requests, received = self.requests, self.bytes
+
+        def interaction() -> float | None:
+            ms = act()
+            self.page.wait_for_timeout(300)  # a late request is counted too
+            return ms
+
+        ms, cpu_ms = self.cpu.of(interaction)
+        return {"requests": self.requests - requests, "kb": (self.bytes - received) / 1024, "ms": ms, "cpu_ms": cpu_ms}
 
 
 STROKE_STEP_MS = 80  # between the pen's moves: a stroke of 6 moves lasts about half a second, as a hand draws a 7
@@ -149,59 +211,83 @@ def interactions(page) -> dict[str, Callable[[int], float | None]]:
     }
 
 
+def browser_page(p, url: str, width: int = 1400):
+    browser = p.chromium.launch(executable_path=shutil.which("chromium") or "/usr/bin/chromium", args=CHROMIUM_ARGS)
+    page = browser.new_page(viewport={"width": width, "height": 1000})
+    page.goto(url)
+    return browser, page
+
+
 def app_costs(repeat: int) -> dict[str, list[dict]]:
-    with serving(APPS["app"]) as server, sync_playwright() as p:
-        browser = p.chromium.launch(executable_path=shutil.which("chromium") or "/usr/bin/chromium",
-                                    args=CHROMIUM_ARGS)
-        page = browser.new_page(viewport={"width": 1400, "height": 1000})
-        page.goto(server.url)
+    with pinned(APPS["app"]) as server, sync_playwright() as p:
+        browser, page = browser_page(p, server.url)
         page.wait_for_selector("#canvas canvas.vd-draw[data-ready]")
         stroke(page, 99)  # untimed: the session and the page's first numbers exist
-        idle = idle_rate(server.process.pid)
-        meter = Meter(page, server.process.pid, idle)
+        meter = Meter(page, server.process.pid)
         figures: dict[str, list[dict]] = {}
         for name, act in interactions(page).items():
             if name.startswith("pen stroke"):
-                figures[name] = [meter.measure(lambda i=i: act(i)) for i in range(repeat)]
+                figures[name] = [meter.measure(lambda i=i, act=act: act(i)) for i in range(repeat)]
                 stroke(page, 99)  # the image the other interactions explore (a 7, not measured)
             else:
-                figures[name] = [meter.measure(lambda i=i: act(i)) for i in range(min(repeat, 3))]
+                figures[name] = [meter.measure(lambda i=i, act=act: act(i)) for i in range(min(repeat, 3))]
         browser.close()
     return figures
 
 
-def noop_cost(events: int) -> dict:
-    """One do-nothing event: Gradio's own cost, measured as crowd.py sends it, one at a time."""
-    with serving(APPS["do-nothing"]) as server:
+NOOP_ANSWER_MS = 300  # a do-nothing event has been answered this long after its page sent it (some 10 ms here)
+
+
+def noop_costs(events: int) -> dict[str, dict]:
+    """One do-nothing event, Gradio's own cost, two ways: from the do-nothing app's page in Chromium (its drawing
+    box changed, one event answered: the baseline of the goal, a page event against a page's stroke), and as
+    crowd.py sends it, from a Python client (the leanest an event gets: no browser headers, no page)."""
+    with pinned(APPS["do-nothing"]) as server, sync_playwright() as p:
+        cpu = ServerCpu(server.process.pid)
+        browser, page = browser_page(p, server.url)
+        meter = Meter(page, server.process.pid)
+        box = page.locator("textarea").last  # the drawing's box: its change is the stroke event
+        box.fill("untimed")
+        page.wait_for_timeout(1000)
+        requests, received = meter.requests, meter.bytes
+
+        def changes() -> None:
+            for i in range(events):
+                box.fill(f"stroke {i}")
+                page.wait_for_timeout(NOOP_ANSWER_MS)
+
+        _, page_ms = cpu.of(changes)
+        from_page = {"requests": (meter.requests - requests) / events, "kb": (meter.bytes - received) / 1024 / events,
+                     "cpu_ms": page_ms / events}
+        browser.close()
         _, fn, trigger, others = page_events(server.url)["label"]  # the do-nothing app's stroke event
-        page = Page(server.url)
-        page.event(fn, trigger, ["untimed", *others])
-        idle = idle_rate(server.process.pid)
-        page.requests = page.bytes = 0
-        cpu, started = server_cpu_seconds(server.process.pid), time.perf_counter()
-        for i in range(events):
-            page.event(fn, trigger, [f"stroke {i}", *others])
-        seconds = time.perf_counter() - started
-        cpu_ms = 1000 * (server_cpu_seconds(server.process.pid) - cpu - idle * seconds) / events
-        page.close()
-    return {"requests": page.requests / events, "kb": page.bytes / 1024 / events, "cpu_ms": cpu_ms}
+        client = Page(server.url)
+        client.event(fn, trigger, ["untimed", *others])
+        client.requests = client.bytes = 0
+        _, client_ms = cpu.of(lambda: [client.event(fn, trigger, [f"stroke {i}", *others]) for i in range(events)])
+        client.close()
+    return {"page": from_page, "client": {"requests": client.requests / events, "kb": client.bytes / 1024 / events,
+                                          "cpu_ms": client_ms / events}}
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--repeat", type=int, default=6, help="pen strokes measured (other interactions: up to 3)")
     args = parser.parse_args()
-    base = noop_cost(20)
+    bases = noop_costs(20)
     costs = app_costs(args.repeat)
-    print(f"do-nothing event (benchmarks/noop_app.py, 20 events): {base['requests']:.1f} requests, "
-          f"{base['kb']:.1f} KB, {base['cpu_ms']:.1f} ms of server CPU")
-    print("| interaction | times | requests | KB | server CPU ms | x do-nothing CPU | ms until settled |")
-    print("|---|---:|---:|---:|---:|---:|---:|")
+    for how, base in (("from its page in Chromium", bases["page"]), ("from a Python client", bases["client"])):
+        print(f"do-nothing event (benchmarks/noop_app.py, 20 events {how}): {base['requests']:.1f} requests, "
+              f"{base['kb']:.1f} KB, {base['cpu_ms']:.1f} ms of server CPU")
+    page, client = bases["page"]["cpu_ms"], bases["client"]["cpu_ms"]
+    print("| interaction | times | requests | KB | server CPU ms | x do-nothing page event | x client event | "
+          "ms until settled |")
+    print("|---|---:|---:|---:|---:|---:|---:|---:|")
     for name, runs in costs.items():
         mean = {k: statistics.mean(r[k] for r in runs) for k in ("requests", "kb", "cpu_ms")}
         settled = [r["ms"] for r in runs if r["ms"] is not None]
         print(f"| {name} | {len(runs)} | {mean['requests']:.1f} | {mean['kb']:.1f} | {mean['cpu_ms']:.1f} | "
-              f"{mean['cpu_ms'] / base['cpu_ms']:.1f}x | "
+              f"{mean['cpu_ms'] / page:.1f}x | {mean['cpu_ms'] / client:.1f}x | "
               + (f"{statistics.median(settled):.0f}" if settled else "") + " |")
 
 

@@ -326,7 +326,10 @@ def settled(page, panel: str = "digit", quiet: float = 1.5, timeout: float = 20)
 
 
 def wait_for_live(page, elem_id: str, shows: str, timeout: float = 20000) -> None:
-    """Wait until a view the page draws itself (live_view.js) shows layer/head ``shows``, e.g. "6/mean"."""
+    """Wait until a view the page draws itself (live_view.js) shows layer/head ``shows``, e.g. "6/mean", looked at
+    as a user would: scrolled into view where it is shown (the relevance view asks for its numbers only then)."""
+    page.evaluate(f"() => {{ const view = document.querySelector('#{elem_id}'); "
+                  "if (view?.offsetParent) view.scrollIntoView({block: 'nearest'}); }")
     page.wait_for_function(f"() => document.querySelector('#{elem_id} canvas')?.dataset.drawn === {shows!r}",
                            timeout=timeout)
 
@@ -617,8 +620,9 @@ def test_talk_mode_on_a_phone_is_one_column_with_the_prediction_first(browser, a
 
 def test_switch_heads_off_and_every_view_follows(page):
     """The board: a layer and a head switched off is one request, answered with the knocked-out model's prediction
-    and maps; the prediction says so, the logit difference is heads.knockout's, the large view and the [CLS] grid are
-    redrawn from the ablated maps; all heads on again redraws the intact views without a request."""
+    and maps; the prediction says so, the logit difference is heads.knockout's, the large view, the [CLS] grid and
+    the training view are redrawn from the ablated maps, the query, lens and relevance views ask for theirs with the
+    heads off; all heads on again redraws the intact views without a request."""
     import numpy as np
     import torch
 
@@ -638,10 +642,19 @@ def test_switch_heads_off_and_every_view_follows(page):
     page.wait_for_function(f"() => document.querySelector('#digit-board .vd-board').dataset.shown === {off!r}")
     page.wait_for_function(f"() => document.querySelector('#digit-selected canvas').dataset.ablated === {off!r}")
     page.wait_for_function(f"() => document.querySelector('#digit-cls-grid canvas').dataset.ablated === {off!r}")
+    # The views that ask for numbers of their own ask with the same heads off, once each as they come into view;
+    # the training view's trained model is drawn from the board's answer.
+    for view in ("digit-training", "digit-query", "digit-lens", "digit-relevance"):
+        page.locator(f"#{view}").scroll_into_view_if_needed()
+        page.wait_for_function(f"() => document.querySelector('#{view} canvas').dataset.ablated === {off!r}")
+    assert "with 5 heads off" in page.locator("#digit-query").inner_text()
+    assert "with 5 heads off" in page.locator("#digit-relevance").inner_text()
     # One request to the board's server function per choice (the layer, then the layer and the head: the second
-    # click may come before the first answer), and no queued event; the lens strip asks once where it is on screen.
+    # click may come before the first answer), and no queued event; each of the other views asks once at most.
     assert all("component_server" in url for url in page.requests_made[before:])
-    assert asked.count("knockout") in (1, 2) and set(asked) <= {"knockout", "lens"}
+    assert asked.count("knockout") in (1, 2) and set(asked) <= {"knockout", "lens", "query", "relevance"}
+    assert all(asked.count(kind) <= 3 for kind in ("lens", "query", "relevance")), asked  # the intact model's, then once per choice
+    page.locator("#digit-ablated").scroll_into_view_if_needed()
     assert "5 heads switched off" in page.locator("#digit-ablated").inner_text()
     assert "with 5 of 24 heads off" in page.locator("#digit-info").inner_text()
     assert "with 5 heads off" in page.locator("#digit-selected").inner_text()

@@ -70,6 +70,39 @@ def test_a_head_off_moves_the_logit_difference_as_heads_knockout_says(three, mod
     assert (maps[3:] != intact[3:]).any()
 
 
+def test_the_query_relevance_and_lens_views_follow_the_heads_switched_off(three):
+    """With heads off, the views that ask for their own numbers get the knocked-out model's: where a patch looks (its
+    attention), why a class (relevance through the ablated model: a head switched off passes no gradient back) and
+    the lens (whose last layer is the ablated model's own answer); without "off", the intact model's."""
+    from vit_demo.ui import attention_view, explanation_view
+
+    off = [[2, 1], [4, None]]
+    knocked = heads_view.ask_knockout("mnist")({"image": pixels(three), "off": off, "mode": "mean"})
+    clf = models.classifier("mnist")
+    means = heads.read_head_means(clf.info.folder, clf.model)
+    run = heads.knockout(clf.model, clf.batch([three.input]), [(2, 1), (4, None)], means, attention=True)
+    patch = 24
+    query = attention_view.ask_query("mnist")
+    ablated, intact = (query({"image": pixels(three), "patch": patch, **extra}) for extra in ({"off": off}, {}))
+    np.testing.assert_array_equal(levels(ablated["maps"], (6, 5, 7, 7)), live_view.quantise(
+        live_view.grid_maps(run.ablated_attention[0].numpy(), 1 + patch)))
+    np.testing.assert_array_equal(levels(intact["maps"], (6, 5, 7, 7)), live_view.quantise(
+        live_view.grid_maps(three.attention, 1 + patch)))
+    relevance = explanation_view.ask_relevance("mnist")
+    ablated, intact = (relevance({"image": pixels(three), "label": "3", **extra}) for extra in ({"off": off}, {}))
+    with heads.switched_off(clf.model, [(2, 1), (4, None)], means):
+        expected = clf.relevance_preprocessed([three.input], ["3"])[0]
+    np.testing.assert_allclose(read_live_map(ablated), expected / expected.max(), atol=0.5 / 255 + 1e-6)
+    np.testing.assert_allclose(read_live_map(intact), three.relevance / three.relevance.max(), atol=0.5 / 255 + 1e-6)
+    assert np.abs(read_live_map(ablated) - read_live_map(intact)).max() > 0.05
+    lens = heads_view.ask_lens("mnist")({"image": pixels(three), "off": off, "mode": "mean"})
+    assert lens["layers"][-1]["label"] == knocked["label"]
+    assert lens["layers"][-1]["probability"] == pytest.approx(knocked["probs"][knocked["label"]], abs=1e-4)
+    # Outside the with, the model is whole again, on every thread.
+    np.testing.assert_allclose(clf.predict_preprocessed([three.input])[0].attention, three.attention, atol=1e-6)
+    assert "no head [9, 0]" in query({"image": pixels(three), "patch": patch, "off": [[9, 0]]})["error"]
+
+
 def test_the_lens_strip_ends_with_the_models_answer(three, eight):
     for analysis in (three, eight):
         reply = heads_view.ask_lens("mnist")({"image": pixels(analysis)})
@@ -140,7 +173,7 @@ def test_bad_lens_and_patching_requests_get_a_reason(three):
 
 
 def test_without_stored_means_heads_are_zero_ablated_only(three, monkeypatch):
-    monkeypatch.setattr(heads_view, "ablation_means", lambda model: None)
+    monkeypatch.setattr(models, "ablation_means", lambda model: None)
     ask = heads_view.ask_knockout("mnist")
     assert "can only be zero-ablated" in ask({"image": pixels(three), "off": [[0, 0]], "mode": "mean"})["error"]
     assert ask({"image": pixels(three), "off": [[0, 0]], "mode": "zero"})["mode"] == "zero"

@@ -81,6 +81,10 @@ def test_a_drawing_is_answered_once_with_every_views_numbers():
     # Another class to explain: its relevance comes with the answer.
     other = digit_tab.stroke({"drawing": canvas_value(SEVEN), "choice": "1"})
     assert list(other["answers"]["relevance"]) == ["1"] and other["label"] == "7"
+    # With the relevance view off screen, none (the view asks for it when it comes into view); the rest is the same.
+    lean = digit_tab.stroke({"drawing": canvas_value(SEVEN), "choice": "1", "relevance": False})
+    assert "relevance" not in lean["answers"] and lean["label"] == "7"
+    np.testing.assert_allclose(read_live_payload(json.dumps(lean))[1], maps, atol=1 / 255)
 
 
 def test_blank_and_cleared_canvas_guess_nothing():

@@ -93,10 +93,10 @@ class Classifier:
             classes = torch.tensor([PREDICTED if label is None else self.classes.index(label) for label in relevance_for])
             logits, attn, relevance = relevance_forward(self.model, batch, classes)  # (B, cls), (B, L, H, T, T), (B, g, g)
         elif attention:
-            with torch.no_grad():
+            with torch.inference_mode():
                 logits, attn = self.model(batch, return_attention=True)  # (B, classes), (B, L, H, T, T)
         else:
-            with torch.no_grad():
+            with torch.inference_mode():
                 logits, attn = self.model(batch), None
         attn = None if attn is None else attn.float().cpu().numpy()
         probs = probabilities(logits, self.temperature).cpu().numpy()  # (B, classes)

@@ -190,6 +190,19 @@ def head_mask(model: VisionTransformer, off: Off) -> torch.Tensor:
     return mask
 
 
+@contextlib.contextmanager
+def switched_off(model: VisionTransformer, off: Off, means: torch.Tensor | None = None) -> Iterator[None]:
+    """For the length of the ``with``, on this thread alone, every forward pass of ``model``, whatever its batch, runs
+    with the heads in ``off`` ((layer, head) pairs or an (L, H) mask) replaced by ``means`` (L, H, T, Dh)
+    (mean-ablation), or by zeros where ``means`` is None: its attention, its logits and gradients through it (a
+    head switched off passes none back) are the ablated model's."""
+    mask = head_mask(model, off)
+    if mask.ndim != 2:
+        raise ValueError("switched_off takes one (L, H) mask for every image")
+    with _hooks(model, _ablation(model, mask[None], means, 1), capture=False):
+        yield
+
+
 def _ablation(model: VisionTransformer, mask: torch.Tensor, means: torch.Tensor | None, batch: int) -> Edits:
     """Edits that replace the heads in ``mask`` ((L, H) or (batch, L, H)) by ``means`` (L, H, T, Dh), or by
     zeros where ``means`` is None."""

@@ -43,12 +43,14 @@ function deliver(answer) {
 }
 
 async function post(drawing, views) {
-  // views false (the pen is down): the prediction alone; the views follow when it lifts.
+  // views false (the pen is down): the prediction alone; the views follow when it lifts, the relevance view's only
+  // while it is on screen (it asks for its own when it comes into view).
   sending = true;
-  const choice = window.vdLive?.[PANEL]?.choice ?? null;
+  const live = window.vdLive?.[PANEL];
+  const choice = live?.choice ?? null, relevance = live?.onScreen?.has("relevance") ?? true;
   let answer;
   try {
-    answer = await server.stroke({ drawing, choice, views });
+    answer = await server.stroke({ drawing, choice, views, relevance });
   } catch (error) {
     answer = { message: "The server did not answer: draw again to retry." };
   }

@@ -105,8 +105,6 @@ function askPatching(id, residual) {
     });
 }
 
-let onScreen = false; // the lens view: asks only while it can be seen
-
 Object.assign(draws, {
   board() {
     const box = element.querySelector(".vd-board"), layers = Number(box.dataset.layers);
@@ -158,12 +156,13 @@ Object.assign(draws, {
       strip.innerHTML = "";
       return clear(null);
     }
-    const reply = answer("lens", "strip");
+    const reply = viewAnswer("lens", "strip");
     if (!reply) {
       strip.innerHTML = "";
-      return clear(null, onScreen ? waiting("lens", "strip", {}) : "");
+      view().dataset.ablated = "";
+      return clear(null, live.onScreen.has(VIEW) ? waiting("lens", "strip", {}) : ""); // asks once in view
     }
-    const knocked = live.knockout.off.length ? " (every head on)" : "";
+    const knocked = knockedCaption(knockoutNow(), true);
     const context = clear("lens", `What [CLS] would answer after each layer${knocked}; the bar: its probability ` +
                                   `of the final answer, <b>${escape(reply.label)}</b>`);
     strip.style.gridTemplateColumns = `repeat(${reply.layers.length}, minmax(0, 1fr))`;
@@ -251,12 +250,6 @@ if (VIEW === "board") {
   element.addEventListener("change", (event) => {
     if (event.target.matches("input[type=radio]")) setKnockout(live.knockout.off, event.target.value);
   });
-} else if (VIEW === "lens") {
-  new IntersectionObserver((entries) => {
-    const was = onScreen;
-    onScreen = entries.some((entry) => entry.isIntersecting);
-    if (onScreen && !was) draws.lens();
-  }).observe(element);
 } else if (VIEW === "patching") {
   element.addEventListener("click", (event) => {
     const button = event.target.closest("button");

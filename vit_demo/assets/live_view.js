@@ -17,10 +17,14 @@
 //   "query"     the same for where the query patch looks;
 //   "training"  the same through the model at the training slider's snapshot (the last: the trained model);
 //   "rollout"   one map over the input;
-//   "relevance" the relevance of the class shown, likewise;
+//   "relevance" the relevance of the class shown, likewise; while it is off screen (below the fold, or in talk mode)
+//               the canvas does not ask for it with a drawing, and it asks the server itself once it comes into view;
 //   "board", "lens", "patching": what each head does (assets/heads_view.js, which runs in this scope).
-// With heads switched off (the board: live.knockout), the prediction, the large view, the [CLS] grid and the rollout
-// show the knocked-out model, from its answer (the server function "knockout"), and say so.
+// With heads switched off (the board: live.knockout), every view shows the knocked-out model and says so: the
+// prediction, the large view, the [CLS] grid, the rollout and the training view's trained model from the board's
+// answer (the server function "knockout"); the query, relevance and lens views from answers asked for with the heads
+// switched off, kept apart from the intact model's (``heldAs``). The training slider's earlier models keep every head:
+// the board switches off the trained model's.
 // What a view lacks (another patch, class or snapshot) it asks the server for once (the tab's server functions:
 // they compute it from the pixels sent), and keeps with the image's key: a late answer for an earlier image is
 // never drawn over a later one.
@@ -37,6 +41,7 @@ const live = ((window.vdLive ??= {})[PREFIX] ??= {
   patch: null, // the query patch
   choice: null, // the class picker's choice
   position: null, // the training slider's position
+  onScreen: new Set(), // the views on screen now (or nearly): the relevance and lens views ask the server only then
   knockout: { off: [], mode: "mean" }, // the heads switched off (layer * heads + head, sorted) and how
   patching: { clean: null, corrupt: null, replies: {}, pending: {} }, // the two images kept for patching
 });
@@ -154,8 +159,9 @@ function redrawAll(which = () => true) {
 }
 
 // The views that show the knocked-out model, or say that heads are off: a head toggle redraws these alone.
-const FOLLOWS_KNOCKOUT = ["prediction", "selected", "cls", "rollout", "board", "lens"];
+const FOLLOWS_KNOCKOUT = ["prediction", "selected", "cls", "rollout", "query", "relevance", "training", "board", "lens"];
 const redrawKnockout = () => redrawAll((v) => v.knockout);
+const ON_SCREEN_MARGIN = "100px"; // a view this close to the screen counts as on it: its numbers are asked for early
 
 function answer(kind, which) {
   // The server's answer for the image in hand, or null.
@@ -163,20 +169,38 @@ function answer(kind, which) {
 }
 
 
-function waiting(kind, which, request) {
+function knockoutId() {
+  // The heads switched off and how, as the answers for them are kept ("" every head on).
+  const k = live.knockout;
+  return k.off.length ? `${k.mode}:${k.off.join(".")}` : "";
+}
+
+function heldAs(which) {
+  // What a view's answer for ``which`` (a patch, a class) is kept under: with heads off, the knocked-out model's.
+  const id = knockoutId();
+  return id ? `${which}@${id}` : String(which);
+}
+
+const viewAnswer = (kind, which) => answer(kind, heldAs(which)); // the answer for the model as the board has it
+
+function waiting(kind, which, request, followsKnockout = true) {
   // What a view says while its numbers are asked for: the first time, it asks the server, which computes them
-  // from the pixels sent; when the server failed, it says so, and the next choice asks again.
-  const id = `${live.state.key}/${kind}/${which}`;
+  // from the pixels sent (with the heads the board switched off, unless ``followsKnockout`` is false: then kept
+  // under ``which``, else under ``heldAs(which)``); when the server failed, it says so, and the next choice asks again.
+  const held = followsKnockout ? heldAs(which) : String(which);
+  const id = `${live.state.key}/${kind}/${held}`;
   if (live.pending[id] === false) {
     delete live.pending[id];
     return "The server did not answer. Choose again to retry.";
   }
   if (!live.pending[id] && live.ask[kind]) {
     live.pending[id] = true;
-    const key = live.state.key;
-    live.ask[kind]({ image: live.state.numbers.image, ...request }).then((reply) => {
+    const key = live.state.key, k = live.knockout, heads = live.state.numbers.heads;
+    const off = followsKnockout && k.off.length ?
+      { off: k.off.map((i) => [Math.floor(i / heads), i % heads]), mode: k.mode } : {};
+    live.ask[kind]({ image: live.state.numbers.image, ...request, ...off }).then((reply) => {
       if (reply && !reply.error && reply.key === key) {
-        ((live.answers[key] ??= {})[kind] ??= {})[which] = reply;
+        ((live.answers[key] ??= {})[kind] ??= {})[held] = reply;
         delete live.pending[id];
       } else live.pending[id] = false;
       if (live.state?.key === key) redrawAll();
@@ -191,7 +215,7 @@ function knockoutNow() {
   // view to draw asks the server; a failure is kept until the choice changes (setKnockout), so no view asks again.
   const k = live.knockout;
   if (!live.state || !k.off.length) return null;
-  const id = `${k.mode}:${k.off.join(".")}`, key = live.state.key, asked = `${key}/knockout/${id}`;
+  const id = knockoutId(), key = live.state.key, asked = `${key}/knockout/${id}`;
   const reply = answer("knockout", id);
   const found = { count: k.off.length, mode: k.mode, off: new Set(k.off), id, reply, error: null };
   if (reply || !live.ask.knockout) return found;
@@ -226,9 +250,11 @@ function shownMaps(knocked) {
   return knocked?.reply ? (knocked.reply.levels ??= decode(knocked.reply.maps)) : live.state.maps;
 }
 
-function knockedCaption(knocked) {
-  // What a view that follows the knockout adds to its caption, and what its canvas says it shows (data-ablated).
-  view().dataset.ablated = knocked?.reply ? knocked.id : "";
+function knockedCaption(knocked, own = false) {
+  // What a view that follows the knockout adds to its caption, and what its canvas says it shows (data-ablated);
+  // ``own``: the view drew an answer of its own, asked for with these heads off (not the board's answer).
+  view().dataset.ablated = knocked && (own || knocked.reply) ? knocked.id : "";
+  if (knocked && own) return ` · <b class="vd-knocked">with ${knocked.count} head${knocked.count === 1 ? "" : "s"} off</b>`;
   if (!knocked) return "";
   if (!knocked.reply) return ` · <i>switching heads off: ${knocked.error ?? "asking the server…"}</i>`;
   return ` · <b class="vd-knocked">with ${knocked.count} head${knocked.count === 1 ? "" : "s"} off</b>`;
@@ -258,8 +284,8 @@ const draws = {
     const heads = `${count} head${count === 1 ? "" : "s"}`, reset = '<button type="button" class="vd-heads-reset">' +
       "All heads on</button>";
     ablated.innerHTML = !count ? "" : knocked?.reply ?
-      `<b>${heads} switched off</b> (${knocked.mode}-ablation)<span class="vd-ablated-which">: the prediction, the ` +
-      `large view, <i>Where [CLS] looks</i> and the rollout show the model without them</span>. ${reset}` :
+      `<b>${heads} switched off</b> (${knocked.mode}-ablation)<span class="vd-ablated-which">: every view shows the ` +
+      `model without them</span>. ${reset}` :
       knocked ? `<b>Switching ${heads} off:</b> ${knocked.error ?? "asking the server…"} ${reset}` :
       `<b>${heads} switched off</b>: ${live.reading ? "their answer follows when the pen lifts" : "for the next image"}` +
       `. ${reset}`;
@@ -322,18 +348,26 @@ const draws = {
   },
   query() {
     if (!live.state) return clear(null);
-    const reply = answer("query", live.patch);
-    if (!reply) return clear(null, `Where patch ${live.patch} looks: ${waiting("query", live.patch, { patch: live.patch })}`);
-    drawTiles(clear(`query ${live.patch}`, reply.title), (reply.levels ??= decode(reply.maps)));
+    const knocked = knockoutNow(), reply = viewAnswer("query", live.patch);
+    if (!reply) {
+      view().dataset.ablated = "";
+      return clear(null, `Where patch ${live.patch} looks: ${waiting("query", live.patch, { patch: live.patch })}`);
+    }
+    drawTiles(clear(`query ${live.patch}`, reply.title + knockedCaption(knocked, true)), (reply.levels ??= decode(reply.maps)));
   },
   training() {
     if (!live.state) return clear(null);
     const { positions, note } = view().dataset, last = Number(positions);
     const position = Math.min(Math.max(Math.round(live.position ?? last), 1), last);
-    if (position === last) return drawTiles(clear("trained", note), live.state.maps);
+    if (position === last) {
+      const knocked = knockoutNow();
+      return drawTiles(clear("trained", note + knockedCaption(knocked)), shownMaps(knocked));
+    }
+    view().dataset.ablated = "";
     const reply = answer("snapshot", position);
-    if (!reply) return clear(null, waiting("snapshot", position, { position }));
-    drawTiles(clear(`snapshot ${position}`, reply.note), (reply.levels ??= decode(reply.maps)));
+    if (!reply) return clear(null, waiting("snapshot", position, { position }, false));
+    const kept = live.knockout.off.length ? " · <i>every head on: the board switches off the trained model's</i>" : "";
+    drawTiles(clear(`snapshot ${position}`, reply.note + kept), (reply.levels ??= decode(reply.maps)));
   },
   rollout() {
     const knocked = live.state && knockoutNow();
@@ -345,13 +379,18 @@ const draws = {
   },
   relevance() {
     if (!live.state) return clear(null);
-    const canvas = view();
-    const label = !live.choice || live.choice === canvas.dataset.predicted ? live.state.numbers.label : live.choice;
-    const reply = answer("relevance", label);
-    canvas.dataset.numbers = reply ? JSON.stringify({ grid: reply.grid, map: reply.map }) : ""; // for tests
+    const canvas = view(), knocked = knockoutNow();
+    canvas.dataset.ablated = "";
+    canvas.dataset.numbers = "";
+    if (knocked && !knocked.reply) return clear(null, `Why this class?${knockedCaption(knocked)}`); // its class waits
+    const predicted = knocked?.reply.label ?? live.state.numbers.label; // the class the model as it is now says
+    const label = !live.choice || live.choice === canvas.dataset.predicted ? predicted : live.choice;
+    const reply = viewAnswer("relevance", label);
+    if (!reply && !live.onScreen.has(VIEW)) return clear(null, `Why ${label}?`); // asked for once it is in view
     if (!reply) return clear(null, `Why ${label}? ${waiting("relevance", label, { label })}`);
-    overlay(clear(`relevance ${label}`, reply.title), (reply.levels ??= decode(reply.map)), reply.grid,
-            canvas.width, 0, 0);
+    canvas.dataset.numbers = JSON.stringify({ grid: reply.grid, map: reply.map }); // for tests
+    overlay(clear(`relevance ${label}`, reply.title + knockedCaption(knocked, true)), (reply.levels ??= decode(reply.map)),
+            reply.grid, canvas.width, 0, 0);
   },
 };
 /* __MORE_VIEWS__ */
@@ -359,6 +398,13 @@ const draw = draws[VIEW];
 
 if (typeof server !== "undefined") Object.assign(live.ask, server); // this view's server functions, by kind
 live.views.push({ element, draw, prediction: VIEW === "prediction", knockout: FOLLOWS_KNOCKOUT.includes(VIEW) });
+new IntersectionObserver(([entry]) => {
+  // Whether this view is on screen (or within ON_SCREEN_MARGIN of it): one that comes into view is drawn again.
+  if (entry.isIntersecting === live.onScreen.has(VIEW)) return;
+  if (entry.isIntersecting) live.onScreen.add(VIEW);
+  else live.onScreen.delete(VIEW);
+  if (entry.isIntersecting) draw();
+}, { rootMargin: ON_SCREEN_MARGIN }).observe(element);
 if (VIEW === "selected") {
   // The page's handle on the tab: the controls' events call these; tests read the numbers.
   live.draw = draw;

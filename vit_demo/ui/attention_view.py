@@ -13,7 +13,7 @@ from PIL import Image
 from vit_demo import explain, live_view, render
 from vit_demo.model import ViTConfig
 from vit_demo.ui.components import LARGE, live_asker, live_canvas, live_grid, live_patches
-from vit_demo.ui.models import Analysis, model_config, predict
+from vit_demo.ui.models import Analysis, heads_off, model_config, predict
 
 MEAN = "mean"  # the head radio's choice for the mean over heads
 # A layer or head change redraws the live view in the page: no request.
@@ -63,10 +63,11 @@ def checked_patch(patch: object, patches: int) -> int:
 
 
 def ask_query(model: str) -> Callable[[dict], dict]:
-    """The query view's server function: where the patch the page asks for looks, computed from the page's pixels."""
+    """The query view's server function: where the patch the page asks for looks, computed from the page's pixels
+    (with the heads the page switched off, ``models.heads_off``)."""
     def answer(image: np.ndarray, request: dict) -> dict:
         patch = checked_patch(request.get("patch"), model_config(model).grid_size ** 2)
-        return query_answer(predict(model, [image])[0].attention, patch)
+        return query_answer(predict(model, [image], heads_off(model, request))[0].attention, patch)
     return live_asker("query", model, answer)
 
 

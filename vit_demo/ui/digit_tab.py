@@ -15,9 +15,11 @@ DRAW_PROMPT = "Draw a digit (0-9) on the canvas: the prediction follows your pen
 FIRST_EXAMPLE = "2"  # the example the page starts with, drawn on the canvas until the pen touches it
 
 
-def on_drawing(value: object, choice: object = PREDICTED_CHOICE, views: object = True) -> dict:
+def on_drawing(value: object, choice: object = PREDICTED_CHOICE, views: object = True, relevance: object = True
+               ) -> dict:
     """The page's answer (``panel.numbers``) to a drawing as the canvas sends it, with the relevance of the class
-    ``choice`` names; ``views`` false (the pen is still down): the prediction alone (``panel.reading``). A drawing or
+    ``choice`` names (``relevance`` false: without it, the relevance view is not on screen and asks for it when it
+    comes into view); ``views`` false (the pen is still down): the prediction alone (``panel.reading``). A drawing or
     class that can't be read is said in place of the prediction."""
     try:
         drawing = decode_drawing(value)
@@ -37,7 +39,8 @@ def on_drawing(value: object, choice: object = PREDICTED_CHOICE, views: object =
     if views is False:
         return reading(MODEL, image)
     try:
-        return numbers(analyse_inputs(MODEL, [image], [explain_label(choice)])[0], DRAW_PROMPT)
+        labels = [explain_label(choice)] if relevance is not False else None
+        return numbers(analyse_inputs(MODEL, [image], labels)[0], DRAW_PROMPT)
     except ValueError as exc:  # a class the model does not have
         return numbers(str(exc), DRAW_PROMPT)
 
@@ -45,11 +48,12 @@ def on_drawing(value: object, choice: object = PREDICTED_CHOICE, views: object =
 def stroke(request: dict) -> dict:
     """The canvas' server function, called as the pen moves and when it lifts (outside Gradio's queue: one small
     request, no event): ``{"drawing": the canvas' value, "choice": the class picker's, "views": false while the pen
-    is down}`` -> ``on_drawing``'s answer."""
+    is down, "relevance": false while the relevance view is off screen}`` -> ``on_drawing``'s answer."""
     if not isinstance(request, dict):
         return numbers("A drawing is sent as a JSON object.", DRAW_PROMPT)
     with SERVER_FUNCTION_SLOTS:
-        return on_drawing(request.get("drawing"), request.get("choice"), request.get("views", True))
+        return on_drawing(request.get("drawing"), request.get("choice"), request.get("views", True),
+                          request.get("relevance", True))
 
 
 def predict_digits(paths: list[str | None]) -> list[list]:

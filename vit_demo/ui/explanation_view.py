@@ -15,7 +15,7 @@ from vit_demo import figures, live_view, render
 from vit_demo.data import dataset_spec
 from vit_demo.faithfulness import RANDOM_RANKINGS, Verdict, faithfulness, verdict
 from vit_demo.ui.components import LARGE, VIEW_BUTTONS, live_asker, live_canvas, view_image
-from vit_demo.ui.models import Analysis, analyse_inputs, classifier, image_analysis
+from vit_demo.ui.models import Analysis, analyse_inputs, classifier, heads_off, image_analysis
 from vit_demo.ui.models import relevance
 from vit_demo.ui.serving import PRIVATE
 from vit_demo.zerogpu import model_work
@@ -103,12 +103,12 @@ def relevance_answer(analysis: Analysis, label: str) -> dict:
 
 def ask_relevance(model: str) -> Callable[[dict], dict]:
     """The relevance view's server function: the relevance of the class the page asks for, computed from the page's
-    pixels (one forward and one backward pass)."""
+    pixels (one forward and one backward pass; with the heads the page switched off, ``models.heads_off``)."""
     def answer(image: np.ndarray, request: dict) -> dict:
         label = request.get("label")
         if label not in classifier(model).classes:
             raise ValueError(f"there is no class {label!r}")
-        return relevance_answer(analyse_inputs(model, [image], [label])[0], label)
+        return relevance_answer(analyse_inputs(model, [image], [label], heads_off(model, request))[0], label)
     return live_asker("relevance", model, answer)
 
 

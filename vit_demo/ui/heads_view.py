@@ -8,7 +8,8 @@ Gradio's queue computed from the pixels the page sends back, and kept in the pag
 - ``knockout``: the image with the heads the board switched off (mean- or zero-ablated), one batched forward pass
   of the intact and the ablated model: the ablated prediction, the logit difference (the intact model's class
   against its runner-up) before and after, and the ablated run's [CLS] maps and rollout, in the form of the
-  stroke's own numbers, so that the prediction and the attention views redraw for the knocked-out model;
+  stroke's own numbers, so that the prediction and the attention views redraw for the knocked-out model (the
+  query, relevance and lens views ask their own server functions with the same heads off: ``models.heads_off``);
 - ``lens``: what [CLS] would answer after each layer, and per patch, where the class is written;
 - ``patching``: for two images the page kept (clean and corrupt), how much of the logit difference each head and
   each position of the residual stream restores, both directions.
@@ -18,7 +19,6 @@ A pen stroke's answer is untouched: none of this is computed until the page asks
 
 from __future__ import annotations
 
-import functools
 import threading
 import time
 from collections.abc import Callable
@@ -32,7 +32,7 @@ from vit_demo import explain, heads, live_view
 from vit_demo.calibration import probabilities
 from vit_demo.model import ViTConfig
 from vit_demo.ui.components import colour_scale, live_asker, live_script
-from vit_demo.ui.models import classifier, input_shape, model_config
+from vit_demo.ui.models import HeadsOff, ablation_means, classifier, heads_off, input_shape, switched_off
 from vit_demo.ui.serving import SERVER_FUNCTION_SLOTS
 from vit_demo.weights import WeightsError
 from vit_demo.zerogpu import model_work
@@ -40,19 +40,10 @@ from vit_demo.zerogpu import model_work
 ASSETS = Path(__file__).resolve().parents[1] / "assets"
 HEADS_JS = (ASSETS / "heads_view.js").read_text(encoding="utf-8")
 HEADS_CSS = (ASSETS / "heads_view.css").read_text(encoding="utf-8")
-MODES = ("mean", "zero")  # mean-ablation (the default: the stored means), zero-ablation
 LENS_TILE = 64  # pixels a side of each layer's per-patch lens map
 PATCHING = threading.BoundedSemaphore(1)  # one patching grid at a time: a photo's can take seconds
 PATCHING_WAIT_S = 15  # how long a patching request waits for the one before it, before it is told to retry
 RESIDUAL_AT_ONCE_WIDTH = 4096  # dim x tokens at most for the residual grid to come with the heads' (see below)
-
-
-@functools.cache
-def ablation_means(model: str) -> torch.Tensor | None:
-    """The model's stored head means (L, H, T, Dh) for mean-ablation, read once per process; None where its weights
-    folder has none for these weights."""
-    clf = classifier(model)
-    return heads.read_head_means(clf.info.folder, clf.model)
 
 
 def residual_at_once(config: ViTConfig) -> bool:
@@ -62,30 +53,14 @@ def residual_at_once(config: ViTConfig) -> bool:
     return config.dim * config.num_tokens <= RESIDUAL_AT_ONCE_WIDTH
 
 
-def _off(value: object, config: ViTConfig) -> list[tuple[int, int | None]]:
-    """The heads a request switches off: [[layer, head], ...], 0-based, head null for a whole layer."""
-    if not isinstance(value, list) or len(value) > config.depth * config.heads:
-        raise ValueError(f"'off' must be a list of at most {config.depth * config.heads} [layer, head] pairs")
-    pairs = []
-    for pair in value:
-        if (not isinstance(pair, list) or len(pair) != 2 or not all(
-                v is None or (isinstance(v, int) and not isinstance(v, bool)) for v in pair) or pair[0] is None):
-            raise ValueError(f"{pair!r} is not a [layer, head] pair of whole numbers (head null: the whole layer)")
-        if not 0 <= pair[0] < config.depth or (pair[1] is not None and not 0 <= pair[1] < config.heads):
-            raise ValueError(f"there is no head {pair!r}: layers are 0 to {config.depth - 1}, heads 0 to "
-                             f"{config.heads - 1} (0-based)")
-        pairs.append((pair[0], pair[1]))
-    return pairs
-
-
 @model_work
-def knockout_run(model: str, image: np.ndarray, off: list[tuple[int, int | None]], mode: str) -> dict:
-    """One image through the model with and without the heads in ``off`` (one batched forward pass of 2): the raw
+def knockout_run(model: str, image: np.ndarray, off: HeadsOff) -> dict:
+    """One image through the model with and without the heads ``off`` (one batched forward pass of 2): the raw
     logits of both (classes,), the ablated run's attention (L, H, T, T), and the intact model's class and
     runner-up."""
     clf = classifier(model)
-    means = ablation_means(model) if mode == "mean" else None
-    result = heads.knockout(clf.model, clf.batch([image]), off, means, attention=True)
+    means = ablation_means(model) if off.mode == "mean" else None
+    result = heads.knockout(clf.model, clf.batch([image]), off.off, means, attention=True)
     return {"logits": result.logits[0].float().cpu(), "ablated": result.ablated[0].float().cpu(),
             "attention": result.ablated_attention[0].float().cpu().numpy(),
             "predicted": int(result.predicted[0]), "runner_up": int(result.runner_up[0])}
@@ -95,20 +70,15 @@ def knockout_answer(model: str, image: np.ndarray, request: dict) -> dict:
     """The page's numbers for the image with some heads off: the ablated prediction (calibrated probabilities, as
     the prediction view shows them), the logit difference before and after, and the ablated run's [CLS] maps
     (``live_view.payload``'s "maps") and rollout (``live_view.map_payload``)."""
-    config = model_config(model)
-    off = _off(request.get("off"), config)
-    mode = request.get("mode", "mean")
-    if mode not in MODES:
-        raise ValueError(f"there is no ablation {mode!r}: choose one of {', '.join(MODES)}")
-    if mode == "mean" and ablation_means(model) is None:
-        raise ValueError("this model's weights keep no head means, so its heads can only be zero-ablated")
-    run = knockout_run(model, image, off, mode)
+    off = heads_off(model, request, allow_none=True)
+    mode = off.mode
+    run = knockout_run(model, image, off)
     clf = classifier(model)
     names = clf.classes
     intact, ablated = (probabilities(run[kind], clf.temperature).numpy() for kind in ("logits", "ablated"))
     predicted, runner_up = run["predicted"], run["runner_up"]
     diffs = {kind: float(run[kind][predicted] - run[kind][runner_up]) for kind in ("logits", "ablated")}
-    mask = heads.head_mask(clf.model, off)  # (L, H)
+    mask = heads.head_mask(clf.model, off.off)  # (L, H)
     label = names[int(ablated.argmax())]
     count = int(mask.sum())
     info = (f"**{label}** ({100 * float(ablated.max()):.1f}%) with {count} of {mask.numel()} heads off "
@@ -128,20 +98,23 @@ def knockout_answer(model: str, image: np.ndarray, request: dict) -> dict:
 
 
 @model_work
-def lens_run(model: str, image: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """The logit lens on one image: what [CLS] would answer after each layer (L, classes) as calibrated
-    probabilities, and per patch the probability of the model's answer after each layer (L, g, g)."""
+def lens_run(model: str, image: np.ndarray, off: HeadsOff | None = None) -> tuple[np.ndarray, np.ndarray]:
+    """The logit lens on one image (``off``: with those heads switched off): what [CLS] would answer after each layer
+    (L, classes) as calibrated probabilities, and per patch the probability of the model's answer after each layer
+    (L, g, g)."""
     clf = classifier(model)
     batch = clf.batch([image])
-    cls = probabilities(heads.logit_lens(clf.model, batch)[0], clf.temperature)  # (L, classes)
-    return cls.cpu().numpy(), heads.lens_maps(clf.model, batch)[0].numpy()
+    with switched_off(model, off):
+        cls = probabilities(heads.logit_lens(clf.model, batch)[0], clf.temperature)  # (L, classes)
+        return cls.cpu().numpy(), heads.lens_maps(clf.model, batch)[0].numpy()
 
 
 def lens_answer(model: str, image: np.ndarray, request: dict) -> dict:
-    """The page's numbers for the lens strip: per layer, [CLS]'s top class and its probability and the probability
-    of the final answer; and the per-patch maps as levels of 0..255 for probabilities 0 to 1 (not each scaled to
-    its own maximum: a map of the answer's probability reads on one scale)."""
-    cls, maps = lens_run(model, image)
+    """The page's numbers for the lens strip (with the heads the request switches off, ``models.heads_off``): per
+    layer, [CLS]'s top class and its probability and the probability of the final answer; and the per-patch maps as
+    levels of 0..255 for probabilities 0 to 1 (not each scaled to its own maximum: a map of the answer's
+    probability reads on one scale)."""
+    cls, maps = lens_run(model, image, heads_off(model, request))
     names = classifier(model).classes
     final = int(cls[-1].argmax())
     layers = [{"label": names[int(row.argmax())], "probability": round(float(row.max()), 4),
@@ -218,7 +191,8 @@ def ask_patching(model: str) -> Callable[[dict], dict]:
 
 KNOCKOUT_TITLE = ("### Switch heads off\nClick a head to switch it off, a layer's name for the whole layer. Its "
                   "output is replaced by its average over training images (mean-ablation), or by zeros. The "
-                  "prediction, the large view, *Where [CLS] looks* and the rollout then show the model without it.")
+                  "prediction and every view then show the model without it (the training slider's earlier models "
+                  "keep theirs).")
 KNOCKOUT_NOTE = ("The **logit difference** is the predicted class's logit minus the runner-up's: it keeps moving "
                  "where a probability near 0% or 100% hardly does (Heimersheim & Nanda, 2024).")
 LENS_TITLE = ("### The answer, layer by layer\nThe model's last norm and classifier applied to [CLS] after each "

@@ -5,18 +5,20 @@ No Gradio here: these are the functions every view, the API and the benchmarks c
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import functools
 import json
 import os
 import time
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 import torch
 
-from vit_demo import explain, live_view
+from vit_demo import explain, heads, live_view
 from vit_demo.classifier import Classifier, Prediction, load_model
 from vit_demo.model import ViTConfig
 from vit_demo.preprocess import InputError
@@ -66,6 +68,63 @@ def model_problem(name: str) -> str | None:
     return None
 
 
+ABLATIONS = ("mean", "zero")  # how a head is switched off: by its stored mean output (the default), or by zeros
+
+
+@functools.cache
+def ablation_means(name: str) -> torch.Tensor | None:
+    """A model's stored head means (L, H, T, Dh) for mean-ablation, read once per process; None where its weights
+    folder has none for these weights."""
+    clf = classifier(name)
+    return heads.read_head_means(clf.info.folder, clf.model)
+
+
+@dataclasses.dataclass(frozen=True)
+class HeadsOff:
+    """Heads a page switched off, and how: what a view's numbers are computed under (it crosses into ZeroGPU's worker
+    process by pickle, with the rest of a ``model_work`` call's arguments)."""
+
+    off: tuple[tuple[int, int | None], ...]  # (layer, head), 0-based; head None: the whole layer
+    mode: str = "mean"  # one of ABLATIONS
+
+
+def heads_off(name: str, request: dict, allow_none: bool = False) -> HeadsOff | None:
+    """The heads a page's request switches off (its "off": [[layer, head], ...], 0-based, head null for a whole
+    layer, and "mode": "mean" or "zero"), checked against model ``name``; None where it switches none off (or, unless
+    ``allow_none``, says nothing of heads). Raises ValueError for anything else, in words for the page."""
+    value, mode = request.get("off"), request.get("mode", "mean")
+    if value is None and not allow_none:
+        return None
+    config = model_config(name)
+    if not isinstance(value, list) or len(value) > config.depth * config.heads:
+        raise ValueError(f"'off' must be a list of at most {config.depth * config.heads} [layer, head] pairs")
+    pairs = []
+    for pair in value:
+        if (not isinstance(pair, list) or len(pair) != 2 or not all(
+                v is None or (isinstance(v, int) and not isinstance(v, bool)) for v in pair) or pair[0] is None):
+            raise ValueError(f"{pair!r} is not a [layer, head] pair of whole numbers (head null: the whole layer)")
+        if not 0 <= pair[0] < config.depth or (pair[1] is not None and not 0 <= pair[1] < config.heads):
+            raise ValueError(f"there is no head {pair!r}: layers are 0 to {config.depth - 1}, heads 0 to "
+                             f"{config.heads - 1} (0-based)")
+        pairs.append((pair[0], pair[1]))
+    if mode not in ABLATIONS:
+        raise ValueError(f"there is no ablation {mode!r}: choose one of {', '.join(ABLATIONS)}")
+    if mode == "mean" and ablation_means(name) is None:
+        raise ValueError("this model's weights keep no head means, so its heads can only be zero-ablated")
+    return HeadsOff(tuple(pairs), mode) if pairs or allow_none else None
+
+
+@contextlib.contextmanager
+def switched_off(name: str, off: HeadsOff | None) -> Iterator[None]:
+    """Model ``name`` with the heads ``off`` switched off, for every forward pass on this thread in the ``with``
+    (``heads.switched_off``); as it is where ``off`` is None."""
+    if off is None or not off.off:
+        yield
+        return
+    with heads.switched_off(classifier(name).model, off.off, ablation_means(name) if off.mode == "mean" else None):
+        yield
+
+
 @dataclasses.dataclass(frozen=True)
 class TrainingRun:
     """The model through its training: the snapshots train.py kept, then the trained model itself."""
@@ -111,8 +170,8 @@ class Analysis:
     input: np.ndarray  # (28, 28) or (32, 32, 3), in [0, 1]
     attention: np.ndarray  # (layers, heads, tokens, tokens)
     probs: dict[str, float]
-    relevance: np.ndarray  # (g, g), for relevance_label
-    relevance_label: str
+    relevance: np.ndarray | None  # (g, g), for relevance_label; None where it was not asked for
+    relevance_label: str | None
     model_ms: float
     device: str
     unfamiliar: bool = False  # looks unlike anything the model knows (the weights' rule)
@@ -154,9 +213,12 @@ def analyse_batch(model: str, images: list[Any], explain_labels: list[str | None
 
 
 @model_work
-def analyse_inputs(model: str, inputs: list[np.ndarray], explain_labels: list[str | None]) -> list[Analysis]:
+def analyse_inputs(model: str, inputs: list[np.ndarray], explain_labels: list[str | None] | None,
+                   off: HeadsOff | None = None) -> list[Analysis]:
     """Already preprocessed images through ``model`` in one forward and one backward pass (for the relevance of
-    ``explain_labels[i]``, None: the predicted class), timing the model alone.
+    ``explain_labels[i]``, None: the predicted class), timing the model alone. ``explain_labels`` None: no relevance
+    (the forward pass alone, some 2 ms less for a drawing), for a page that does not show it now. ``off``: with
+    those heads switched off.
 
     Raises:
         ValueError: a label that is not one of the model's classes.
@@ -165,7 +227,8 @@ def analyse_inputs(model: str, inputs: list[np.ndarray], explain_labels: list[st
     if clf.device.type == "cuda":
         torch.cuda.synchronize(clf.device)
     started = time.perf_counter()
-    predictions = clf.predict_preprocessed(inputs, relevance_for=explain_labels)
+    with switched_off(model, off):
+        predictions = clf.predict_preprocessed(inputs, relevance_for=explain_labels)
     model_ms = (time.perf_counter() - started) * 1000
     return [Analysis(model=model, input=prediction.input, attention=prediction.attention, probs=prediction.probs,
                      relevance=prediction.relevance, relevance_label=prediction.relevance_label, model_ms=model_ms,
@@ -174,9 +237,11 @@ def analyse_inputs(model: str, inputs: list[np.ndarray], explain_labels: list[st
 
 
 @model_work
-def predict(model: str, inputs: list[np.ndarray], **options: Any) -> list[Prediction]:
-    """``Classifier.predict_preprocessed`` of ``model``, as model work (on ZeroGPU's GPU, through ``@spaces.GPU``)."""
-    return classifier(model).predict_preprocessed(inputs, **options)
+def predict(model: str, inputs: list[np.ndarray], off: HeadsOff | None = None, **options: Any) -> list[Prediction]:
+    """``Classifier.predict_preprocessed`` of ``model`` (``off``: with those heads switched off), as model work (on
+    ZeroGPU's GPU, through ``@spaces.GPU``)."""
+    with switched_off(model, off):
+        return classifier(model).predict_preprocessed(inputs, **options)
 
 
 @model_work

@@ -51,8 +51,8 @@ def message_text(result: InputError | str, blank_message: str) -> str:
 
 def numbers(result: Analysis | InputError | str, blank_message: str) -> dict:
     """The page's answer to a new image: for an analysed one, the prediction and the numbers every view draws from
-    (``live_view.payload``: the image's, with its answers for rollout, the class it was analysed for and the first
-    query patch); else a ``message``: ``blank_message`` for a blank image, why one can't be read, or ``result``
+    (``live_view.payload``: the image's, with its answers for rollout, the first query patch and the class it was
+    analysed for, where it was); else a ``message``: ``blank_message`` for a blank image, why one can't be read, or ``result``
     itself (a str: no model, nothing yet).
 
     An image that can't be read is answered, not raised: the page shows why in place of the prediction, and in a
@@ -62,8 +62,9 @@ def numbers(result: Analysis | InputError | str, blank_message: str) -> dict:
         return {"message": live_view.caption_html(message_text(result, blank_message))}
     patch = first_query_patch(result)
     answers = {"rollout": {"map": live_view.map_payload(result.rollout)},
-               "query": {str(patch): query_answer(result.attention, patch)},
-               "relevance": {result.relevance_label: relevance_answer(result, result.relevance_label)}}
+               "query": {str(patch): query_answer(result.attention, patch)}}
+    if result.relevance_label is not None:
+        answers["relevance"] = {result.relevance_label: relevance_answer(result, result.relevance_label)}
     notice = live_view.caption_html(unfamiliar_text(result.model)) if result.unfamiliar else ""
     return live_view.payload(result.input, result.attention, LARGE, result.label, patch, answers,
                              probs=result.probs, info=live_view.caption_html(info_text(result)), notice=notice)
