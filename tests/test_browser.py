@@ -603,6 +603,25 @@ def test_a_cold_start_shows_a_starting_page_that_opens_the_app_by_itself(browser
         context.close()
 
 
+def test_talk_mode_with_heads_off_still_fits_a_projector(browser, app_url):
+    """Heads switched off before the talk view: the notice says so over the prediction, and the Head control is still
+    on the 1280x720 screen."""
+    with app_page(browser, app_url, 1280, 720) as page:
+        page.locator("#canvas .vd-examples button[title='example: 3']").click()
+        wait_for_label(page, "3")
+        page.locator("#digit-board").scroll_into_view_if_needed()
+        page.locator("#digit-board button.vd-board-layer[data-layer='2']").click()
+        page.locator("#digit-board button.vd-board-toggle[data-index='17']").click()
+        page.wait_for_function("() => document.querySelector('#digit-selected canvas').dataset.ablated === "
+                               "'mean:8.9.10.11.17'")
+        page.locator("#talk-mode input").click()
+        page.wait_for_function("() => document.querySelector('#vd-app.vd-talk')")
+        page.evaluate("() => window.scrollTo(0, 0)")
+        assert "5 heads switched off" in page.locator("#digit-ablated").inner_text()
+        head = page.locator("#digit-head").bounding_box()
+        assert head["y"] + head["height"] <= 720
+
+
 def test_talk_mode_on_a_phone_is_one_column_with_the_prediction_first(browser, app_url):
     """A talk's link opened in the audience: talk mode on a 390 px phone."""
     with app_page(browser, app_url.rstrip("/") + "/?view=talk", 390) as page:
