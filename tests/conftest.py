@@ -248,7 +248,7 @@ def busy_app(monkeypatch, tmp_path):
 
     seven = tmp_path / "seven.png"
     draw_digit("7", 300, (20, 20, 260), 0.08).save(seven)
-    threads = torch.get_num_threads()
+    threads, onednn = torch.get_num_threads(), torch.backends.mkldnn.enabled  # the server's tuning, undone after
     demo = ui.launch(queue_size=2, server_name="127.0.0.1", server_port=free_port(), prevent_thread_lock=True,
                      quiet=True)
     started, release = threading.Semaphore(0), threading.Event()
@@ -279,6 +279,7 @@ def busy_app(monkeypatch, tmp_path):
         client.close()
         demo.close()
         torch.set_num_threads(threads)
+        torch.backends.mkldnn.enabled = onednn
 
 
 # The browser tests' Chromium (Debian's, as Playwright drives it) and what they do in the app's page.

@@ -152,6 +152,22 @@ function drawTiles(context, maps) {
     overlay(context, maps.subarray(tile * g * g, (tile + 1) * g * g), g, thumb, x, y));
 }
 
+function greyOff(context, knocked) {
+  // Over a grid of tiles (drawTiles), the heads switched off greyed and marked "off".
+  const heads = live.state.numbers.heads, thumb = Number(view().dataset.thumb);
+  const origins = JSON.parse(view().dataset.origins);
+  context.font = "bold 20px sans-serif";
+  context.textAlign = "center";
+  context.textBaseline = "middle";
+  for (const index of knocked.off) {
+    const [x, y] = origins[Math.floor(index / heads) * (heads + 1) + (index % heads)];
+    context.fillStyle = "rgba(90, 90, 90, 0.72)";
+    context.fillRect(x, y, thumb, thumb);
+    context.fillStyle = "#fff";
+    context.fillText("off", x + thumb / 2, y + thumb / 2);
+  }
+}
+
 function redrawAll(which = () => true) {
   // Every view of the tab, or those ``which`` picks.
   live.views = live.views.filter((v) => v.element.isConnected); // a view Gradio took out of the page goes
@@ -332,19 +348,7 @@ const draws = {
     if (!live.state) view().dataset.ablated = "";
     if (!context) return;
     drawTiles(context, shownMaps(knocked));
-    if (!knocked?.reply) return;
-    const heads = live.state.numbers.heads, thumb = Number(view().dataset.thumb);
-    const origins = JSON.parse(view().dataset.origins);
-    context.font = "bold 20px sans-serif";
-    context.textAlign = "center";
-    context.textBaseline = "middle";
-    for (const index of knocked.off) {
-      const [x, y] = origins[Math.floor(index / heads) * (heads + 1) + (index % heads)];
-      context.fillStyle = "rgba(90, 90, 90, 0.72)";
-      context.fillRect(x, y, thumb, thumb);
-      context.fillStyle = "#fff";
-      context.fillText("off", x + thumb / 2, y + thumb / 2);
-    }
+    if (knocked?.reply) greyOff(context, knocked);
   },
   query() {
     if (!live.state) return clear(null);
@@ -353,15 +357,19 @@ const draws = {
       view().dataset.ablated = "";
       return clear(null, `Where patch ${live.patch} looks: ${waiting("query", live.patch, { patch: live.patch })}`);
     }
-    drawTiles(clear(`query ${live.patch}`, reply.title + knockedCaption(knocked, true)), (reply.levels ??= decode(reply.maps)));
+    const context = clear(`query ${live.patch}`, reply.title + knockedCaption(knocked, true));
+    drawTiles(context, (reply.levels ??= decode(reply.maps)));
+    if (knocked) greyOff(context, knocked);
   },
   training() {
     if (!live.state) return clear(null);
     const { positions, note } = view().dataset, last = Number(positions);
     const position = Math.min(Math.max(Math.round(live.position ?? last), 1), last);
     if (position === last) {
-      const knocked = knockoutNow();
-      return drawTiles(clear("trained", note + knockedCaption(knocked)), shownMaps(knocked));
+      const knocked = knockoutNow(), context = clear("trained", note + knockedCaption(knocked));
+      drawTiles(context, shownMaps(knocked));
+      if (knocked?.reply) greyOff(context, knocked);
+      return;
     }
     view().dataset.ablated = "";
     const reply = answer("snapshot", position);
