@@ -54,7 +54,8 @@ class ServerCpu:
 
     An idle Gradio server is not idle: its queue wakes every millisecond to look for work, some 30-40 ms of CPU a
     second here, and how much varies by some 15% from one second to the next (more so when the client's browser
-    is busy on the same cores). Subtracting an idle rate measured once would add an error of several ms to every
+    is busy on the same cores, and at times two-fold, when this virtual machine's host is busy: hence the medians
+    of ``main``). Subtracting an idle rate measured once would add an error of several ms to every
     figure, so each measurement is paired with an idle spell of its own length, and the server runs on a core of
     its own (``pinned``). CPU time is read to the nanosecond from the server's threads (its process total counts in
     10 ms ticks), or from that total over a spell in which a thread ended (taking its count with it).
@@ -250,24 +251,19 @@ def noop_costs(events: int) -> dict[str, dict]:
         box.fill("untimed")
         page.wait_for_timeout(1000)
         requests, received = meter.requests, meter.bytes
-
-        def changes() -> None:
-            for i in range(events):
-                box.fill(f"stroke {i}")
-                page.wait_for_timeout(NOOP_ANSWER_MS)
-
-        _, page_ms = cpu.of(changes)
+        page_ms = [cpu.of(lambda i=i: (box.fill(f"stroke {i}"), page.wait_for_timeout(NOOP_ANSWER_MS)))[1]
+                   for i in range(events)]
         from_page = {"requests": (meter.requests - requests) / events, "kb": (meter.bytes - received) / 1024 / events,
-                     "cpu_ms": page_ms / events}
+                     "cpu_ms": statistics.median(page_ms)}
         browser.close()
         _, fn, trigger, others = page_events(server.url)["label"]  # the do-nothing app's stroke event
         client = Page(server.url)
         client.event(fn, trigger, ["untimed", *others])
         client.requests = client.bytes = 0
-        _, client_ms = cpu.of(lambda: [client.event(fn, trigger, [f"stroke {i}", *others]) for i in range(events)])
+        client_ms = [cpu.of(lambda i=i: client.event(fn, trigger, [f"stroke {i}", *others]))[1] for i in range(events)]
         client.close()
     return {"page": from_page, "client": {"requests": client.requests / events, "kb": client.bytes / 1024 / events,
-                                          "cpu_ms": client_ms / events}}
+                                          "cpu_ms": statistics.median(client_ms)}}
 
 
 def main() -> None:
@@ -278,13 +274,14 @@ def main() -> None:
     costs = app_costs(args.repeat)
     for how, base in (("from its page in Chromium", bases["page"]), ("from a Python client", bases["client"])):
         print(f"do-nothing event (benchmarks/noop_app.py, 20 events {how}): {base['requests']:.1f} requests, "
-              f"{base['kb']:.1f} KB, {base['cpu_ms']:.1f} ms of server CPU")
+              f"{base['kb']:.1f} KB, {base['cpu_ms']:.1f} ms of server CPU (median)")
     page, client = bases["page"]["cpu_ms"], bases["client"]["cpu_ms"]
-    print("| interaction | times | requests | KB | server CPU ms | x do-nothing page event | x client event | "
+    print("| interaction | times | requests | KB | server CPU ms (median) | x do-nothing page event | x client event | "
           "ms until settled |")
     print("|---|---:|---:|---:|---:|---:|---:|---:|")
     for name, runs in costs.items():
-        mean = {k: statistics.mean(r[k] for r in runs) for k in ("requests", "kb", "cpu_ms")}
+        mean = {k: statistics.mean(r[k] for r in runs) for k in ("requests", "kb")}
+        mean["cpu_ms"] = statistics.median(r["cpu_ms"] for r in runs)  # a spell of the host's own load is one outlier
         settled = [r["ms"] for r in runs if r["ms"] is not None]
         print(f"| {name} | {len(runs)} | {mean['requests']:.1f} | {mean['kb']:.1f} | {mean['cpu_ms']:.1f} | "
               f"{mean['cpu_ms'] / page:.1f}x | {mean['cpu_ms'] / client:.1f}x | "
