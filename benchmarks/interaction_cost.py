@@ -244,9 +244,9 @@ def noop_costs(events: int) -> dict[str, dict]:
     box changed, one event answered: the baseline of the goal, a page event against a page's stroke), and as
     crowd.py sends it, from a Python client (the leanest an event gets: no browser headers, no page)."""
     with pinned(APPS["do-nothing"]) as server, sync_playwright() as p:
-        cpu = ServerCpu(server.process.pid)
         browser, page = browser_page(p, server.url)
         meter = Meter(page, server.process.pid)
+        cpu = meter.cpu
         box = page.locator("textarea").last  # the drawing's box: its change is the stroke event
         box.fill("untimed")
         page.wait_for_timeout(1000)

@@ -199,6 +199,12 @@ function heldAs(which) {
 
 const viewAnswer = (kind, which) => answer(kind, heldAs(which)); // the answer for the model as the board has it
 
+function offRequest() {
+  // The heads switched off as a server function reads them: {off: [[layer, head], ...] (0-based), mode}.
+  const k = live.knockout, heads = live.state.numbers.heads;
+  return { off: k.off.map((i) => [Math.floor(i / heads), i % heads]), mode: k.mode };
+}
+
 function waiting(kind, which, request, followsKnockout = true) {
   // What a view says while its numbers are asked for: the first time, it asks the server, which computes them
   // from the pixels sent (with the heads the board switched off, unless ``followsKnockout`` is false: then kept
@@ -211,9 +217,7 @@ function waiting(kind, which, request, followsKnockout = true) {
   }
   if (!live.pending[id] && live.ask[kind]) {
     live.pending[id] = true;
-    const key = live.state.key, k = live.knockout, heads = live.state.numbers.heads;
-    const off = followsKnockout && k.off.length ?
-      { off: k.off.map((i) => [Math.floor(i / heads), i % heads]), mode: k.mode } : {};
+    const key = live.state.key, off = followsKnockout && live.knockout.off.length ? offRequest() : {};
     live.ask[kind]({ image: live.state.numbers.image, ...request, ...off }).then((reply) => {
       if (reply && !reply.error && reply.key === key) {
         ((live.answers[key] ??= {})[kind] ??= {})[held] = reply;
@@ -238,9 +242,7 @@ function knockoutNow() {
   if (typeof live.pending[asked] === "string") found.error = live.pending[asked];
   else if (!live.pending[asked]) {
     live.pending[asked] = true;
-    const heads = live.state.numbers.heads;
-    live.ask.knockout({ image: live.state.numbers.image, off: k.off.map((i) => [Math.floor(i / heads), i % heads]),
-                        mode: k.mode })
+    live.ask.knockout({ image: live.state.numbers.image, ...offRequest() })
       .catch(() => null)
       .then((reply) => {
         if (reply && !reply.error && reply.key === key) {
@@ -270,9 +272,8 @@ function knockedCaption(knocked, own = false) {
   // What a view that follows the knockout adds to its caption, and what its canvas says it shows (data-ablated);
   // ``own``: the view drew an answer of its own, asked for with these heads off (not the board's answer).
   view().dataset.ablated = knocked && (own || knocked.reply) ? knocked.id : "";
-  if (knocked && own) return ` · <b class="vd-knocked">with ${knocked.count} head${knocked.count === 1 ? "" : "s"} off</b>`;
   if (!knocked) return "";
-  if (!knocked.reply) return ` · <i>switching heads off: ${knocked.error ?? "asking the server…"}</i>`;
+  if (!own && !knocked.reply) return ` · <i>switching heads off: ${knocked.error ?? "asking the server…"}</i>`;
   return ` · <b class="vd-knocked">with ${knocked.count} head${knocked.count === 1 ? "" : "s"} off</b>`;
 }
 

@@ -70,7 +70,7 @@ def knockout_answer(model: str, image: np.ndarray, request: dict) -> dict:
     """The page's numbers for the image with some heads off: the ablated prediction (calibrated probabilities, as
     the prediction view shows them), the logit difference before and after, and the ablated run's [CLS] maps
     (``live_view.payload``'s "maps") and rollout (``live_view.map_payload``)."""
-    off = heads_off(model, request, allow_none=True)
+    off = heads_off(model, request, required=True)
     mode = off.mode
     run = knockout_run(model, image, off)
     clf = classifier(model)

@@ -88,12 +88,13 @@ class HeadsOff:
     mode: str = "mean"  # one of ABLATIONS
 
 
-def heads_off(name: str, request: dict, allow_none: bool = False) -> HeadsOff | None:
+def heads_off(name: str, request: dict, required: bool = False) -> HeadsOff | None:
     """The heads a page's request switches off (its "off": [[layer, head], ...], 0-based, head null for a whole
-    layer, and "mode": "mean" or "zero"), checked against model ``name``; None where it switches none off (or, unless
-    ``allow_none``, says nothing of heads). Raises ValueError for anything else, in words for the page."""
+    layer, and "mode": "mean" or "zero"), checked against model ``name``; None where it switches none off or says
+    nothing of heads. ``required`` (the board's request): "off" must be there, and an empty list is a HeadsOff with
+    no heads. Raises ValueError for anything else, in words for the page."""
     value, mode = request.get("off"), request.get("mode", "mean")
-    if value is None and not allow_none:
+    if value is None and not required:
         return None
     config = model_config(name)
     if not isinstance(value, list) or len(value) > config.depth * config.heads:
@@ -111,7 +112,7 @@ def heads_off(name: str, request: dict, allow_none: bool = False) -> HeadsOff | 
         raise ValueError(f"there is no ablation {mode!r}: choose one of {', '.join(ABLATIONS)}")
     if mode == "mean" and ablation_means(name) is None:
         raise ValueError("this model's weights keep no head means, so its heads can only be zero-ablated")
-    return HeadsOff(tuple(pairs), mode) if pairs or allow_none else None
+    return HeadsOff(tuple(pairs), mode) if pairs or required else None
 
 
 @contextlib.contextmanager
