@@ -52,10 +52,9 @@ def thread_cpu_ns(pid: int) -> dict[int, int]:
 class ServerCpu:
     """A server's CPU over what a client does, less its CPU over an idle spell as long, right after.
 
-    An idle Gradio server is not idle: its queue wakes every millisecond to look for work, some 30-40 ms of CPU a
-    second here, and how much varies by some 15% from one second to the next (more so when the client's browser
-    is busy on the same cores, and at times two-fold, when this virtual machine's host is busy: hence the medians
-    of ``main``). Subtracting an idle rate measured once would add an error of several ms to every
+    An idle Gradio server is not idle: its queue wakes every millisecond to look for work, and how much CPU that
+    takes varies from one second to the next (more so when the client's browser is busy on the same cores, and
+    when this virtual machine's host is busy: hence the medians of ``main``). Subtracting an idle rate measured once would add an error of several ms to every
     figure, so each measurement is paired with an idle spell of its own length, and the server runs on a core of
     its own (``pinned``). CPU time is read to the nanosecond from the server's threads (its process total counts in
     10 ms ticks), or from that total over a spell in which a thread ended (taking its count with it).

@@ -1,7 +1,7 @@
 """What each model costs per image on one CPU thread, as the app's server runs it: the shipped models beside the
 architectures the recipes train (random weights: the time does not depend on their values).
 
-    python benchmarks/model_cost.py [--repeat 300] [--threads 1]
+    python benchmarks/model_cost.py [--repeat 300] [--threads 1] [--onednn]
 
 The models take turns, one forward pass each per round, so a busy or throttled machine slows them alike and
 their ratios hold even when the milliseconds move.
@@ -32,8 +32,11 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--repeat", type=int, default=300)
     parser.add_argument("--threads", type=int, default=1, help="torch threads (the app's server uses 1)")
+    parser.add_argument("--onednn", action="store_true", help="with oneDNN on, torch's default (the app's server "
+                        "turns it off: vit_demo/ui/serving.py)")
     args = parser.parse_args()
     torch.set_num_threads(args.threads)
+    torch.backends.mkldnn.enabled = args.onednn
 
     models = {f"shipped {name}": load_model(name, device="cpu").model for name in ("mnist", "cifar10")}
     models.update({f"{name} recipe": VisionTransformer(recipe.vit).eval() for name, recipe in RECIPES.items()})
@@ -48,7 +51,8 @@ def main() -> None:
                 if round_ >= 5:  # the first rounds warm up
                     samples.append((time.perf_counter() - started) * 1000)
 
-    print(f"torch {torch.__version__}, {args.threads} thread(s), {args.repeat} rounds, models taking turns")
+    print(f"torch {torch.__version__}, {args.threads} thread(s), oneDNN {'on' if args.onednn else 'off'}, "
+          f"{args.repeat} rounds, models taking turns")
     print("| model | architecture | parameters | forward median ms | p95 ms | with attention median ms | p95 ms |")
     print("|---|---|---:|---:|---:|---:|---:|")
     for name, model in models.items():

@@ -18,7 +18,8 @@ WORKERS = 2  # handlers running at once, all events together: one per core
 QUEUE_SIZE = 100  # requests waiting at once, all users together; one more is answered "busy, try again"
 TORCH_THREADS = 1  # a 1 ms forward gains nothing from 2 threads, and they stall when the other core is busy
 # oneDNN (mkldnn) sets up each call for large tensors; on these models' tiny ones the setup costs more than it saves:
-# without it a digit's forward pass takes 1.07 ms of CPU instead of 1.28, a photo's 13.4 instead of 13.8 (1 thread).
+# without it a digit's forward pass takes 1.40 ms instead of 1.55, a photo's 13.28 instead of 13.40 (median, one
+# thread: python benchmarks/model_cost.py [--onednn]).
 ONEDNN = False
 CACHE_SWEEP = (600, 600)  # every 10 min, delete the pictures and uploads Gradio cached more than 10 min ago
 SHARED_WORKERS = {"concurrency_id": "views", "concurrency_limit": WORKERS}  # for every event listener
