@@ -25,7 +25,8 @@ DRAWING_PIXELS = 336  # the canvas' own resolution; CSS scales it to the page
 PENS = (("thin pen", 8), ("pen", 18), ("brush", 34))
 
 
-def _template(examples: list[Path], first: Path | None, panel: str) -> str:
+def pad_html(examples: list[Path], first: Path | None, panel: str) -> str:
+    """The canvas' HTML: the drawing surface, the pens, Clear, and the examples (``first``: shown at the start)."""
     pens = "".join(
         f'<button type="button" class="vd-pen" data-width="{width}" aria-pressed="{str(i == 1).lower()}">{name}</button>'
         for i, (name, width) in enumerate(PENS)
@@ -53,7 +54,7 @@ def drawing_canvas(examples: list[Path], stroke: Callable[[dict], dict], first: 
     (``assets/live_view.js``). ``first``: the example it shows at the start, until the pen touches it."""
     return gr.HTML(
         value="",
-        html_template=_template(examples, first, panel),
+        html_template=pad_html(examples, first, panel),
         server_functions=[stroke],
         css_template=(ASSETS / "canvas.css").read_text(encoding="utf-8"),
         js_on_load=(ASSETS / "canvas.js").read_text(encoding="utf-8"),

@@ -20,6 +20,7 @@ import os
 import re
 import shutil
 import tempfile
+from collections.abc import Callable
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[1]
@@ -186,22 +187,19 @@ def build(target: Path) -> None:
     copy_tree(REPO / EXAMPLES, target / EXAMPLES, set())
     (target / REQUIREMENTS).write_text(space_requirements(requirements), encoding="utf-8")
     (target / README).write_text(space_readme(sdk_version), encoding="utf-8")
-    rules = [f"{pattern} {LFS_ATTRIBUTES}" for pattern in lfs_patterns(target)]
-    (target / GITATTRIBUTES).write_text("# Every binary file, and any file of 10 MiB or more, through LFS/Xet: the Hub "
-                                        "refuses them as plain git files.\n" + "\n".join(rules) + "\n",
-                                        encoding="utf-8")
+    write_gitattributes(target)
 
 
-def is_bundle(folder: Path) -> bool:
-    """Whether ``folder`` holds a bundle this command wrote (its README.md carries the marker)."""
+def is_bundle(folder: Path, marker: str = MARKER) -> bool:
+    """Whether ``folder`` holds a bundle the command that writes ``marker`` wrote (its README.md carries it)."""
     try:
-        return MARKER in (folder / README).read_text(encoding="utf-8", errors="replace")
+        return marker in (folder / README).read_text(encoding="utf-8", errors="replace")
     except OSError:
         return False
 
 
-def check_target(folder: Path, force: bool) -> None:
-    """Raise SpaceError for a folder the bundle must not be written into."""
+def check_target(folder: Path, force: bool, marker: str = MARKER) -> None:
+    """Raise SpaceError for a folder the bundle (whose README carries ``marker``) must not be written into."""
     if folder.exists() and not folder.is_dir():
         raise SpaceError(f"{folder} is a file, not a folder: nothing was written. Give a folder for the Space (a new "
                          "one, or one this command wrote before).")
@@ -211,7 +209,7 @@ def check_target(folder: Path, force: bool) -> None:
         raise SpaceError(f"{folder} is (or holds) this repository's own files: nothing was written. Write the Space "
                          "into a folder of its own, e.g. ../vit-demo-space.")
     if folder.is_dir() and any(entry.name not in KEEP for entry in folder.iterdir()):
-        if not force and not is_bundle(folder):
+        if not force and not is_bundle(folder, marker):
             raise SpaceError(f"{folder} is not empty and is not a Space folder this command wrote: nothing was "
                              "changed. Give a new or empty folder, or add --force to replace everything in it (a "
                              ".git folder is kept).")
@@ -219,12 +217,32 @@ def check_target(folder: Path, force: bool) -> None:
 
 def write_space(folder: Path | str, force: bool = False) -> dict:
     """Write the Space's folder into ``folder`` (created where needed; an earlier bundle, or with ``force`` any
-    folder, is rewritten whole, keeping only a ``.git``); return what was written, as one JSON-able record.
+    folder, is rewritten whole, keeping only a ``.git``); return what was written, as one JSON-able record."""
+    folder = Path(folder)
+    replace_folder(folder, force, MARKER, build)
+    files = [p for p in folder.rglob("*") if p.is_file() and ".git" not in p.relative_to(folder).parts]
+    readme = front_matter((folder / README).read_text(encoding="utf-8"))
+    return {"space": str(folder), "files": len(files), "bytes": sum(p.stat().st_size for p in files),
+            "lfs_files": sum(needs_lfs(p) for p in files), "sdk_version": readme["sdk_version"],
+            "python_version": readme["python_version"], "torch": SPACE_TORCH,
+            "deploy": f"hf upload USER/NAME {folder} --repo-type space"}
+
+
+def write_gitattributes(target: Path) -> None:
+    """A .gitattributes that puts every file under ``target`` that needs it through LFS/Xet."""
+    rules = [f"{pattern} {LFS_ATTRIBUTES}" for pattern in lfs_patterns(target)]
+    (target / GITATTRIBUTES).write_text("# Every binary file, and any file of 10 MiB or more, through LFS/Xet: the Hub "
+                                        "refuses them as plain git files.\n" + "\n".join(rules) + "\n",
+                                        encoding="utf-8")
+
+
+def replace_folder(folder: Path, force: bool, marker: str, build: Callable[[Path], None]) -> None:
+    """Fill ``folder`` with what ``build`` writes into an empty folder, replacing what was there but a ``.git``, once
+    ``check_target`` allows it (``marker``: what the README of an earlier bundle of this kind carries).
 
     The bundle is built beside ``folder`` first and moved in only once complete, so a failure changes nothing.
     """
-    folder = Path(folder)
-    check_target(folder, force)
+    check_target(folder, force, marker)
     folder.mkdir(parents=True, exist_ok=True)
     staging = Path(tempfile.mkdtemp(prefix=f".{folder.resolve().name}.", dir=folder.resolve().parent))
     try:
@@ -240,9 +258,3 @@ def write_space(folder: Path | str, force: bool = False) -> dict:
             entry.rename(folder / entry.name)
     finally:
         shutil.rmtree(staging, ignore_errors=True)
-    files = [p for p in folder.rglob("*") if p.is_file() and ".git" not in p.relative_to(folder).parts]
-    readme = front_matter((folder / README).read_text(encoding="utf-8"))
-    return {"space": str(folder), "files": len(files), "bytes": sum(p.stat().st_size for p in files),
-            "lfs_files": sum(needs_lfs(p) for p in files), "sdk_version": readme["sdk_version"],
-            "python_version": readme["python_version"], "torch": SPACE_TORCH,
-            "deploy": f"hf upload USER/NAME {folder} --repo-type space"}

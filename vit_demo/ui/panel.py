@@ -24,8 +24,16 @@ from vit_demo.ui.export_view import ExportView
 from vit_demo.ui.models import Analysis, calibration_report, model_config, model_problem, predict
 
 
+# The captions a prediction is said with, filled in by the server here and by the page's own model (page/numbers.js
+# fills the same templates, which vit_demo/static_space.py hands it).
+INFO_TEXT = "**{label}** ({percent}%) · model {ms} ms {where}"
+READING_TEXT = "**{label}** ({percent}%) · the views follow when the pen lifts"
+UNREADABLE_TEXT = "Can't read this image: {why}"
+
+
 def info_text(analysis: Analysis) -> str:
-    return f"**{analysis.label}** ({100 * analysis.probs[analysis.label]:.1f}%) · model {analysis.model_ms:.1f} ms on `{analysis.device}`"
+    return INFO_TEXT.format(label=analysis.label, percent=f"{100 * analysis.probs[analysis.label]:.1f}",
+                            ms=f"{analysis.model_ms:.1f}", where=f"on `{analysis.device}`")
 
 
 def unfamiliar_text(model: str) -> str:
@@ -46,7 +54,7 @@ def message_text(result: InputError | str, blank_message: str) -> str:
         return result
     if isinstance(result, NothingDrawn):
         return blank_message
-    return f"Can't read this image: {result}"
+    return UNREADABLE_TEXT.format(why=result)
 
 
 def numbers(result: Analysis | InputError | str, blank_message: str) -> dict:
@@ -75,9 +83,18 @@ def reading(model: str, image: np.ndarray) -> dict:
     without attention (some 2 ms less than ``numbers``, a few hundred bytes); the other views wait for the pen to
     lift."""
     prediction = predict(model, [image], attention=False)[0]
-    info = f"**{prediction.label}** ({100 * prediction.confidence:.1f}%) · the views follow when the pen lifts"
+    info = READING_TEXT.format(label=prediction.label, percent=f"{100 * prediction.confidence:.1f}")
     return {"reading": True, "label": prediction.label, "probs": prediction.probs,
             "info": live_view.caption_html(info), "notice": ""}
+
+
+def starting_numbers(first: Analysis | None, prompt: str) -> str:
+    """The numbers a tab's page starts with (JSON; "" for none): those of the example ``first``, which the page shows
+    until the user gives an image of their own."""
+    if first is None:
+        return ""
+    return json.dumps({**numbers(first, prompt), "info": live_view.caption_html(
+        f"An example: **{first.label}** ({100 * first.probs[first.label]:.1f}%). {prompt}")})
 
 
 def page_answer(result: Analysis | InputError | str, blank_message: str) -> str:
@@ -138,9 +155,7 @@ def build_panel(prefix: str, model: str, prompt: str, build_input: Callable[[], 
         with gr.Column(scale=1, min_width=260, elem_classes="vd-prediction"):
             live_prediction(prefix, model_problem(model) or prompt)
         with gr.Column(scale=1, min_width=300, elem_classes="vd-selected"):
-            start = "" if first is None else json.dumps({**numbers(first, prompt), "info": live_view.caption_html(
-                f"An example: **{first.label}** ({100 * first.probs[first.label]:.1f}%). {prompt}")})
-            layer, head, selected = attention_view.build_selected(prefix, config, start)
+            layer, head, selected = attention_view.build_selected(prefix, config, starting_numbers(first, prompt))
     with gr.Column(elem_classes="vd-detail"):
         with gr.Row(equal_height=False):
             with gr.Column(scale=2, min_width=300):

@@ -44,11 +44,17 @@ def through_snapshot(model: str, image: np.ndarray, position: int) -> tuple[np.n
     with torch.no_grad():
         logits, attention = snapshot.model(clf.batch([image]), return_attention=True)  # (1, classes), (1, L, H, T, T)
     probs = probabilities(logits[0], snapshot.temperature)  # (classes,)
-    label = clf.classes[int(probs.argmax())]
-    epochs = f" of {run.epochs}" if run.epochs else ""
-    note = (f"**Epoch {snapshot.epoch}{epochs}**: test accuracy then **{100 * snapshot.test_accuracy:.2f}%**. "
-            f"For this image it said **{label}** ({100 * float(probs.max()):.1f}%).")
+    note = snapshot_note(run, position, clf.classes[int(probs.argmax())], f"{100 * float(probs.max()):.1f}")
     return attention[0].float().cpu().numpy(), snapshot.epoch, note
+
+
+def snapshot_note(run: TrainingRun, position: int, label: str, percent: str) -> str:
+    """What the training view says of the snapshot at slider ``position``, for an image it read as ``label`` with
+    ``percent``% (the page's own model fills in the same note: vit_demo/static_space.py)."""
+    snapshot = run.snapshots[position - 1]
+    epochs = f" of {run.epochs}" if run.epochs else ""
+    return (f"**Epoch {snapshot.epoch}{epochs}**: test accuracy then **{100 * snapshot.test_accuracy:.2f}%**. "
+            f"For this image it said **{label}** ({percent}%).")
 
 
 def ask_snapshot(model: str) -> Callable[[dict], dict]:

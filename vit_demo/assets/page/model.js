@@ -1,0 +1,55 @@
+// The model in the page: a graph exported from the PyTorch model itself (vit_demo/onnx_export.py: inputs image,
+// heads_off, mean_ablation; outputs logits divided by the temperature, attention, lens), run by onnxruntime-web's
+// WebAssembly backend (vendored: ../vendor/onnxruntime-web, never a CDN). One session per graph, made on first use.
+import * as ort from "../vendor/onnxruntime-web/ort.wasm.bundle.min.mjs";
+
+// Threads need a cross-origin isolated page (COOP/COEP headers); elsewhere one thread, without trying a worker.
+ort.env.wasm.numThreads = globalThis.crossOriginIsolated ? Math.min(4, navigator.hardwareConcurrency || 1) : 1;
+
+const sessions = new Map(); // graph address -> Promise of its InferenceSession
+
+export function available() {
+  // Whether this browser can run the model: WebAssembly with SIMD is what the vendored build needs.
+  return typeof WebAssembly === "object" && typeof WebAssembly.validate === "function";
+}
+
+export function session(url) {
+  // The graph at ``url``, loaded once (a failed load is forgotten, so the next use tries again).
+  if (!sessions.has(url)) {
+    const made = ort.InferenceSession.create(url, { executionProviders: ["wasm"], graphOptimizationLevel: "all" });
+    made.catch(() => sessions.delete(url));
+    sessions.set(url, made);
+  }
+  return sessions.get(url);
+}
+
+export function inputTensor(images, model) {
+  // 8-bit images (each H x W x C, as preprocessing leaves them) -> the graph's image, float32 (B, C, H, W) in [0, 1].
+  const { height: H, width: W, channels: C } = model, size = H * W * C;
+  const data = new Float32Array(images.length * size);
+  images.forEach((pixels, b) => {
+    for (let c = 0; c < C; c++)
+      for (let p = 0; p < H * W; p++) data[b * size + c * H * W + p] = pixels[p * C + c] / 255;
+  });
+  return new ort.Tensor("float32", data, [images.length, C, H, W]);
+}
+
+export async function run(url, model, images, { off = [], mode = "mean" } = {}) {
+  // ``images`` through the graph at ``url`` with the heads ``off`` (layer * heads + head) replaced by their mean
+  // (mode "mean") or by zeros: per image, its calibrated logits (K), attention (L, H, T, T) and lens (L, T, K).
+  const graph = await session(url);
+  const { layers: L, heads: H, tokens: T, classes } = model, K = classes.length;
+  const headsOff = new Float32Array(L * H);
+  for (const index of off) headsOff[index] = 1;
+  const out = await graph.run({
+    image: inputTensor(images, model),
+    heads_off: new ort.Tensor("float32", headsOff, [L, H]),
+    mean_ablation: new ort.Tensor("float32", Float32Array.of(mode === "mean" ? 1 : 0), [1]),
+  });
+  const slice = (tensor, b, size) => tensor.data.subarray(b * size, (b + 1) * size);
+  return images.map((_, b) => ({
+    logits: slice(out.logits, b, K),
+    attention: slice(out.attention, b, L * H * T * T),
+    lens: slice(out.lens, b, L * T * K),
+  }));
+}

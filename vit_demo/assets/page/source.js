@@ -1,0 +1,103 @@
+// Where a tab's numbers come from when the page runs the model itself: the same answers the app's server functions
+// give (vit_demo/ui: digit_tab.stroke, attention_view.ask_query, training_view.ask_snapshot), in the same format
+// (vit_demo/live_view.py), made from the page's own graph (model.js) and preprocessing (preprocess.js). The views
+// (live_view.js) and the canvas (canvas.js) call these as they call the server: they cannot tell which answered.
+//
+// ``model``: a tab's model as vit_demo/static_space.py describes it (models.json): its shape, classes, temperature,
+// unfamiliar rule, graph and snapshot graphs (addresses relative to ``base``), and its captions with {fields}.
+import { InputError, NothingDrawn, preprocessDrawing, preprocessPhoto } from "./preprocess.js";
+import * as graph from "./model.js";
+import { argmax, fill, gridPayload, imageKey, payload, percent, reading, softmax } from "./numbers.js";
+
+const CANVAS = 112; // the canvas' copy of a drawing, pixels a side (canvas.js SMALL, vit_demo/canvas.py CANVAS_SIZE)
+
+function decode(text) {
+  const raw = atob(text);
+  return Uint8Array.from(raw, (c) => c.charCodeAt(0));
+}
+
+const message = (html) => ({ message: html });
+
+function refusal(model, error) {
+  // What is said in place of a prediction for an input that can't be classified (panel.message_text).
+  if (error instanceof NothingDrawn) return message(model.texts.blank);
+  if (error instanceof InputError) return message(fill(model.texts.unreadable, { why: error.message }));
+  throw error;
+}
+
+export function pageSource(model, base) {
+  const address = (file) => new URL(file, base).href;
+  const image = (request) => {
+    const pixels = decode(String(request.image ?? ""));
+    if (pixels.length !== model.height * model.width * model.channels)
+      throw new Error(`the image has ${pixels.length} bytes where this model reads ${model.height * model.width * model.channels}`);
+    return pixels;
+  };
+  const offOf = (request) => ({ off: (request.off ?? []).map(([l, h]) => l * model.heads + h), mode: request.mode ?? "mean" });
+  const answering = (answer) => async (request) => {
+    // A view's server function in the page: the answer with the image's key, or {error} as the server says it.
+    try {
+      const pixels = image(request);
+      return { ...(await answer(pixels, request)), key: imageKey(pixels) };
+    } catch (error) {
+      return { error: String(error.message ?? error) };
+    }
+  };
+  async function analyse(pixels) {
+    // Every view's numbers for an 8-bit input (panel.numbers).
+    const start = performance.now();
+    const [run] = await graph.run(address(model.graph), model, [pixels]);
+    return payload(model, pixels, run, performance.now() - start);
+  }
+
+  return {
+    async stroke(request) {
+      // digit_tab.stroke: {drawing: the canvas' 112 x 112 ink as base64, views: false while the pen is down}.
+      if (!request?.drawing) return message(model.texts.prompt);
+      let pixels;
+      try {
+        const ink = decode(String(request.drawing));
+        if (ink.length !== CANVAS * CANVAS) throw new InputError(`the drawing must be ${CANVAS}x${CANVAS} bytes, not ${ink.length}`);
+        pixels = preprocessDrawing(ink, CANVAS, CANVAS);
+      } catch (error) {
+        return refusal(model, error);
+      }
+      if (request.views === false) {
+        const [run] = await graph.run(address(model.graph), model, [pixels]);
+        return reading(model, run.logits);
+      }
+      return analyse(pixels);
+    },
+
+    async photo(rgba, width, height) {
+      // photo_tab.on_photo, for an upload decoded by the browser (RGBA pixels).
+      let pixels;
+      try {
+        pixels = preprocessPhoto(rgba, width, height);
+      } catch (error) {
+        return refusal(model, error);
+      }
+      return analyse(pixels);
+    },
+
+    query: answering(async (pixels, request) => {
+      // attention_view.ask_query: where a patch looks, in every layer and head.
+      const patch = request.patch, patches = model.grid * model.grid;
+      if (!Number.isInteger(patch) || patch < 0 || patch >= patches)
+        throw new Error(`There is no patch ${patch}: this image has ${patches} patches, numbered 0 to ${patches - 1}.`);
+      const [run] = await graph.run(address(model.graph), model, [pixels], offOf(request));
+      return gridPayload(run.attention, model, 1 + patch, { patch, title: fill(model.texts.query, { patch }) });
+    }),
+
+    snapshot: answering(async (pixels, request) => {
+      // training_view.ask_snapshot: where [CLS] looked at an earlier point of training.
+      const position = request.position, snapshot = model.snapshots[position - 1];
+      if (!Number.isInteger(position) || !snapshot)
+        throw new Error(`there is no snapshot ${position}: they are numbered 1 to ${model.snapshots.length}`);
+      const [run] = await graph.run(address(snapshot.graph), model, [pixels]);
+      const probs = softmax(run.logits), top = argmax(probs);
+      const note = fill(snapshot.note, { label: model.classes[top], percent: percent(probs[top]) });
+      return gridPayload(run.attention, model, 0, { position, note });
+    }),
+  };
+}

@@ -1,0 +1,114 @@
+// The static page's host (vit_demo/static_space.py writes the page and its data, #vd-page). It mounts the app's own
+// views as Gradio mounts a gr.HTML (the template, then its js_on_load called with element, trigger, props, server,
+// upload and watch), with the page's model (source.js) in place of the server, and wires what Gradio's components do
+// in the app: the tabs, the layer and head controls, the training slider, and the photo upload with its examples.
+import { available, session } from "./model.js";
+import { pageSource } from "./source.js";
+
+const page = JSON.parse(document.getElementById("vd-page").textContent);
+const status = document.getElementById("vd-status");
+const sources = Object.fromEntries(Object.entries(page.models).map(([prefix, model]) =>
+  [prefix, guarded(pageSource(model, document.baseURI))]));
+const MAX_PIXELS = 40_000_000; // vit_demo/preprocess.py MAX_PIXELS: refused before decoding, as the app refuses it
+
+function guarded(source) {
+  // A source whose every answer is an answer: a model that fails to load or run is said in place of a prediction.
+  return Object.fromEntries(Object.entries(source).map(([name, ask]) => [name, async (...args) => {
+    try {
+      return await ask(...args);
+    } catch (error) {
+      console.error(error);
+      const why = `The model could not run in this page (${error.message ?? error}). Reload the page to try again.`;
+      return name === "stroke" || name === "photo" ? { message: why } : { error: why };
+    }
+  }]));
+}
+
+function mount(element, script, server, value = "") {
+  // A gr.HTML's js_on_load, with what Gradio hands it (vit_demo/ui/components.py makes the app's).
+  const props = { value };
+  const upload = async () => { throw new Error("upload is not available in this page"); };
+  try {
+    new Function("element", "trigger", "props", "server", "upload", "watch", script)(
+      element, () => {}, props, server, upload, () => {});
+  } catch (error) {
+    console.error(`Error mounting #${element.id}:`, error);
+  }
+}
+
+const live = (prefix) => window.vdLive?.[prefix];
+
+if (!available()) {
+  status.hidden = false;
+  status.textContent = "This browser cannot run WebAssembly, which this page runs the model with: use the Python app.";
+}
+
+for (const spec of page.views) {
+  // components.live_script: live_view.js for one view of one tab.
+  const element = document.getElementById(spec.id);
+  element.innerHTML = spec.template;
+  const script = page.liveView.replaceAll("/* __MORE_VIEWS__ */", "").replaceAll("__PREFIX__", spec.prefix)
+    .replaceAll("__VIEW__", spec.view);
+  mount(element, script, sources[spec.prefix], spec.value);
+}
+mount(document.getElementById("canvas"), page.canvas.script, sources.digit);
+
+for (const prefix of Object.keys(page.models)) {
+  // The large view's layer and head, and the training slider: as the app's gr.Slider and gr.Radio change events.
+  const layer = document.getElementById(`${prefix}-layer`);
+  const [number, range] = layer.querySelectorAll("input");
+  number.addEventListener("input", () => ((range.value = number.value), live(prefix)?.draw()));
+  range.addEventListener("input", () => ((number.value = range.value), live(prefix)?.draw()));
+  document.getElementById(`${prefix}-head`).addEventListener("change", () => live(prefix)?.draw());
+  document.querySelector(`#${prefix}-training-position input`)
+    ?.addEventListener("input", (event) => live(prefix)?.train(Number(event.target.value)));
+}
+
+const warm = (prefix) => session(new URL(page.models[prefix].graph, document.baseURI).href).catch(() => {});
+for (const button of document.querySelectorAll(".vd-tabs [data-tab]")) {
+  button.addEventListener("click", () => {
+    for (const other of document.querySelectorAll(".vd-tabs [data-tab]"))
+      other.setAttribute("aria-selected", String(other === button));
+    for (const section of document.querySelectorAll(".vd-tab")) section.hidden = section.dataset.panel !== button.dataset.tab;
+    warm(button.dataset.tab); // the photo model is loaded once its tab opens, not before
+  });
+}
+warm("digit");
+
+// The photo tab: an upload or an example, decoded by the browser, preprocessed and classified in the page.
+const photo = document.querySelector(".vd-photo");
+
+async function classifyPhoto(blob) {
+  const receive = (answer) => live("photo")?.receive(answer);
+  const refuse = (why) => receive({ message: page.models.photo.texts.unreadable.replace("{why}", why) });
+  const shown = photo.querySelector(".vd-photo-shown");
+  photo.classList.add("vd-reading"); // the views dim until the new photo's numbers are in
+  try {
+    let bitmap;
+    try {
+      bitmap = await createImageBitmap(blob, { imageOrientation: "from-image", premultiplyAlpha: "none",
+                                                colorSpaceConversion: "none" });
+    } catch {
+      return refuse("this file is not an image that can be read (PNG, JPEG, GIF, BMP, WebP...)");
+    }
+    const { width, height } = bitmap;
+    if (width * height > MAX_PIXELS)
+      return refuse(`the image is too large (${width}x${height}); the limit is ${MAX_PIXELS.toLocaleString("en")} pixels`);
+    if (shown.src.startsWith("blob:")) URL.revokeObjectURL(shown.src);
+    shown.src = URL.createObjectURL(blob);
+    const canvas = new OffscreenCanvas(width, height), context = canvas.getContext("2d");
+    context.drawImage(bitmap, 0, 0);
+    receive(await sources.photo.photo(context.getImageData(0, 0, width, height).data, width, height));
+  } finally {
+    photo.classList.remove("vd-reading");
+  }
+}
+
+if (photo) {
+  photo.querySelector("input[type=file]").addEventListener("change", (event) => {
+    const file = event.target.files?.[0];
+    if (file) classifyPhoto(file);
+  });
+  for (const button of photo.querySelectorAll(".vd-examples button"))
+    button.addEventListener("click", async () => classifyPhoto(await (await fetch(button.dataset.src)).blob()));
+}

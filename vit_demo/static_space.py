@@ -1,0 +1,276 @@
+"""``python -m vit_demo static DIR``: the app's page as a static Hugging Face Space (``sdk: static``), the model run in
+the visitor's browser.
+
+Since 2026 a free account can host static Spaces only (docs/spaces.md). This folder needs no server of ours: the page
+runs the exported graphs (vit_demo/onnx_export.py) with the vendored onnxruntime-web (WebAssembly) and preprocesses
+drawings and photos as vit_demo/preprocess.py does (assets/page/preprocess.js). Its views are the app's own: the same
+templates and scripts as the Gradio components (assets/live_view.js, assets/canvas.js), mounted by
+assets/page/static.js as Gradio mounts a ``gr.HTML``, and asking the page's model (assets/page/source.js) where the
+app's views ask its server. The canvas is ``canvas.vd-draw``, the top class ``#digit-label .vd-top-class``, as in the
+app. Views that need the Python server (class relevance, which needs gradients; the faithfulness chart; export; what
+each head does) are named on the page, with where to find them.
+
+The folder holds index.html, the page's JS and CSS, the graphs of both models (and the digit model's training
+snapshots), README.md with the Space's front matter, and a .gitattributes that puts every binary through LFS/Xet.
+Publish it with ``hf upload USER/NAME DIR --repo-type space``.
+"""
+
+from __future__ import annotations
+
+import base64
+import html
+import json
+import shutil
+from pathlib import Path
+
+from vit_demo import live_view, render
+from vit_demo.canvas import ASSETS, pad_html
+from vit_demo.onnx_export import MODEL_FILE, expected_metadata, stale_graphs
+from vit_demo.space import README, REPO, accuracy_note, needs_lfs, replace_folder, write_gitattributes
+from vit_demo.ui import attention_view, digit_tab, photo_tab, training_view
+from vit_demo.ui.components import LARGE, LIVE_VIEW_JS, live_canvas, live_grid, live_patches, live_prediction
+from vit_demo.ui.models import (classifier, model_config, model_problem, starting_example,
+                                training_run, weights_folder)
+from vit_demo.ui.panel import INFO_TEXT, READING_TEXT, UNREADABLE_TEXT, starting_numbers, unfamiliar_text
+from vit_demo.weights import WeightsError
+
+MARKER = "<!-- Written by `python -m vit_demo static`: running it again rewrites this folder. -->"
+SHORT_DESCRIPTION = "Draw a digit: a ViT in your browser shows where it looks"  # the Hub takes 60 characters
+PAGE = "index.html"
+EXAMPLES = REPO / "examples"
+TABS = {"digit": digit_tab.MODEL, "photo": photo_tab.MODEL}  # the page's tabs and their models
+PAGE_SCRIPTS = ("numbers.js", "model.js", "preprocess.js", "source.js", "static.js")  # assets/page/
+STYLES = ("app.css", "canvas.css", "page/static.css")  # assets/
+VENDOR = "vendor/onnxruntime-web"  # assets/: the page's runtime, with its licence note and checksums
+SERVER_ONLY = ("Why this class (class relevance) needs gradients, and the faithfulness scores, export and what each "
+               "head does need the Python app: run it with the README's first command, or use the Gradio Space.")
+
+
+class StaticError(ValueError):
+    """The static folder can't be written; the message says why and what to do."""
+
+
+def graph_files(model: str) -> tuple[Path, list[Path]]:
+    """A model's exported graph and its snapshots' (oldest first), checked to exist and to match its weights."""
+    folder = weights_folder(model)
+    stale = stale_graphs(folder)
+    if stale:
+        raise StaticError(f"The {model} graphs are missing or older than the weights ({', '.join(stale)}): make them "
+                          f"with `python -m vit_demo onnx --model {model}`. Nothing was written.")
+    return folder / MODEL_FILE, [folder / name for name in expected_metadata(folder) if name != MODEL_FILE]
+
+
+def model_description(tab: str, model: str) -> dict:
+    """What the page's model needs to know of ``model`` (assets/page/source.js): its shape, classes, calibration,
+    graphs (addresses within the folder) and the captions the server would write, with {fields} to fill in."""
+    config, clf, run = model_config(model), classifier(model), training_run(model)
+    prompt = digit_tab.DRAW_PROMPT if tab == "digit" else photo_tab.UPLOAD_PROMPT
+    blank = digit_tab.DRAW_PROMPT if tab == "digit" else photo_tab.BLANK_PHOTO
+    unfamiliar = clf.info.unfamiliar
+    _, snapshots = graph_files(model)
+    return {
+        "name": model, "classes": list(clf.classes), "temperature": clf.temperature,
+        "unfamiliar": unfamiliar.to_dict() if unfamiliar else None,
+        "height": config.image_size, "width": config.image_size, "channels": config.in_channels,
+        "layers": config.depth, "heads": config.heads, "tokens": config.num_tokens, "grid": config.grid_size,
+        "large": LARGE, "alpha": render.HEAT_ALPHA,
+        "colormap": base64.b64encode(render.colormap("inferno").astype("uint8").tobytes()).decode(),
+        "graph": f"models/{model}/{MODEL_FILE}",
+        "snapshots": [{"graph": f"models/{model}/snapshots/{path.name}",
+                       "note": live_view.caption_html(training_view.snapshot_note(run, i + 1, "{label}", "{percent}"))}
+                      for i, path in enumerate(snapshots)],
+        "texts": {key: live_view.caption_html(text) for key, text in {
+            "prompt": prompt, "blank": blank, "notice": unfamiliar_text(model),
+            "unreadable": UNREADABLE_TEXT, "query": attention_view.query_title("{patch}"),
+            "info": INFO_TEXT.format(label="{label}", percent="{percent}", ms="{ms}", where="in this page"),
+            "reading": READING_TEXT}.items()},
+    }
+
+
+def view(component, prefix: str, kind: str, value: str = "") -> dict:
+    """A live view of the app (a ``gr.HTML`` made by vit_demo/ui/components.py) as the page mounts it: its element,
+    template, and the live_view.js view it runs."""
+    return {"id": component.elem_id, "classes": " ".join(component.elem_classes), "template": component.html_template,
+            "prefix": prefix, "view": kind, "value": value or component.value or ""}
+
+
+def mount_point(spec: dict) -> str:
+    return f'<div id="{spec["id"]}" class="{spec["classes"]}"></div>'
+
+
+def controls(prefix: str, layers: int, heads: int) -> str:
+    """The layer and head controls of the large view, shaped as the app's (live_view.js reads the layer from
+    ``#<prefix>-layer input[type=number]`` and the head from ``#<prefix>-head input:checked``)."""
+    choices = [attention_view.MEAN] + [f"head {h + 1}" for h in range(heads)]
+    radios = "".join(f'<label><input type="radio" name="{prefix}-head" value="{html.escape(c)}"'
+                     f'{" checked" if c == attention_view.MEAN else ""}> {html.escape(c)}</label>' for c in choices)
+    return (f'<div id="{prefix}-layer" class="vd-layer vd-control"><label>Layer <input type="number" min="1" '
+            f'max="{layers}" value="{layers}"></label><input type="range" min="1" max="{layers}" value="{layers}" '
+            f'aria-label="layer"></div><fieldset id="{prefix}-head" class="vd-head vd-control"><legend>Head</legend>'
+            f"{radios}</fieldset>")
+
+
+def photo_input(first: Path | None) -> str:
+    """The photo tab's input: an upload, the photo shown, and the examples (``first`` shown at the start)."""
+    thumbs = "".join(f'<button type="button" title="example: {html.escape(p.stem)}" data-src="examples/{p.name}">'
+                     f'<img alt="example {html.escape(p.stem)}" src="examples/{p.name}"></button>'
+                     for p in sorted((EXAMPLES / "photos").glob("*.png")))
+    shown = f' src="examples/{first.name}"' if first else ""
+    return (f'<div class="vd-photo" data-panel="photo"><img class="vd-photo-shown" alt="the photo"{shown}>'
+            '<label class="vd-upload">Upload a photo <input type="file" accept="image/*"></label>'
+            f'<div class="vd-examples"><span>Examples:</span>{thumbs}</div>'
+            f'<p class="vd-note">{live_view.caption_html(photo_tab.CLASSES_NOTE)}</p></div>')
+
+
+def tab(prefix: str, model: str, views: list[dict]) -> str:
+    """One tab's HTML: the input, the prediction and the large view on top, then the other views (``views`` gets
+    each live view the page mounts)."""
+    config = model_config(model)
+    prompt = digit_tab.DRAW_PROMPT if prefix == "digit" else photo_tab.UPLOAD_PROMPT
+    stem = digit_tab.FIRST_EXAMPLE if prefix == "digit" else photo_tab.FIRST_EXAMPLE
+    examples = sorted((EXAMPLES / ("digits" if prefix == "digit" else "photos")).glob("*.png"))
+    first, analysis = starting_example(model, examples, stem)
+
+    def add(component, kind: str, value: str = "") -> str:
+        views.append(view(component, prefix, kind, value))
+        return mount_point(views[-1])
+
+    L, H = config.depth, config.heads
+    source = (f'<div id="canvas" class="vd-canvas">{pad_html(examples, first, prefix)}</div>' if prefix == "digit"
+              else photo_input(first))
+    reads = "" if prefix == "digit" else add(live_canvas("photo-reads", "photo", "input", "the square the model reads",
+                                                         photo_tab.READS_SIZE, photo_tab.READS_SIZE, scale=False),
+                                             "input")
+    top = (f'<div class="vd-top"><div class="vd-input">{source}{reads}</div>'
+           f'<div class="vd-prediction">{add(live_prediction(prefix, model_problem(model) or prompt), "prediction")}</div>'
+           f'<div class="vd-selected"><h3 class="vd-detail">One layer and head, large</h3>{controls(prefix, L, H)}'
+           + add(live_canvas(f"{prefix}-selected", prefix, "selected", "where [CLS] attends in the chosen layer and head"),
+                 "selected", starting_numbers(analysis, prompt)) + "</div></div>")
+    run = training_run(model)
+    training = ""
+    if not run.problem:
+        training = (f'<h3>Attention through training</h3><p class="vd-note">The same image through the model as it '
+                    f'was during training.</p><label id="{prefix}-training-position" class="vd-control">Training '
+                    f'progress <input type="range" min="1" max="{run.positions}" value="{run.positions}"></label>'
+                    + add(live_grid(f"{prefix}-training", prefix, "training", L, H,
+                                    "where [CLS] looked in every layer and head at this point of training",
+                                    positions=str(run.positions),
+                                    note=live_view.caption_html(training_view.trained_note(run))), "training"))
+    detail = (
+        '<div class="vd-detail"><div class="vd-row">'
+        f'<div><h3>What the model sees</h3><p class="vd-note">Click a patch to see where it looks.</p>'
+        + add(live_patches(f"{prefix}-patches", prefix, config.grid_size,
+                           "the input cut into numbered patches; click one to see where it looks"), "patches")
+        + f'</div><div><h3>Where [CLS] looks</h3><p class="vd-note">Every layer (rows) and head (columns), and each '
+        "layer's mean.</p>"
+        + add(live_grid(f"{prefix}-cls-grid", prefix, "cls", L, H, "where [CLS] looks in every layer and head"), "cls")
+        + '</div></div><div class="vd-row"><div><h3>Attention rollout</h3><p class="vd-note">[CLS] through all '
+        "layers, residuals included (Abnar &amp; Zuidema, 2020).</p>"
+        + add(live_canvas(f"{prefix}-rollout", prefix, "rollout", "attention rollout"), "rollout")
+        + f'</div><div><h3>{html.escape(attention_view.query_title(None).lstrip("# "))}</h3>'
+        + add(live_grid(f"{prefix}-query", prefix, "query", L, H, "where the chosen patch looks in every layer and head"),
+              "query")
+        + f"</div></div><div class=\"vd-row\"><div>{training}</div><div><h3>More in the Python app</h3>"
+        f'<p class="vd-note">{html.escape(SERVER_ONLY)}</p></div></div></div>')
+    return f'<section class="vd-tab" id="tab-{prefix}" data-panel="{prefix}"{"" if prefix == "digit" else " hidden"}>{top}{detail}</section>'
+
+
+def index_html(page: dict, body: str) -> str:
+    """The page: the app's header and tabs, the page's data (``page``: the models, the views), and its script."""
+    styles = "".join(f'<link rel="stylesheet" href="{name}">' for name in STYLES)
+    data = json.dumps(page).replace("</", "<\\/")  # no "</script>" inside the data
+    return f"""<!doctype html>
+<html lang="en">
+<head>
+<meta charset="utf-8">
+<meta name="viewport" content="width=device-width, initial-scale=1">
+<link rel="icon" href="data:,">
+<title>ViT demo: what a Vision Transformer looks at</title>
+{styles}
+</head>
+<body>
+<main id="vd-app">
+<header id="vd-header"><h1>What does a Vision Transformer look at?</h1></header>
+<p id="vd-intro">A ViT written from scratch in PyTorch, running in this page. Draw a digit or upload a photo: see its
+prediction, the patches it reads, and where every layer and attention head looks.</p>
+<nav class="vd-tabs" role="tablist">
+<button type="button" role="tab" data-tab="digit" aria-selected="true">Draw a digit (MNIST)</button>
+<button type="button" role="tab" data-tab="photo" aria-selected="false">Upload a photo (CIFAR-10)</button>
+</nav>
+<p class="vd-status" id="vd-status" hidden></p>
+{body}
+</main>
+<script type="application/json" id="vd-page">{data}</script>
+<script type="module" src="page/static.js"></script>
+</body>
+</html>
+"""
+
+
+def space_readme() -> str:
+    """The static Space's README.md: its front matter, then a short card."""
+    return f"""---
+title: ViT demo
+emoji: 🔍
+colorFrom: indigo
+colorTo: yellow
+sdk: static
+app_file: {PAGE}
+pinned: false
+short_description: "{SHORT_DESCRIPTION}"
+---
+{MARKER}
+
+# What does a Vision Transformer look at?
+
+Draw a digit or upload a photo and watch a Vision Transformer, written from scratch in PyTorch, classify it in your
+browser, with what every layer and every attention head looks at: the patch grid the model reads, [CLS] attention
+per layer and head, attention rollout, where any patch you click looks, and the model as it was during training.
+
+Two small models: one for handwritten digits (MNIST{accuracy_note("mnist")}), one for photos (CIFAR-10
+{accuracy_note("cifar10")}), exported to ONNX and run by onnxruntime-web (WebAssembly) in the page. Nothing is sent
+anywhere: once loaded, the page works offline.
+"""
+
+
+def build(target: Path) -> None:
+    """Write the static folder's contents into the empty folder ``target``."""
+    views: list[dict] = []
+    body = "".join(tab(prefix, model, views) for prefix, model in TABS.items())
+    models = {prefix: model_description(prefix, model) for prefix, model in TABS.items()}
+    for prefix, model in TABS.items():
+        graph, snapshots = graph_files(model)
+        (target / "models" / model / "snapshots").mkdir(parents=True)
+        shutil.copy2(graph, target / models[prefix]["graph"])
+        for path, snapshot in zip(snapshots, models[prefix]["snapshots"]):
+            shutil.copy2(path, target / snapshot["graph"])
+    (target / "page").mkdir()
+    for name in PAGE_SCRIPTS:
+        shutil.copy2(ASSETS / "page" / name, target / "page" / name)
+    for name in STYLES:
+        shutil.copy2(ASSETS / name, target / name)
+    shutil.copytree(ASSETS / VENDOR, target / VENDOR)
+    shutil.copytree(EXAMPLES, target / "examples")
+    canvas = {"script": (ASSETS / "canvas.js").read_text(encoding="utf-8")}
+    page = {"models": models, "views": views, "liveView": LIVE_VIEW_JS, "canvas": canvas}
+    (target / PAGE).write_text(index_html(page, body), encoding="utf-8")
+    (target / README).write_text(space_readme(), encoding="utf-8")
+    write_gitattributes(target)
+
+
+def write_static(folder: Path | str, force: bool = False) -> dict:
+    """Write the static Space into ``folder`` (created where needed; an earlier one, or with ``force`` any folder, is
+    rewritten whole, keeping only a ``.git``); return what was written, as one JSON-able record."""
+    folder = Path(folder)
+    for model in TABS.values():
+        problem = model_problem(model)
+        if problem:
+            raise StaticError(f"{problem} Nothing was written.")
+    try:
+        replace_folder(folder, force, MARKER, build)
+    except WeightsError as exc:
+        raise StaticError(f"{exc} Nothing was written.") from None
+    files = [p for p in folder.rglob("*") if p.is_file() and ".git" not in p.relative_to(folder).parts]
+    return {"static": str(folder), "files": len(files), "bytes": sum(p.stat().st_size for p in files),
+            "lfs_files": sum(needs_lfs(p) for p in files),
+            "serve": f"python -m http.server --directory {folder}", "deploy": f"hf upload USER/NAME {folder} --repo-type space"}
