@@ -112,10 +112,10 @@ def controls(prefix: str, layers: int, heads: int) -> str:
 
 def photo_input(first: Path | None) -> str:
     """The photo tab's input: an upload, the photo shown, and the examples (``first`` shown at the start)."""
-    thumbs = "".join(f'<button type="button" title="example: {html.escape(p.stem)}" data-src="examples/{p.name}">'
-                     f'<img alt="example {html.escape(p.stem)}" src="examples/{p.name}"></button>'
+    thumbs = "".join(f'<button type="button" title="example: {html.escape(p.stem)}" data-src="examples/photos/{p.name}">'
+                     f'<img alt="example {html.escape(p.stem)}" src="examples/photos/{p.name}"></button>'
                      for p in sorted((EXAMPLES / "photos").glob("*.png")))
-    shown = f' src="examples/{first.name}"' if first else ""
+    shown = f' src="examples/photos/{first.name}"' if first else ""
     return (f'<div class="vd-photo" data-panel="photo"><img class="vd-photo-shown" alt="the photo"{shown}>'
             '<label class="vd-upload">Upload a photo <input type="file" accept="image/*"></label>'
             f'<div class="vd-examples"><span>Examples:</span>{thumbs}</div>'
@@ -250,7 +250,7 @@ def build(target: Path) -> None:
     for name in STYLES:
         shutil.copy2(ASSETS / name, target / name)
     shutil.copytree(ASSETS / VENDOR, target / VENDOR)
-    shutil.copytree(EXAMPLES, target / "examples")
+    shutil.copytree(EXAMPLES / "photos", target / "examples" / "photos")  # the digits' are in the canvas' HTML
     canvas = {"script": (ASSETS / "canvas.js").read_text(encoding="utf-8")}
     page = {"models": models, "views": views, "liveView": LIVE_VIEW_JS, "canvas": canvas}
     (target / PAGE).write_text(index_html(page, body), encoding="utf-8")
