@@ -1,0 +1,19 @@
+// Node runner for tests/test_page_numbers.py: the page's numbers (vit_demo/assets/page/numbers.js) for attention
+// tensors and pixels that Python wrote, so that the test can hold them against vit_demo/live_view.py's.
+// Usage: node tests/page_numbers.mjs IN.json OUT.json, IN: [{attention: base64 float32 (L, H, T, T), layers, heads,
+// tokens, pixels: base64 uint8}], OUT: [{maps: base64 (L, H + 1, g, g) levels, rollout: [...], key, patch}].
+import { readFileSync, writeFileSync } from "node:fs";
+import { argmax, gridMaps, imageKey, quantise, rollout } from "../vit_demo/assets/page/numbers.js";
+
+const bytes = (text) => Uint8Array.from(Buffer.from(text, "base64"));
+const cases = JSON.parse(readFileSync(process.argv[2], "utf8"));
+const out = cases.map(({ attention, layers, heads, tokens, pixels }) => {
+  const raw = bytes(attention);
+  const weights = new Float32Array(raw.buffer, raw.byteOffset, raw.byteLength / 4);
+  const roll = rollout(weights, layers, heads, tokens);
+  return {
+    maps: Buffer.from(quantise(gridMaps(weights, layers, heads, tokens), tokens - 1)).toString("base64"),
+    rollout: Array.from(roll), patch: argmax(roll), key: imageKey(bytes(pixels)),
+  };
+});
+writeFileSync(process.argv[3], JSON.stringify(out));

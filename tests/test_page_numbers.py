@@ -1,0 +1,61 @@
+"""The page's numbers (vit_demo/assets/page/numbers.js, run by Node) against the server's (vit_demo/live_view.py,
+vit_demo/explain.py) for the same attention: [CLS] maps, rollout, the first query patch and the image's key. Real
+test images of both datasets where ../shared/data has them, generated ones otherwise (the fixtures say which)."""
+
+from __future__ import annotations
+
+import base64
+import json
+import shutil
+import subprocess
+
+import numpy as np
+import pytest
+import torch
+
+from conftest import REPO, mnist_test_digits
+from vit_demo import explain, live_view
+from vit_demo.ui.models import classifier
+
+NODE = shutil.which("node")
+pytestmark = pytest.mark.skipif(NODE is None, reason="Node.js (20 or later) is not installed")
+
+
+def page_numbers(cases: list[dict], tmp_path) -> list[dict]:
+    source, answer = tmp_path / "in.json", tmp_path / "out.json"
+    source.write_text(json.dumps(cases))
+    subprocess.run([NODE, str(REPO / "tests" / "page_numbers.mjs"), str(source), str(answer)], check=True, timeout=120)
+    return json.loads(answer.read_text())
+
+
+def check(model: str, images: np.ndarray, tmp_path) -> None:
+    """images: (N, H, W) or (N, H, W, 3) in [0, 1] on 256 levels."""
+    clf = classifier(model)
+    predictions = clf.predict_preprocessed(list(images))
+    config = clf.model.config
+    cases = [{"attention": base64.b64encode(p.attention.astype(np.float32).tobytes()).decode(),
+              "layers": config.depth, "heads": config.heads, "tokens": config.num_tokens,
+              "pixels": live_view.image_text(image)} for p, image in zip(predictions, images)]
+    differences = []
+    for p, image, page in zip(predictions, images, page_numbers(cases, tmp_path)):
+        server = live_view.quantise(live_view.grid_maps(p.attention))  # (L, H + 1, g, g)
+        levels = np.frombuffer(base64.b64decode(page["maps"]), dtype=np.uint8).reshape(server.shape)
+        differences.append(np.abs(levels.astype(int) - server).max())
+        rollout = explain.attention_rollout(p.attention)
+        np.testing.assert_allclose(np.array(page["rollout"]).reshape(rollout.shape), rollout, atol=1e-6)
+        assert page["patch"] == explain.first_query_patch(rollout)
+        assert page["key"] == live_view.image_key(image)
+    assert max(differences) <= 1  # a level, where float32 sums round the other way
+
+
+def test_digit_numbers_match_the_servers(mnist_root, tmp_path):
+    digits, _ = mnist_test_digits(mnist_root, 40)
+    check("mnist", digits.astype(np.float32) / 255, tmp_path)
+
+
+def test_photo_numbers_match_the_servers(cifar_root, tmp_path):
+    from vit_demo.data import load_split
+
+    photos, _ = load_split("cifar10", cifar_root, "test", download=False)
+    picked = photos[torch.linspace(0, len(photos) - 1, 20).long()]  # (20, 3, 32, 32) uint8, every class
+    check("cifar10", picked.permute(0, 2, 3, 1).numpy().astype(np.float32) / 255, tmp_path)
