@@ -301,12 +301,15 @@ def browser():
 
 
 @contextlib.contextmanager
-def app_page(browser, url: str, width: int = 1400, height: int | None = None, ready_timeout: float = 30_000):
+def app_page(browser, url: str, width: int = 1400, height: int | None = None, ready_timeout: float = 30_000,
+             init_script: str | None = None):
     """A fresh browser page on the app at ``url``, noting any request to another server and any console error, and
     the first answer (``page.first_answer``, its status and headers: app.py's starting page during a cold start),
-    once the canvas is ready (``ready_timeout`` ms)."""
+    once the canvas is ready (``ready_timeout`` ms); ``init_script`` runs in the page before its own scripts."""
     context = browser.new_context(viewport={"width": width, "height": height or (1000 if width > 600 else 844)},
                                   accept_downloads=True)
+    if init_script:
+        context.add_init_script(init_script)
     page = context.new_page()
     page.outside_requests = []
     page.console_errors = []

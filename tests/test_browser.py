@@ -32,7 +32,7 @@ def test_draw_a_digit_and_explore_its_attention(page, tmp_path):
     wait_for_label(page, "7")
     for view, shows in (("digit-selected", "6/mean"), ("digit-cls-grid", "grid"), ("digit-rollout", "map")):
         wait_for_live(page, view, shows)
-    assert "ms on" in page.locator("#digit-info").inner_text()
+    assert "ms in this page" in page.locator("#digit-info").inner_text()  # read by the page's own model
     assert "Where [CLS] attends: layer 6 of 6" in page.locator("#digit-selected").inner_text()  # captioned
     settled(page)  # the drawing's last answer has landed
     start = page.evaluate("() => window.vdLive.digit.patch")  # the patch the query view starts at
@@ -282,11 +282,12 @@ def test_fingers_and_pens_draw_too(page, pointer):
 
 
 def test_a_full_queue_refuses_an_upload_while_the_pen_is_still_answered(browser, busy_app):
-    """A room too big for the queue. The pen's strokes go to the canvas' server function, outside the queue: the
-    label still follows the pen, and the views follow once a worker is free (here: the held ones). An upload into
-    the full queue is told "busy, try again", and works again once there is room. Nothing fails in the page."""
+    """A room too big for the queue, where the server reads the drawings (?model=server: as in a browser without
+    WebAssembly). The pen's strokes go to the canvas' server function, outside the queue: the label still follows
+    the pen, and the views follow once a worker is free (here: the held ones). An upload into the full queue is told
+    "busy, try again", and works again once there is room. Nothing fails in the page."""
     shown = "() => window.vdLive.digit.state?.numbers.label"  # the drawing every view shows
-    with app_page(browser, busy_app.url) as page:
+    with app_page(browser, busy_app.url + "?model=server") as page:
         wait_for_label(page, "2")  # the example the page starts with
         draw(page, [(0.25, 0.2), (0.75, 0.2), (0.45, 0.85)], pause_ms=400)  # a 7, while every worker is held
         wait_for_label(page, "7", views=False)  # read while the pen was down
@@ -413,6 +414,25 @@ def test_the_training_slider_shows_the_drawing_through_earlier_models(browser, s
         wait_for_live(page, "digit-training", "trained")
         assert page.requests_made[before:] == []
         assert page.outside_requests == [] and page.console_errors == []
+
+
+def test_the_photo_tabs_training_slider_shows_the_shipped_models_snapshots(page):
+    # The shipped photo model kept six snapshots of its 300 epochs: the slider's stops 1 to 6, the trained model 7.
+    page.get_by_role("tab", name="Upload a photo (CIFAR-10)").click()
+    wait_for_label(page, "horse", panel="photo")  # the example the tab starts with
+    wait_for_live(page, "photo-training", "trained")
+    wait_for_text(page, "photo-training", "The trained model (epoch 300")
+    trained = live_pixels(page, "photo-training")
+    slider = page.locator("#photo-training-position input[type='number']")
+    slider.fill("1")
+    slider.press("Enter")
+    wait_for_live(page, "photo-training", "snapshot 1")
+    assert "Epoch 1 of 300" in page.locator("#photo-training").inner_text()
+    assert (live_pixels(page, "photo-training") != trained).any()  # the grid of the model at epoch 1
+    slider.fill("7")
+    slider.press("Enter")
+    wait_for_live(page, "photo-training", "trained")
+    assert page.outside_requests == [] and page.console_errors == []
 
 
 CANVAS_TOP = "() => document.querySelector('#canvas canvas.vd-draw').getBoundingClientRect().top + scrollY"
@@ -720,3 +740,30 @@ def test_patch_a_three_into_an_eight_and_read_the_lens(page):
     cells = page.locator("#digit-lens .vd-lens-cell")
     assert cells.count() == 6 and cells.nth(5).locator("b").inner_text() == "8"
     assert page.outside_requests == [] and page.console_errors == []
+
+
+def test_the_page_reads_drawings_with_its_own_model(page):
+    """The page runs the digit model itself (onnxruntime-web): a stroke, its views and another patch's map cost no
+    request at all."""
+    page.wait_for_selector("#canvas canvas.vd-draw[data-model=page]", timeout=30000)
+    asked = len(page.requests_made)
+    draw(page, [(0.25, 0.2), (0.75, 0.2), (0.45, 0.85)], pause_ms=200)  # a 7, read while the pen is down too
+    wait_for_label(page, "7")
+    wait_for_live(page, "digit-cls-grid", "grid")
+    settled(page)
+    page.locator("#digit-patches canvas").click(position={"x": 5, "y": 5})  # patch 0
+    wait_for_live(page, "digit-query", "query 0")
+    assert page.requests_made[asked:] == []
+    assert "ms in this page" in page.locator("#digit-info").inner_text()
+
+
+def test_without_webassembly_the_server_reads_the_drawings(browser, app_url):
+    """A browser that can't run the page's model: the canvas' server function reads every stroke, as before."""
+    with app_page(browser, app_url, init_script="delete globalThis.WebAssembly;") as page:
+        asked = len(page.requests_made)
+        draw(page, [(0.25, 0.2), (0.75, 0.2), (0.45, 0.85)])  # a 7
+        wait_for_label(page, "7")
+        assert page.evaluate("document.querySelector('#canvas canvas.vd-draw').dataset.model") is None
+        assert "ms on" in page.locator("#digit-info").inner_text()  # the server's model
+        assert any("gradio_api" in url for url in page.requests_made[asked:])
+        assert page.console_errors == []

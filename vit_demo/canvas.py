@@ -11,6 +11,7 @@ from __future__ import annotations
 import base64
 import binascii
 import html
+import json
 from collections.abc import Callable
 from pathlib import Path
 
@@ -25,8 +26,9 @@ DRAWING_PIXELS = 336  # the canvas' own resolution; CSS scales it to the page
 PENS = (("thin pen", 8), ("pen", 18), ("brush", 34))
 
 
-def pad_html(examples: list[Path], first: Path | None, panel: str) -> str:
-    """The canvas' HTML: the drawing surface, the pens, Clear, and the examples (``first``: shown at the start)."""
+def pad_html(examples: list[Path], first: Path | None, panel: str, page_model: dict | None = None) -> str:
+    """The canvas' HTML: the drawing surface, the pens, Clear, and the examples (``first``: shown at the start);
+    ``page_model``: the model the page runs itself (vit_demo/page_model.py), None: the server reads every drawing."""
     pens = "".join(
         f'<button type="button" class="vd-pen" data-width="{width}" aria-pressed="{str(i == 1).lower()}">{name}</button>'
         for i, (name, width) in enumerate(PENS)
@@ -38,7 +40,8 @@ def pad_html(examples: list[Path], first: Path | None, panel: str) -> str:
         for p in examples
     )
     return (
-        f'<div class="vd-pad" data-panel="{panel}">'
+        f'<div class="vd-pad" data-panel="{panel}"'
+        + (f' data-page-model="{html.escape(json.dumps(page_model))}"' if page_model else "") + ">"
         f'<canvas class="vd-draw" width="{DRAWING_PIXELS}" height="{DRAWING_PIXELS}" '
         'aria-label="drawing canvas: draw a digit with the mouse, a finger or a pen"></canvas>'
         f'<div class="vd-bar">{pens}<button type="button" class="vd-clear">Clear</button></div>'
@@ -48,13 +51,14 @@ def pad_html(examples: list[Path], first: Path | None, panel: str) -> str:
 
 
 def drawing_canvas(examples: list[Path], stroke: Callable[[dict], dict], first: Path | None = None,
-                   elem_id: str = "canvas", panel: str = "digit") -> gr.HTML:
-    """The canvas component. As the pen moves and when it lifts, it sends the drawing (as base64, see
-    :func:`decode_drawing`) to its server function ``stroke`` and hands the answer to tab ``panel``'s views
-    (``assets/live_view.js``). ``first``: the example it shows at the start, until the pen touches it."""
+                   elem_id: str = "canvas", panel: str = "digit", page_model: dict | None = None) -> gr.HTML:
+    """The canvas component. As the pen moves and when it lifts, it hands the drawing (as base64, see
+    :func:`decode_drawing`) to the page's own model (``page_model``, where given and the browser can run it) or to
+    its server function ``stroke``, and the answer to tab ``panel``'s views (``assets/live_view.js``). ``first``: the
+    example it shows at the start, until the pen touches it."""
     return gr.HTML(
         value="",
-        html_template=pad_html(examples, first, panel),
+        html_template=pad_html(examples, first, panel, page_model),
         server_functions=[stroke],
         css_template=(ASSETS / "canvas.css").read_text(encoding="utf-8"),
         js_on_load=(ASSETS / "canvas.js").read_text(encoding="utf-8"),

@@ -17,21 +17,19 @@ Publish it with ``hf upload USER/NAME DIR --repo-type space``.
 
 from __future__ import annotations
 
-import base64
 import html
 import json
 import shutil
+from collections.abc import Callable
 from pathlib import Path
 
-from vit_demo import live_view, render
+from vit_demo import live_view
 from vit_demo.canvas import ASSETS, pad_html
-from vit_demo.onnx_export import MODEL_FILE, expected_metadata, stale_graphs
 from vit_demo.space import README, REPO, accuracy_note, needs_lfs, replace_folder, write_gitattributes
-from vit_demo.ui import attention_view, digit_tab, photo_tab, training_view
-from vit_demo.ui.components import LARGE, LIVE_VIEW_JS, live_canvas, live_grid, live_patches, live_prediction
-from vit_demo.ui.models import (classifier, model_config, model_problem, starting_example,
-                                training_run, weights_folder)
-from vit_demo.ui.panel import INFO_TEXT, READING_TEXT, UNREADABLE_TEXT, starting_numbers, unfamiliar_text
+from vit_demo.ui import attention_view, digit_tab, heads_view, page_model, photo_tab, training_view
+from vit_demo.ui.components import LIVE_VIEW_JS, live_canvas, live_grid, live_patches, live_prediction
+from vit_demo.ui.models import model_config, model_problem, starting_example, training_run, weights_folder
+from vit_demo.ui.panel import starting_numbers
 from vit_demo.weights import WeightsError
 
 MARKER = "<!-- Written by `python -m vit_demo static`: running it again rewrites this folder. -->"
@@ -40,58 +38,40 @@ PAGE = "index.html"
 EXAMPLES = REPO / "examples"
 TABS = {"digit": digit_tab.MODEL, "photo": photo_tab.MODEL}  # the page's tabs and their models
 PAGE_SCRIPTS = ("numbers.js", "model.js", "preprocess.js", "source.js", "static.js")  # assets/page/
-STYLES = ("app.css", "canvas.css", "page/static.css")  # assets/
+STYLES = ("app.css", "canvas.css", "heads_view.css", "page/static.css")  # assets/
 VENDOR = "vendor/onnxruntime-web"  # assets/: the page's runtime, with its licence note and checksums
-SERVER_ONLY = ("Why this class (class relevance) needs gradients, and the faithfulness scores, export and what each "
-               "head does need the Python app: run it with the README's first command, or use the Gradio Space.")
+SERVER_ONLY = ("Why this class (class relevance: it needs the model's gradients), how far to trust each map "
+               "(faithfulness), export for slides and patching one image into another run in the Python app: start "
+               "it with the README's first command, or open the Gradio Space.")
 
 
 class StaticError(ValueError):
     """The static folder can't be written; the message says why and what to do."""
 
 
-def graph_files(model: str) -> tuple[Path, list[Path]]:
-    """A model's exported graph and its snapshots' (oldest first), checked to exist and to match its weights."""
-    folder = weights_folder(model)
-    stale = stale_graphs(folder)
-    if stale:
-        raise StaticError(f"The {model} graphs are missing or older than the weights ({', '.join(stale)}): make them "
-                          f"with `python -m vit_demo onnx --model {model}`. Nothing was written.")
-    return folder / MODEL_FILE, [folder / name for name in expected_metadata(folder) if name != MODEL_FILE]
+def relative(folder: Path) -> Callable[[Path], str]:
+    """Where the page finds a graph file of the weights ``folder``, once copied into the static folder."""
+    return lambda path: f"models/{folder.name}/{path.relative_to(folder).as_posix()}"
 
 
-def model_description(tab: str, model: str) -> dict:
-    """What the page's model needs to know of ``model`` (assets/page/source.js): its shape, classes, calibration,
-    graphs (addresses within the folder) and the captions the server would write, with {fields} to fill in."""
-    config, clf, run = model_config(model), classifier(model), training_run(model)
-    prompt = digit_tab.DRAW_PROMPT if tab == "digit" else photo_tab.UPLOAD_PROMPT
-    blank = digit_tab.DRAW_PROMPT if tab == "digit" else photo_tab.BLANK_PHOTO
-    unfamiliar = clf.info.unfamiliar
-    _, snapshots = graph_files(model)
-    return {
-        "name": model, "classes": list(clf.classes), "temperature": clf.temperature,
-        "unfamiliar": unfamiliar.to_dict() if unfamiliar else None,
-        "height": config.image_size, "width": config.image_size, "channels": config.in_channels,
-        "layers": config.depth, "heads": config.heads, "tokens": config.num_tokens, "grid": config.grid_size,
-        "large": LARGE, "alpha": render.HEAT_ALPHA,
-        "colormap": base64.b64encode(render.colormap("inferno").astype("uint8").tobytes()).decode(),
-        "graph": f"models/{model}/{MODEL_FILE}",
-        "snapshots": [{"graph": f"models/{model}/snapshots/{path.name}",
-                       "note": live_view.caption_html(training_view.snapshot_note(run, i + 1, "{label}", "{percent}"))}
-                      for i, path in enumerate(snapshots)],
-        "texts": {key: live_view.caption_html(text) for key, text in {
-            "prompt": prompt, "blank": blank, "notice": unfamiliar_text(model),
-            "unreadable": UNREADABLE_TEXT, "query": attention_view.query_title("{patch}"),
-            "info": INFO_TEXT.format(label="{label}", percent="{percent}", ms="{ms}", where="in this page"),
-            "reading": READING_TEXT}.items()},
-    }
+def model_description(prefix: str, model: str) -> dict:
+    """The page's model of tab ``prefix`` (vit_demo/page_model.py), its graphs at ``models/<model>/``."""
+    prompt = digit_tab.DRAW_PROMPT if prefix == "digit" else photo_tab.UPLOAD_PROMPT
+    blank = digit_tab.DRAW_PROMPT if prefix == "digit" else photo_tab.BLANK_PHOTO
+    return page_model.description(model, prompt, blank, relative(weights_folder(model)))
 
 
-def view(component, prefix: str, kind: str, value: str = "") -> dict:
+def view(component, prefix: str, kind: str, value: str = "", heads: bool = False) -> dict:
     """A live view of the app (a ``gr.HTML`` made by vit_demo/ui/components.py) as the page mounts it: its element,
-    template, and the live_view.js view it runs."""
+    template, and the live_view.js view it runs (``heads``: one of assets/heads_view.js's, which runs in its scope)."""
     return {"id": component.elem_id, "classes": " ".join(component.elem_classes), "template": component.html_template,
-            "prefix": prefix, "view": kind, "value": value or component.value or ""}
+            "prefix": prefix, "view": kind, "value": value or component.value or "", "heads": heads}
+
+
+def section(markdown: str) -> str:
+    """A title and its text, as the app's markdown writes them ("### Title" then the text)."""
+    title, _, text = markdown.partition("\n")
+    return f"<h3>{html.escape(title.lstrip('# '))}</h3><p class=\"vd-note\">{live_view.caption_html(text)}</p>"
 
 
 def mount_point(spec: dict) -> str:
@@ -131,8 +111,8 @@ def tab(prefix: str, model: str, views: list[dict]) -> str:
     examples = sorted((EXAMPLES / ("digits" if prefix == "digit" else "photos")).glob("*.png"))
     first, analysis = starting_example(model, examples, stem)
 
-    def add(component, kind: str, value: str = "") -> str:
-        views.append(view(component, prefix, kind, value))
+    def add(component, kind: str, value: str = "", heads: bool = False) -> str:
+        views.append(view(component, prefix, kind, value, heads))
         return mount_point(views[-1])
 
     L, H = config.depth, config.heads
@@ -171,7 +151,17 @@ def tab(prefix: str, model: str, views: list[dict]) -> str:
         + add(live_grid(f"{prefix}-query", prefix, "query", L, H, "where the chosen patch looks in every layer and head"),
               "query")
         + f"</div></div><div class=\"vd-row\"><div>{training}</div><div><h3>More in the Python app</h3>"
-        f'<p class="vd-note">{html.escape(SERVER_ONLY)}</p></div></div></div>')
+        f'<p class="vd-note">{html.escape(SERVER_ONLY)}</p></div></div>'
+        '<h2 class="vd-heads-title">What each head does</h2><div class="vd-row"><div>'
+        + section(heads_view.KNOCKOUT_TITLE)
+        + add(heads_view.heads_html(prefix, "board", heads_view.board_template(
+            prefix, config, heads_view.ablation_means_or_none(model) is not None), [], f"{prefix}-board"),
+            "board", heads=True)
+        + f'<p class="vd-note">{live_view.caption_html(heads_view.KNOCKOUT_NOTE)}</p></div><div>'
+        + section(heads_view.LENS_TITLE)
+        + add(heads_view.heads_html(prefix, "lens", heads_view.lens_template(config), [], f"{prefix}-lens"),
+              "lens", heads=True)
+        + f'<p class="vd-note">{live_view.caption_html(heads_view.LENS_NOTE)}</p></div></div></div>')
     return f'<section class="vd-tab" id="tab-{prefix}" data-panel="{prefix}"{"" if prefix == "digit" else " hidden"}>{top}{detail}</section>'
 
 
@@ -238,12 +228,12 @@ def build(target: Path) -> None:
     views: list[dict] = []
     body = "".join(tab(prefix, model, views) for prefix, model in TABS.items())
     models = {prefix: model_description(prefix, model) for prefix, model in TABS.items()}
-    for prefix, model in TABS.items():
-        graph, snapshots = graph_files(model)
-        (target / "models" / model / "snapshots").mkdir(parents=True)
-        shutil.copy2(graph, target / models[prefix]["graph"])
-        for path, snapshot in zip(snapshots, models[prefix]["snapshots"]):
-            shutil.copy2(path, target / snapshot["graph"])
+    for model in TABS.values():
+        graph, snapshots = page_model.graph_files(model)
+        for path in (graph, *snapshots):
+            copy = target / relative(weights_folder(model))(path)
+            copy.parent.mkdir(parents=True, exist_ok=True)
+            shutil.copy2(path, copy)
     (target / "page").mkdir()
     for name in PAGE_SCRIPTS:
         shutil.copy2(ASSETS / "page" / name, target / "page" / name)
@@ -252,7 +242,8 @@ def build(target: Path) -> None:
     shutil.copytree(ASSETS / VENDOR, target / VENDOR)
     shutil.copytree(EXAMPLES / "photos", target / "examples" / "photos")  # the digits' are in the canvas' HTML
     canvas = {"script": (ASSETS / "canvas.js").read_text(encoding="utf-8")}
-    page = {"models": models, "views": views, "liveView": LIVE_VIEW_JS, "canvas": canvas}
+    page = {"models": models, "views": views, "liveView": LIVE_VIEW_JS, "headsView": heads_view.HEADS_JS,
+            "canvas": canvas}
     (target / PAGE).write_text(index_html(page, body), encoding="utf-8")
     (target / README).write_text(space_readme(), encoding="utf-8")
     write_gitattributes(target)
@@ -268,7 +259,7 @@ def write_static(folder: Path | str, force: bool = False) -> dict:
             raise StaticError(f"{problem} Nothing was written.")
     try:
         replace_folder(folder, force, MARKER, build)
-    except WeightsError as exc:
+    except (WeightsError, page_model.GraphsMissing) as exc:
         raise StaticError(f"{exc} Nothing was written.") from None
     files = [p for p in folder.rglob("*") if p.is_file() and ".git" not in p.relative_to(folder).parts]
     return {"static": str(folder), "files": len(files), "bytes": sum(p.stat().st_size for p in files),

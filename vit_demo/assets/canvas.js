@@ -1,13 +1,16 @@
-// A light drawing canvas: draws locally and sends the drawing, downsampled to SMALL x SMALL pixels
-// (ink = 255), as base64 to its server function (server.stroke: one small request, outside Gradio's queue), then
-// hands the answer to its tab's views (vit_demo/assets/live_view.js: window.vdLive[panel].receive). It sends while
-// a stroke is in progress (at most every THROTTLE_MS), asking for the prediction alone, and when the stroke ends,
-// asking for every view's numbers too; one request at a time: a drawing made while one is under way waits for its
-// answer, and only the latest is sent.
+// A light drawing canvas: draws locally and hands the drawing, downsampled to SMALL x SMALL pixels (ink = 255), as
+// base64 to whatever answers it, then hands the answer to its tab's views (vit_demo/assets/live_view.js:
+// window.vdLive[panel].receive). What answers: the page's own model (assets/page/source.js, where the pad names it in
+// data-page-model and the browser runs WebAssembly), or else its server function (server.stroke: one small request,
+// outside Gradio's queue). A drawing is read while a stroke is in progress (as often as the pointer moves with the
+// page's model; at most every THROTTLE_MS from the server), asking for the prediction alone, and when the stroke
+// ends, asking for every view's numbers too; one drawing at a time: one made while another is being answered waits
+// for that answer, and only the latest is sent.
 // At the start it shows an example (the one whose numbers came with the page); the pen's first touch clears it.
 const SMALL = 112;
 const THROTTLE_MS = 333; // readings while the pen is down: three a second at most
-const PANEL = element.querySelector(".vd-pad").dataset.panel;
+const PAD = element.querySelector(".vd-pad");
+const PANEL = PAD.dataset.panel;
 const canvas = element.querySelector("canvas.vd-draw");
 const ctx = canvas.getContext("2d", { willReadFrequently: true });
 const small = document.createElement("canvas");
@@ -21,6 +24,27 @@ let pending = null;
 let sending = false; // a request is under way
 let waiting = null; // the drawing to send once it is answered (null: none)
 let example = false; // the canvas shows the starting example, which the pen's first touch clears
+let answerer = server; // what reads a drawing: the page's model once it is loaded, else the server
+
+function usePageModel() {
+  // Load the page's model where the pad names it (the app's ?model=server keeps the server); once it is ready it reads
+  // every drawing, and answers the views' questions it can (live_view.js asks live.ask). Where it can't load (no
+  // WebAssembly, a failed download), the server goes on answering.
+  const described = PAD.dataset.pageModel;
+  const forced = new URLSearchParams(window.location.search).get("model") === "server";
+  if (!described || forced || typeof WebAssembly !== "object") return;
+  const { source, model } = JSON.parse(described);
+  import(new URL(source, document.baseURI).href)
+    .then(async ({ pageSource }) => {
+      const page = pageSource(model, document.baseURI);
+      await page.ready();
+      answerer = page;
+      const live = ((window.vdLive ??= {})[PANEL] ??= {});
+      for (const kind of ["query", "snapshot", "knockout", "lens"]) (live.ask ??= {})[kind] = page[kind];
+      canvas.dataset.model = "page"; // for tests and scripts: drawings are read in the page
+    })
+    .catch((error) => console.warn("The model runs on the server:", error));
+}
 
 function reset() {
   ctx.fillStyle = "#fff";
@@ -50,8 +74,15 @@ async function post(drawing, views) {
   const choice = live?.choice ?? null, relevance = live?.onScreen?.has("relevance") ?? true;
   let answer;
   try {
-    answer = await server.stroke({ drawing, choice, views, relevance });
+    answer = await answerer.stroke({ drawing, choice, views, relevance });
   } catch (error) {
+    if (answerer !== server) { // the page's model failed: the server reads this drawing and the next ones
+      console.warn("The model runs on the server:", error);
+      answerer = server;
+      delete canvas.dataset.model;
+      sending = false;
+      return post(drawing, views);
+    }
     answer = { message: "The server did not answer: draw again to retry." };
   }
   sending = false;
@@ -73,7 +104,7 @@ function send() {
 }
 
 function sendSoon() {
-  const wait = THROTTLE_MS - (performance.now() - lastSent);
+  const wait = (answerer.inPage ? 0 : THROTTLE_MS) - (performance.now() - lastSent);
   if (wait <= 0) send();
   else if (pending === null) pending = setTimeout(send, wait);
 }
@@ -163,3 +194,4 @@ ctx.lineJoin = "round";
 ctx.strokeStyle = "#000";
 setPen(element.querySelector("button.vd-pen[aria-pressed='true']"));
 canvas.dataset.ready = "true";  // listening: tests and scripts wait for this before drawing
+usePageModel();

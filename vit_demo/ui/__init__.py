@@ -8,6 +8,7 @@ functions the CLI and the tests use. One module per part:
 - ``components``: Gradio components made for this app (undecoded inputs, picture outputs cached once).
 - ``attention_view``, ``explanation_view``, ``training_view``: the views of an image, each with its controls.
 - ``panel``: a tab's views put together; ``digit_tab``, ``photo_tab``, ``inside_tab``: the tabs.
+- ``page_model``: what the page needs to run a model itself (the static Space uses it too).
 - ``serving``: tuning for a room on 2 vCPUs; ``demo``: the whole app, its warm-up and launch.
 """
 

@@ -8,6 +8,8 @@ from typing import Any
 
 import gradio as gr
 
+from vit_demo.ui.page_model import served_paths
+from vit_demo.ui import digit_tab, photo_tab
 from vit_demo.ui.classify_api import build_classify_api
 from vit_demo.ui.digit_tab import build_digit_tab
 from vit_demo.ui.inside_tab import build_inside_tab
@@ -35,6 +37,7 @@ TALK_KEYS = (ASSETS / "talk.js").read_text(encoding="utf-8")
 
 
 def build_demo() -> gr.Blocks:
+    gr.set_static_paths(served_paths([digit_tab.MODEL, photo_tab.MODEL]))  # the page's own model: page_model.py
     with gr.Blocks(title="ViT demo: what a Vision Transformer looks at", delete_cache=CACHE_SWEEP) as demo:
         with gr.Column(elem_id="vd-app"):  # the whole page: talk mode sets its class
             with gr.Row(elem_id="vd-header"):

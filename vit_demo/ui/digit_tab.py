@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from vit_demo.canvas import decode_drawing, drawing_canvas
+from vit_demo.ui.page_model import app_description
 from vit_demo.preprocess import InputError
 from vit_demo.ui.components import UndecodedSketch
 from vit_demo.ui.explanation_view import PREDICTED_CHOICE, explain_label
@@ -73,7 +74,9 @@ def predict_digits(paths: list[str | None]) -> list[list]:
 
 def build_digit_tab(examples: list) -> Panel:
     first, analysis = starting_example(MODEL, examples, FIRST_EXAMPLE)  # shown with the numbers that come with the page
-    digit, _ = build_panel("digit", MODEL, DRAW_PROMPT, lambda: drawing_canvas(examples, stroke, first), analysis)
+    in_page = None if model_problem(MODEL) else app_description(MODEL, DRAW_PROMPT, DRAW_PROMPT)
+    digit, _ = build_panel("digit", MODEL, DRAW_PROMPT,
+                           lambda: drawing_canvas(examples, stroke, first, page_model=in_page), analysis)
     # API only: a sketch value (or an image as its composite) for scripts.
     sketch = UndecodedSketch(visible=False)
     sketch.change(predict_digits, sketch, digit.api_outputs, api_name="predict_digit", batch=True,

@@ -66,6 +66,11 @@ def knockout_run(model: str, image: np.ndarray, off: HeadsOff) -> dict:
             "predicted": int(result.predicted[0]), "runner_up": int(result.runner_up[0])}
 
 
+# What the prediction view says with heads off (filled in here, and by the page's own model: vit_demo/page_model.py).
+KNOCKOUT_TEXT = ("**{label}** ({percent}%) with {count} of {total} heads off ({mode}-ablation); with every head on, "
+                 "{intact} ({intact_percent}%) · logit difference {intact} − {runner_up}: {before} → {after}")
+
+
 def knockout_answer(model: str, image: np.ndarray, request: dict) -> dict:
     """The page's numbers for the image with some heads off: the ablated prediction (calibrated probabilities, as
     the prediction view shows them), the logit difference before and after, and the ablated run's [CLS] maps
@@ -81,10 +86,10 @@ def knockout_answer(model: str, image: np.ndarray, request: dict) -> dict:
     mask = heads.head_mask(clf.model, off.off)  # (L, H)
     label = names[int(ablated.argmax())]
     count = int(mask.sum())
-    info = (f"**{label}** ({100 * float(ablated.max()):.1f}%) with {count} of {mask.numel()} heads off "
-            f"({mode}-ablation); with every head on, {names[predicted]} ({100 * float(intact.max()):.1f}%) · "
-            f"logit difference {names[predicted]} − {names[runner_up]}: {diffs['logits']:.2f} → "
-            f"{diffs['ablated']:.2f}")
+    info = KNOCKOUT_TEXT.format(label=label, percent=f"{100 * float(ablated.max()):.1f}", count=count,
+                                total=mask.numel(), mode=mode, intact=names[predicted],
+                                intact_percent=f"{100 * float(intact.max()):.1f}", runner_up=names[runner_up],
+                                before=f"{diffs['logits']:.2f}", after=f"{diffs['ablated']:.2f}")
     return {
         "off": mask.nonzero().tolist(), "mode": mode, "label": label,
         "probs": {name: float(p) for name, p in zip(names, ablated)},
@@ -226,6 +231,27 @@ def heads_html(prefix: str, view: str, template: str, ask: list[Callable[[dict],
                    padding=False)
 
 
+def board_template(prefix: str, config: ViTConfig, means: bool) -> str:
+    """The board's HTML: a toggle per head and layer (heads_view.js draws them), mean or zero ablation (mean only
+    where the weights have ``means``), all heads on, and the logit difference."""
+    return (f'<div class="vd-board" data-layers="{config.depth}" data-heads="{config.heads}" '
+            f'data-means="{str(means).lower()}" role="group" aria-label="switch heads off"></div>'
+            '<div class="vd-board-bar"><label><input type="radio" name="vd-mode-' + prefix + '" value="mean"'
+            f'{" checked" if means else " disabled"}> mean-ablation</label><label><input type="radio" '
+            f'name="vd-mode-{prefix}" value="zero"{"" if means else " checked"}> zero-ablation</label>'
+            '<button type="button" class="vd-heads-reset">All heads on</button></div>'
+            '<div class="vd-caption vd-board-status" aria-live="polite"></div>'
+            '<div class="vd-logit-diff"></div>')
+
+
+def lens_template(config: ViTConfig) -> str:
+    """The lens strip's HTML: [CLS]'s answer after each layer, and a canvas for the per-patch maps."""
+    return ('<div class="vd-caption" aria-live="polite"></div><div class="vd-lens-strip"></div>'
+            f'<canvas class="vd-live-canvas vd-lens-maps" width="{config.depth * (LENS_TILE + 6) - 6}" '
+            f'height="{LENS_TILE}" role="img" aria-label="per patch, the probability of the answer after each '
+            f'layer"></canvas>{colour_scale("0", "1 (the answer for sure)")}')
+
+
 def build_heads(prefix: str, model: str, config: ViTConfig) -> None:
     """The section "What each head does" of a tab: the board beside the lens strip, then the patching grids; talk mode
     hides it with the other detail views."""
@@ -234,24 +260,11 @@ def build_heads(prefix: str, model: str, config: ViTConfig) -> None:
     with gr.Row(equal_height=False):
         with gr.Column(scale=1, min_width=300):
             gr.Markdown(KNOCKOUT_TITLE)
-            heads_html(prefix, "board", (
-                f'<div class="vd-board" data-layers="{config.depth}" data-heads="{config.heads}" '
-                f'data-means="{str(means).lower()}" role="group" aria-label="switch heads off"></div>'
-                '<div class="vd-board-bar"><label><input type="radio" name="vd-mode-' + prefix + '" value="mean"'
-                f'{" checked" if means else " disabled"}> mean-ablation</label><label><input type="radio" '
-                f'name="vd-mode-{prefix}" value="zero"{"" if means else " checked"}> zero-ablation</label>'
-                '<button type="button" class="vd-heads-reset">All heads on</button></div>'
-                '<div class="vd-caption vd-board-status" aria-live="polite"></div>'
-                '<div class="vd-logit-diff"></div>'), [ask_knockout(model)], f"{prefix}-board")
+            heads_html(prefix, "board", board_template(prefix, config, means), [ask_knockout(model)], f"{prefix}-board")
             gr.Markdown(KNOCKOUT_NOTE, elem_classes="vd-note")
         with gr.Column(scale=1, min_width=300):
             gr.Markdown(LENS_TITLE)
-            heads_html(prefix, "lens", (
-                '<div class="vd-caption" aria-live="polite"></div><div class="vd-lens-strip"></div>'
-                f'<canvas class="vd-live-canvas vd-lens-maps" width="{config.depth * (LENS_TILE + 6) - 6}" '
-                f'height="{LENS_TILE}" role="img" aria-label="per patch, the probability of the answer after each '
-                f'layer"></canvas>{colour_scale("0", "1 (the answer for sure)")}'),
-                [ask_lens(model)], f"{prefix}-lens")
+            heads_html(prefix, "lens", lens_template(config), [ask_lens(model)], f"{prefix}-lens")
             gr.Markdown(LENS_NOTE, elem_classes="vd-note")
     gr.Markdown(PATCHING_TITLE)
     heads_html(prefix, "patching", (

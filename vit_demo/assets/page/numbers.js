@@ -34,7 +34,7 @@ export function gridMaps(attention, layers, heads, tokens, token = 0) {
   return out;
 }
 
-function roundHalfEven(x) {
+export function roundHalfEven(x) {
   // numpy's round: halves to the even neighbour.
   const r = Math.round(x);
   return Math.abs(x % 1) === 0.5 && r % 2 !== 0 ? r - 1 : r;

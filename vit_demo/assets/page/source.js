@@ -7,7 +7,8 @@
 // unfamiliar rule, graph and snapshot graphs (addresses relative to ``base``), and its captions with {fields}.
 import { InputError, NothingDrawn, preprocessDrawing, preprocessPhoto } from "./preprocess.js";
 import * as graph from "./model.js";
-import { argmax, fill, gridPayload, imageKey, payload, percent, reading, softmax } from "./numbers.js";
+import { argmax, base64, fill, gridPayload, imageKey, mapPayload, payload, percent, reading, rollout, roundHalfEven,
+         softmax } from "./numbers.js";
 
 const CANVAS = 112; // the canvas' copy of a drawing, pixels a side (canvas.js SMALL, vit_demo/canvas.py CANVAS_SIZE)
 
@@ -33,7 +34,9 @@ export function pageSource(model, base) {
       throw new Error(`the image has ${pixels.length} bytes where this model reads ${model.height * model.width * model.channels}`);
     return pixels;
   };
-  const offOf = (request) => ({ off: (request.off ?? []).map(([l, h]) => l * model.heads + h), mode: request.mode ?? "mean" });
+  const offOf = (request) => ({ // the heads a request switches off, as layer * heads + head, in order
+    off: [...new Set((request.off ?? []).map(([l, h]) => l * model.heads + h))].sort((a, b) => a - b),
+    mode: request.mode ?? "mean" });
   const answering = (answer) => async (request) => {
     // A view's server function in the page: the answer with the image's key, or {error} as the server says it.
     try {
@@ -51,6 +54,9 @@ export function pageSource(model, base) {
   }
 
   return {
+    inPage: true, // the canvas reads drawings as often as the pointer moves: no request is made
+    ready: () => graph.session(address(model.graph)), // the graph loaded: the first drawing need not wait for it
+
     async stroke(request) {
       // digit_tab.stroke: {drawing: the canvas' 112 x 112 ink as base64, views: false while the pen is down}.
       if (!request?.drawing) return message(model.texts.prompt);
@@ -87,6 +93,52 @@ export function pageSource(model, base) {
         throw new Error(`There is no patch ${patch}: this image has ${patches} patches, numbered 0 to ${patches - 1}.`);
       const [run] = await graph.run(address(model.graph), model, [pixels], offOf(request));
       return gridPayload(run.attention, model, 1 + patch, { patch, title: fill(model.texts.query, { patch }) });
+    }),
+
+    knockout: answering(async (pixels, request) => {
+      // heads_view.knockout_answer: the prediction and [CLS] maps with the heads switched off, and the logit
+      // difference (the intact model's class against its runner-up) before and after.
+      const off = offOf(request), T = model.temperature;
+      if (!off.off.length) throw new Error("no head is switched off");
+      const [[intact], [ablated]] = await Promise.all([graph.run(address(model.graph), model, [pixels]),
+                                                        graph.run(address(model.graph), model, [pixels], off)]);
+      const raw = (run) => Array.from(run.logits, (z) => z * T); // the graph's logits are divided by T
+      const before = raw(intact), after = raw(ablated);
+      const order = [...before.keys()].sort((a, b) => before[b] - before[a]), [top, second] = order;
+      const intactProbs = softmax(intact.logits), probs = softmax(ablated.logits), label = model.classes[argmax(probs)];
+      const diff = (logits) => logits[top] - logits[second];
+      return {
+        off: off.off.map((i) => [Math.floor(i / model.heads), i % model.heads]), mode: off.mode, label,
+        probs: Object.fromEntries(model.classes.map((name, i) => [name, probs[i]])),
+        intact: { label: model.classes[top], probability: intactProbs[top] },
+        predicted: model.classes[top], runner_up: model.classes[second],
+        logit_diff: { intact: Number(diff(before).toFixed(4)), ablated: Number(diff(after).toFixed(4)) },
+        info: fill(model.texts.knockout, {
+          label, percent: percent(Math.max(...probs)), count: off.off.length, total: model.layers * model.heads,
+          mode: off.mode, intact: model.classes[top], intact_percent: percent(intactProbs[top]),
+          runner_up: model.classes[second], before: diff(before).toFixed(2), after: diff(after).toFixed(2) }),
+        maps: gridPayload(ablated.attention, model).maps,
+        rollout: mapPayload(rollout(ablated.attention, model.layers, model.heads, model.tokens)),
+      };
+    }),
+
+    lens: answering(async (pixels, request) => {
+      // heads_view.lens_answer: what [CLS] would answer after each layer (calibrated), and per patch the
+      // probability of the final answer read from each patch token after each layer (not calibrated), 0..255.
+      const [run] = await graph.run(address(model.graph), model, [pixels], offOf(request));
+      const { layers: L, tokens: T, classes } = model, K = classes.length, g2 = T - 1;
+      const read = (l, t) => Array.from(run.lens.subarray((l * T + t) * K, (l * T + t + 1) * K));
+      const cls = [...Array(L).keys()].map((l) => softmax(read(l, 0).map((z) => z / model.temperature)));
+      const final = argmax(cls[L - 1]), predicted = argmax(run.logits);
+      const levels = new Uint8Array(L * g2);
+      for (let l = 0; l < L; l++)
+        for (let p = 0; p < g2; p++)
+          levels[l * g2 + p] = roundHalfEven(Math.min(Math.max(softmax(read(l, 1 + p))[predicted], 0), 1) * 255);
+      return {
+        label: classes[final], grid: model.grid, maps: base64(levels),
+        layers: cls.map((row) => ({ label: classes[argmax(row)], probability: Number(Math.max(...row).toFixed(4)),
+                                    answer: Number(row[final].toFixed(4)) })),
+      };
     }),
 
     snapshot: answering(async (pixels, request) => {

@@ -13,7 +13,7 @@ const MAX_PIXELS = 40_000_000; // vit_demo/preprocess.py MAX_PIXELS: refused bef
 
 function guarded(source) {
   // A source whose every answer is an answer: a model that fails to load or run is said in place of a prediction.
-  return Object.fromEntries(Object.entries(source).map(([name, ask]) => [name, async (...args) => {
+  const guard = (name, ask) => async (...args) => {
     try {
       return await ask(...args);
     } catch (error) {
@@ -21,7 +21,9 @@ function guarded(source) {
       const why = `The model could not run in this page (${error.message ?? error}). Reload the page to try again.`;
       return name === "stroke" || name === "photo" ? { message: why } : { error: why };
     }
-  }]));
+  };
+  return Object.fromEntries(Object.entries(source).map(([name, value]) =>
+    [name, typeof value === "function" ? guard(name, value) : value]));
 }
 
 function mount(element, script, server, value = "") {
@@ -47,7 +49,8 @@ for (const spec of page.views) {
   // components.live_script: live_view.js for one view of one tab.
   const element = document.getElementById(spec.id);
   element.innerHTML = spec.template;
-  const script = page.liveView.replaceAll("/* __MORE_VIEWS__ */", "").replaceAll("__PREFIX__", spec.prefix)
+  const script = page.liveView.replaceAll("/* __MORE_VIEWS__ */", spec.heads ? page.headsView : "")
+    .replaceAll("__PREFIX__", spec.prefix)
     .replaceAll("__VIEW__", spec.view);
   mount(element, script, sources[spec.prefix], spec.value);
 }

@@ -1,0 +1,193 @@
+"""The model in the page against the model on the server, in headless Chromium.
+
+    python benchmarks/page_model.py [--strokes 20] [--photos 10]
+
+It writes the static Space into a temporary folder (``python -m vit_demo static``), serves it with
+``python -m http.server``, starts the app (python app.py), and measures:
+- mouse-up to every view drawn: from the pointer-up of a stroke (an example photo's click) to the moment the tab's
+  views have drawn the new image's numbers (``live.receive`` has returned for its last answer), median and p95, on
+  three paths: the static page, the app with the page's model (its default), and the app with the server's
+  (``?model=server``, the baseline);
+- requests per stroke on each path;
+- page weight: the bytes a first visit downloads before its first prediction (as served, and as gzip -6 would
+  send them), for the digit tab, and what opening the photo tab adds; and the time to the first prediction of a
+  drawing, cold (a new browser profile) and warm (a reload, with the browser's cache).
+
+Needs Debian's Chromium (apt-get install -y chromium) and playwright (requirements-dev.txt).
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import gzip
+import subprocess
+import sys
+import tempfile
+import time
+import urllib.parse
+from pathlib import Path
+
+from playwright.sync_api import sync_playwright
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+from common import REPO, free_port, p50_p95, serving  # noqa: E402  (benchmarks/ is on sys.path: scripts run from it)
+
+from vit_demo.static_space import write_static  # noqa: E402
+
+CHROMIUM_ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
+                 "--disable-background-networking", "--disable-component-update", "--disable-sync"]
+STROKES = [[(0.25, 0.2), (0.75, 0.2), (0.45, 0.85)], [(0.5, 0.15), (0.5, 0.85)],
+           [(0.3, 0.25), (0.7, 0.25), (0.3, 0.8), (0.7, 0.8)]]  # a 7, a 1, a Z (read as 2 or 7)
+
+# In page time (ms): each pointer-up or example click, and each time a tab's views have drawn a new image's numbers.
+RECORDER = """(panel) => {
+    window.__starts = []; window.__drawn = [];
+    document.addEventListener('pointerup', () => window.__starts.push(performance.now()), true);
+    document.addEventListener('click', (e) => { if (e.target.closest('.vd-examples')) window.__starts.push(performance.now()); }, true);
+    const live = window.vdLive[panel], receive = live.receive;
+    live.receive = (answer) => { receive(answer); if (answer && !answer.reading) window.__drawn.push(performance.now()); };
+}"""
+
+
+@contextlib.contextmanager
+def static_server(folder: Path):
+    port = free_port()
+    process = subprocess.Popen([sys.executable, "-m", "http.server", str(port), "--bind", "127.0.0.1", "--directory",
+                                str(folder)], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    time.sleep(1)
+    try:
+        yield f"http://127.0.0.1:{port}/index.html"
+    finally:
+        process.terminate()
+
+
+def draw(page, points) -> None:
+    canvas = page.locator("#canvas canvas.vd-draw")
+    box = canvas.bounding_box()
+    xy = [(box["x"] + fx * box["width"], box["y"] + fy * box["height"]) for fx, fy in points]
+    page.mouse.move(*xy[0])
+    page.mouse.down()
+    for x, y in xy[1:]:
+        page.mouse.move(x, y, steps=3)
+    page.mouse.up()
+
+
+def latencies(page, panel: str, count: int, act, settle: float) -> tuple[list[float], int]:
+    """Mouse-up (or click) to views drawn for ``count`` actions, and the requests they made."""
+    page.evaluate(RECORDER, panel)
+    requests = []
+    page.on("request", lambda r: requests.append(r.url))
+    times = []
+    for i in range(count):
+        before = page.evaluate("window.__drawn.length")
+        act(i)
+        page.wait_for_function(f"window.__drawn.length > {before}", timeout=30000)
+        page.wait_for_timeout(settle * 1000)  # the last answer lands
+        start, drawn = page.evaluate("[window.__starts.at(-1), window.__drawn.at(-1)]")
+        times.append(drawn - start)
+    return times, len(requests)
+
+
+def stroke_times(page, strokes: int, settle: float) -> tuple[list[float], int]:
+    def act(i):
+        page.click("#canvas .vd-clear")
+        draw(page, STROKES[i % len(STROKES)])
+    return latencies(page, "digit", strokes, act, settle)
+
+
+def photo_times(page, photos: int, settle: float, open_tab) -> tuple[list[float], int]:
+    open_tab(page)
+    buttons = page.locator(".vd-photo .vd-examples button, .gallery button")  # the static page's, Gradio's
+    return latencies(page, "photo", photos, lambda i: buttons.nth(i % 10).click(), settle)
+
+
+def page_weight(browser, url: str, root: Path) -> dict:
+    """Bytes a first visit to the static page downloads before its first prediction, and what the photo tab adds;
+    seconds to the first prediction of a drawing, cold and warm."""
+    context = browser.new_context(viewport={"width": 1400, "height": 1000})
+    page = context.new_page()
+    served = []
+    page.on("requestfinished", lambda r: served.append(r.url))
+    started = time.perf_counter()
+    page.goto(url)
+    page.wait_for_selector("#canvas canvas.vd-draw[data-ready]")
+    page.click("#canvas .vd-clear")
+    draw(page, STROKES[0])
+    page.wait_for_function("window.vdLive.digit.state?.numbers.label === '7'", timeout=60000)
+    cold = time.perf_counter() - started
+    digit = list(dict.fromkeys(served))
+    page.click("[data-tab=photo]")
+    page.locator(".vd-photo .vd-examples button").nth(1).click()
+    page.wait_for_function("window.vdLive.photo.state?.numbers", timeout=60000)
+    photo = [u for u in dict.fromkeys(served) if u not in digit]
+    started = time.perf_counter()
+    page.reload()
+    page.wait_for_selector("#canvas canvas.vd-draw[data-ready]")
+    page.click("#canvas .vd-clear")
+    draw(page, STROKES[0])
+    page.wait_for_function("window.vdLive.digit.state?.numbers.label === '7'", timeout=60000)
+    warm = time.perf_counter() - started
+    context.close()
+
+    def weigh(urls):
+        files = [root / urllib.parse.unquote(urllib.parse.urlsplit(u).path).lstrip("/") for u in urls
+                 if u.startswith("http")]
+        raw = sum(f.stat().st_size for f in files if f.is_file())
+        packed = sum(len(gzip.compress(f.read_bytes(), 6)) for f in files if f.is_file())
+        return {"files": len(files), "bytes": raw, "gzip_bytes": packed}
+
+    return {"digit_tab": weigh(digit), "photo_tab_adds": weigh(photo), "first_prediction_cold_s": cold,
+            "first_prediction_warm_s": warm}
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--strokes", type=int, default=20)
+    parser.add_argument("--photos", type=int, default=10)
+    parser.add_argument("--settle", type=float, default=0.5, help="seconds to wait after each action")
+    args = parser.parse_args()
+    with tempfile.TemporaryDirectory() as tmp, sync_playwright() as p:
+        root = Path(tmp) / "static"
+        write_static(root)
+        browser = p.chromium.launch(executable_path="/usr/bin/chromium", args=CHROMIUM_ARGS)
+        rows = []
+        with static_server(root) as url:
+            weight = page_weight(browser, url, root)
+            page = browser.new_page(viewport={"width": 1400, "height": 1000})
+            page.goto(url)
+            page.wait_for_selector("#canvas canvas.vd-draw[data-ready]")
+            rows.append(("static page", *stroke_times(page, args.strokes, args.settle),
+                         *photo_times(page, args.photos, args.settle, lambda pg: pg.click("[data-tab=photo]"))))
+            page.close()
+        with serving(REPO / "app.py") as server:
+            for name, query in (("app, page's model", ""), ("app, server's model", "?model=server")):
+                page = browser.new_page(viewport={"width": 1400, "height": 1000})
+                page.goto(server.url + query)
+                page.wait_for_selector("#canvas canvas.vd-draw[data-ready]", timeout=60000)
+                if not query:
+                    page.wait_for_selector("#canvas canvas.vd-draw[data-model=page]", timeout=60000)
+                strokes = stroke_times(page, args.strokes, args.settle)
+                photos = photo_times(page, args.photos, args.settle,
+                                     lambda pg: pg.get_by_role("tab", name="Upload a photo (CIFAR-10)").click())
+                rows.append((name, *strokes, *photos))
+                page.close()
+        browser.close()
+    print(f"| path | stroke: mouse-up to views drawn, median ms | p95 ms | requests per stroke | photo example: "
+          f"click to views drawn, median ms | p95 ms | requests per photo |")
+    print("|---|---:|---:|---:|---:|---:|---:|")
+    for name, strokes, stroke_requests, photos, photo_requests in rows:
+        s50, s95 = p50_p95(strokes)
+        f50, f95 = p50_p95(photos)
+        print(f"| {name} | {s50:.1f} | {s95:.1f} | {stroke_requests / args.strokes:.1f} | {f50:.1f} | {f95:.1f} | "
+              f"{photo_requests / args.photos:.1f} |")
+    d, ph = weight["digit_tab"], weight["photo_tab_adds"]
+    print(f"\nStatic page, first visit: the digit tab downloads {d['files']} files, {d['bytes'] / 1e6:.2f} MB as "
+          f"served ({d['gzip_bytes'] / 1e6:.2f} MB gzipped) before its first prediction; opening the photo tab adds "
+          f"{ph['files']} files, {ph['bytes'] / 1e6:.2f} MB ({ph['gzip_bytes'] / 1e6:.2f} MB gzipped). First "
+          f"prediction of a drawing: {weight['first_prediction_cold_s']:.2f} s cold (a new profile), "
+          f"{weight['first_prediction_warm_s']:.2f} s warm (a reload).")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,202 @@
+"""The static Space (``python -m vit_demo static DIR``): its files, and the page in real Chromium, served by
+``python -m http.server`` with every request to another address blocked, drawing and reading photos with the model
+run in the page, also once the server is gone. Uses the shipped weights and their committed ONNX graphs."""
+
+from __future__ import annotations
+
+import base64
+import contextlib
+import hashlib
+import json
+import math
+import subprocess
+import sys
+import time
+import urllib.request
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from conftest import draw, free_port, label_text, wait_for_label
+from vit_demo import static_space
+from vit_demo.space import front_matter, needs_lfs
+from vit_demo.ui.models import classifier
+
+ZERO = [(0.5 + 0.28 * math.sin(2 * math.pi * i / 12), 0.5 - 0.36 * math.cos(2 * math.pi * i / 12)) for i in range(13)]
+SEVEN = [(0.25, 0.2), (0.75, 0.2), (0.45, 0.85)]
+ONE = [(0.5, 0.15), (0.5, 0.85)]
+
+
+@pytest.fixture(scope="module")
+def static_folder(tmp_path_factory) -> Path:
+    folder = tmp_path_factory.mktemp("static") / "space"
+    record = static_space.write_static(folder)
+    assert record["files"] > 10
+    return folder
+
+
+@contextlib.contextmanager
+def serving(folder: Path):
+    """``python -m http.server`` on the folder, on 127.0.0.1; yields its address and the process."""
+    port = free_port()
+    server = subprocess.Popen([sys.executable, "-m", "http.server", str(port), "--bind", "127.0.0.1",
+                               "--directory", str(folder)], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    url = f"http://127.0.0.1:{port}/"
+    try:
+        for _ in range(100):
+            with contextlib.suppress(OSError):
+                urllib.request.urlopen(url, timeout=1).close()
+                break
+            time.sleep(0.1)
+        yield url, server
+    finally:
+        server.terminate()
+        server.wait(timeout=10)
+
+
+@contextlib.contextmanager
+def static_page(browser, url: str, width: int = 1400, height: int = 1000):
+    """A page on the static site, every request outside 127.0.0.1 blocked and noted (``page.outside_requests``)."""
+    context = browser.new_context(viewport={"width": width, "height": height})
+    page = context.new_page()
+    page.outside_requests, page.console_errors = [], []
+
+    def route(r):
+        if r.request.url.startswith(("http://127.0.0.1", "data:", "blob:")):
+            return r.continue_()
+        page.outside_requests.append(r.request.url)
+        return r.abort()
+
+    context.route("**/*", route)
+    page.on("console", lambda m: page.console_errors.append(m.text) if m.type == "error" else None)
+    page.goto(url + "index.html")
+    page.wait_for_selector("#canvas canvas.vd-draw[data-ready]", timeout=30_000)
+    try:
+        yield page
+    finally:
+        context.close()
+
+
+def levels(answer: dict) -> np.ndarray:
+    """An answer's maps as the page keeps them (base64 levels 0..255) -> int array."""
+    return np.frombuffer(base64.b64decode(answer["maps"]), dtype=np.uint8).astype(int)
+
+
+def clear_and_draw(page, *strokes) -> None:
+    page.click("#canvas .vd-clear")
+    for points in strokes:
+        draw(page, points)
+
+
+def test_folder_is_a_static_space(static_folder):
+    readme = (static_folder / "README.md").read_text(encoding="utf-8")
+    matter = front_matter(readme)
+    assert matter["sdk"] == "static" and matter["app_file"] == "index.html"
+    assert len(matter["short_description"]) <= 60
+    assert (static_folder / "index.html").is_file()
+    # Every binary goes through LFS/Xet, as the Hub requires of a push.
+    attributes = (static_folder / ".gitattributes").read_text(encoding="utf-8")
+    patterns = {line.split()[0] for line in attributes.splitlines() if line and not line.startswith("#")}
+    for path in static_folder.rglob("*"):
+        if path.is_file() and needs_lfs(path):
+            assert f"*{path.suffix}" in patterns, path
+    # The vendored runtime is the one its checksums name.
+    vendor = static_folder / static_space.VENDOR
+    for line in (vendor / "SHA256SUMS").read_text().splitlines():
+        digest, name = line.split()
+        assert hashlib.sha256((vendor / name).read_bytes()).hexdigest() == digest
+    # The graphs of both models, and the digit model's snapshots.
+    page = json.loads((static_folder / "index.html").read_text().split('id="vd-page">')[1].split("</script>")[0])
+    for model in page["models"].values():
+        assert (static_folder / model["graph"]).is_file()
+        assert all((static_folder / s["graph"]).is_file() for s in model["snapshots"])
+    assert len(page["models"]["digit"]["snapshots"]) == 6
+
+
+def test_rewrites_its_own_folder_but_not_another(static_folder, tmp_path):
+    static_space.write_static(static_folder)  # its own folder: rewritten
+    other = tmp_path / "other"
+    other.mkdir()
+    (other / "keep.txt").write_text("mine")
+    with pytest.raises(ValueError, match="not empty"):
+        static_space.write_static(other)
+    assert (other / "keep.txt").read_text() == "mine"
+
+
+def test_draws_offline_in_the_page(static_folder, browser):
+    """Draw a 1, a 7 and a 0: the model in the page reads them; then the server stops, and it still does."""
+    with serving(static_folder) as (url, server), static_page(browser, url) as page:
+        for strokes, expected in (([ONE], "1"), ([SEVEN], "7"), ([ZERO], "0")):
+            clear_and_draw(page, *strokes)
+            wait_for_label(page, expected)
+        assert page.evaluate("document.querySelector('#digit-selected canvas').dataset.drawn") == "6/mean"
+        server.terminate()
+        server.wait(timeout=10)
+        for strokes, expected in (([SEVEN], "7"), ([ONE], "1")):
+            clear_and_draw(page, *strokes)
+            wait_for_label(page, expected)
+        assert page.outside_requests == []
+        assert page.console_errors == []
+
+
+def test_views_and_photos_in_the_page(static_folder, browser):
+    """A patch click, a head, the training slider, and a photo example: each answered by the page's model."""
+    photos = sorted((static_space.EXAMPLES / "photos").glob("*.png"))
+    with serving(static_folder) as (url, _), static_page(browser, url) as page:
+        clear_and_draw(page, SEVEN)
+        wait_for_label(page, "7")
+        page.locator("#digit-patches canvas").click(position={"x": 20, "y": 20})  # patch 0
+        page.wait_for_function("document.querySelector('#digit-query canvas').dataset.drawn === 'query 0'")
+        page.check("#digit-head input[value='head 2']")
+        assert page.evaluate("document.querySelector('#digit-selected canvas').dataset.drawn") == "6/2"
+        page.evaluate("""() => { const s = document.querySelector('#digit-training-position input');
+                                 s.value = 1; s.dispatchEvent(new Event('input')); }""")
+        page.wait_for_function("document.querySelector('#digit-training canvas').dataset.drawn === 'snapshot 1'")
+        assert "Epoch 1" in page.inner_text("#digit-training .vd-caption")
+        page.click("[data-tab=photo]")
+        for path in photos[:3]:
+            expected = classifier("cifar10").predict(path).label
+            page.click(f".vd-photo button[data-src='examples/photos/{path.name}']")
+            wait_for_label(page, expected, panel="photo", timeout=60)
+        assert label_text(page, "photo") == expected
+        assert page.outside_requests == []
+
+
+def test_the_pages_answers_match_the_servers(static_folder, browser):
+    """What the page's model answers (the views' questions: another patch, heads off, the lens) against what the
+    app's server functions answer for the same pixels."""
+    from vit_demo import live_view
+    from vit_demo.ui import attention_view, heads_view
+    from vit_demo.ui.models import predict
+
+    with serving(static_folder) as (url, _), static_page(browser, url) as page:
+        clear_and_draw(page, SEVEN)
+        wait_for_label(page, "7")
+        numbers = page.evaluate("window.vdLive.digit.state.numbers")
+        image = live_view.read_image(numbers["image"], (28, 28))
+        ask = "(request) => window.vdLive.digit.ask[request.kind](request)"
+        request = {"image": numbers["image"], "off": [[5, 0], [5, 2], [2, 1]], "mode": "mean"}
+
+        page_knockout = page.evaluate(ask, {**request, "kind": "knockout"})
+        server_knockout = heads_view.knockout_answer("mnist", image, request)
+        assert page_knockout["label"] == server_knockout["label"]
+        assert page_knockout["off"] == server_knockout["off"]
+        for kind in ("intact", "ablated"):
+            assert page_knockout["logit_diff"][kind] == pytest.approx(server_knockout["logit_diff"][kind], abs=1e-3)
+        for name, p in server_knockout["probs"].items():
+            assert page_knockout["probs"][name] == pytest.approx(p, abs=1e-4)
+
+        page_lens = page.evaluate(ask, {**request, "kind": "lens"})
+        server_lens = heads_view.lens_answer("mnist", image, request)
+        assert page_lens["label"] == server_lens["label"]
+        for mine, theirs in zip(page_lens["layers"], server_lens["layers"]):
+            assert mine["label"] == theirs["label"]
+            assert mine["probability"] == pytest.approx(theirs["probability"], abs=2e-4)
+        assert abs(levels(page_lens) - levels(server_lens)).max() <= 1
+
+        page_query = page.evaluate(ask, {"image": numbers["image"], "patch": 24, "kind": "query"})
+        attention = predict("mnist", [image])[0].attention
+        server_query = attention_view.query_answer(attention, 24)
+        assert page_query["title"] == server_query["title"]
+        assert abs(levels(page_query) - levels(server_query)).max() <= 1
