@@ -144,3 +144,37 @@ def test_export_writes_a_slide_or_a_gif_and_refuses_bad_choices_clearly(tmp_path
         result = run_cli("export", file, *args, "--out", str(tmp_path / "refused.png"))
         assert result.returncode == 2 and message in result.stderr, result.stderr
     assert not (tmp_path / "refused.png").exists()
+
+
+def test_onnx_writes_the_model_and_snapshot_graphs_in_sync_and_refuses_a_missing_folder(tmp_path):
+    # A copy of the MNIST folder with one snapshot (each graph takes seconds to export); a graph of a snapshot no
+    # longer listed is removed.
+    import shutil
+
+    from vit_demo.onnx_export import read_metadata, stale_graphs
+
+    source, folder = REPO / "weights" / "mnist", tmp_path / "mnist"
+    (folder / "snapshots").mkdir(parents=True)
+    for file in ("config.json", "model.safetensors", "head_means.safetensors", "snapshots/epoch-0001.safetensors"):
+        shutil.copy(source / file, folder / file)
+    entries = json.loads((source / "snapshots.json").read_text())
+    (folder / "snapshots.json").write_text(json.dumps(entries[:1]))
+    (folder / "snapshots" / "epoch-0002.onnx").write_bytes(b"an old export")
+    result = run_cli("onnx", "--model", str(folder))
+    assert result.returncode == 0, result.stderr
+    records = [json.loads(line) for line in result.stdout.splitlines()]
+    written = [r for r in records if "bytes" in r]
+    assert [Path(r["file"]).relative_to(folder).as_posix() for r in written] == ["model.onnx",
+                                                                                "snapshots/epoch-0001.onnx"]
+    assert all(r["bytes"] == Path(r["file"]).stat().st_size for r in written)
+    assert [r["ablation"] for r in written] == ["mean", "zeros"]
+    assert [r["temperature"] for r in written] == [json.loads((source / "config.json").read_text())["temperature"],
+                                                   entries[0]["temperature"]]
+    assert not (folder / "snapshots" / "epoch-0002.onnx").exists() and len(records) == 3
+    assert stale_graphs(folder) == []
+    assert read_metadata(folder / "snapshots" / "epoch-0001.onnx")["weights_sha256"] == entries[0]["sha256"]
+
+    result = run_cli("onnx", "--model", str(tmp_path / "nothing"))
+    assert result.returncode == 2 and result.stdout == ""
+    assert result.stderr.startswith("error: ") and "config.json not found" in result.stderr
+    assert len(result.stderr.strip().splitlines()) == 1

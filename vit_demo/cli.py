@@ -1,5 +1,5 @@
-"""``python -m vit_demo predict|evaluate|calibrate|faithfulness|inside|export|heads|lens|head-means|head-importance``:
-the command line over the same functions as the app."""
+"""``python -m vit_demo predict|evaluate|calibrate|faithfulness|inside|export|heads|lens|head-means|head-importance|
+onnx|space``: the command line over the same functions as the app."""
 
 from __future__ import annotations
 
@@ -146,6 +146,16 @@ def build_parser() -> argparse.ArgumentParser:
     importance.add_argument("--split", default="test", choices=SPLITS)
     importance.add_argument("--device", default="auto")
     importance.add_argument("--batch-size", type=positive_int, default=500)
+
+    graphs = commands.add_parser(
+        "onnx", help="export a weights folder's model and training snapshots to ONNX, for the page that runs them",
+        description="Export the model (model.onnx beside its weights, with its head means and temperature) and each "
+                    "training snapshot in snapshots.json (snapshots/epoch-XXXX.onnx) to ONNX through torch.onnx's "
+                    "exporter, with the checksum of the weights each was made from (vit_demo/onnx_export.py says "
+                    "what the graphs take and give). One JSON line per file written.")
+    graphs.add_argument("--model", action="append",
+                        help="mnist, cifar10, or a path to a weights folder; may be given more than once (default: "
+                             "both shipped models)")
 
     space = commands.add_parser(
         "space", help="write the folder a Hugging Face Space needs; deploy it with: hf upload USER/NAME DIR "
@@ -316,6 +326,16 @@ def run_head_importance(args: argparse.Namespace) -> dict:
             "ablation": record["ablation"]}
 
 
+def run_onnx(args: argparse.Namespace) -> list[dict]:
+    """Write each model's ONNX graphs; one record per file written."""
+    from vit_demo.onnx_export import write_onnx  # imports onnx and the exporter: only for this command
+
+    records = []
+    for name in args.model or ["mnist", "cifar10"]:
+        records += [{"model": name, **record} for record in write_onnx(name)]
+    return records
+
+
 def run_export(args: argparse.Namespace) -> dict:
     """Write one view of ``args.file`` for a slide; return what was written."""
     classifier = load_model(args.model, args.device)
@@ -371,6 +391,8 @@ def main(argv: Sequence[str] | None = None) -> int:
             records = [run_head_means(args)]
         elif args.command == "head-importance":
             records = [run_head_importance(args)]
+        elif args.command == "onnx":
+            records = run_onnx(args)
         elif args.command == "space":
             records = [write_space(args.folder, args.force)]
         else:

@@ -67,6 +67,11 @@ class ViTConfig:
         return cls(**values)
 
 
+# Heads switched off in one layer: (off, values), off bool (B or 1, H), values (B or 1, H, T, head_dim); or across
+# the layers, off (B or 1, L, H) and values (B or 1, L, H, T, head_dim).
+HeadReplacement = tuple[torch.Tensor, torch.Tensor]
+
+
 class Attention(nn.Module):
     """Multi-head self-attention with an explicit path that can hand back its weights."""
 
@@ -80,7 +85,16 @@ class Attention(nn.Module):
         self.proj = nn.Linear(dim, dim)
         self.proj_drop = nn.Dropout(dropout)
 
-    def forward(self, x: torch.Tensor, need_weights: bool = False) -> tuple[torch.Tensor, torch.Tensor | None]:
+    def forward(self, x: torch.Tensor, need_weights: bool = False,
+                replace: HeadReplacement | None = None) -> tuple[torch.Tensor, torch.Tensor | None]:
+        """x (B, T, C) -> (B, T, C), and with ``need_weights`` the attention weights (B, H, T, T) from the explicit
+        path (else None, from the fused one).
+
+        ``replace``: (off, values), off bool (B or 1, H), values (B or 1, H, T, hd): where off is set, that head's
+        output (its attention-weighted values, before the output projection) is replaced by values at every token.
+        An explicit hook point that exporters trace (they drop forward hooks): vit_demo/onnx_export.py switches
+        heads off through it, as heads.py's hook on ``proj`` does in PyTorch. None: nothing replaced.
+        """
         B, T, C = x.shape
         qkv = self.qkv(x).reshape(B, T, 3, self.heads, self.head_dim).permute(2, 0, 3, 1, 4)  # (3, B, H, T, hd)
         q, k, v = qkv.unbind(0)  # each (B, H, T, hd)
@@ -92,6 +106,9 @@ class Attention(nn.Module):
         else:
             attn = None
             out = F.scaled_dot_product_attention(q, k, v, dropout_p=dropout_p)  # (B, H, T, hd)
+        if replace is not None:
+            off, values = replace
+            out = torch.where(off[:, :, None, None], values, out)  # (B, H, T, hd)
         out = out.transpose(1, 2).reshape(B, T, C)  # (B, T, C)
         return self.proj_drop(self.proj(out)), attn
 
@@ -138,8 +155,9 @@ class Block(nn.Module):
         self.mlp = MLP(config.dim, config.mlp_dim, config.dropout)
         self.drop_path = DropPath(drop_path)
 
-    def forward(self, x: torch.Tensor, need_weights: bool = False) -> tuple[torch.Tensor, torch.Tensor | None]:
-        attn_out, attn = self.attn(self.norm1(x), need_weights)
+    def forward(self, x: torch.Tensor, need_weights: bool = False,
+                replace: HeadReplacement | None = None) -> tuple[torch.Tensor, torch.Tensor | None]:
+        attn_out, attn = self.attn(self.norm1(x), need_weights, replace)
         x = x + self.drop_path(attn_out)
         x = x + self.drop_path(self.mlp(self.norm2(x)))
         return x, attn
@@ -192,16 +210,31 @@ class VisionTransformer(nn.Module):
     def forward_attention(self, images: torch.Tensor) -> tuple[torch.Tensor, list[torch.Tensor]]:
         """Logits (B, num_classes) and each layer's attention weights, a list of L tensors (B, H, T, T) that are
         still in the autograd graph: gradients with respect to them can be taken (class-specific relevance)."""
-        return self._encode(images, need_weights=True)
+        logits, attentions, _ = self._encode(images, need_weights=True)
+        return logits, attentions
 
-    def _encode(self, images: torch.Tensor, need_weights: bool) -> tuple[torch.Tensor, list[torch.Tensor]]:
+    def forward_edited(self, images: torch.Tensor, off: torch.Tensor,
+                       values: torch.Tensor) -> tuple[torch.Tensor, list[torch.Tensor], list[torch.Tensor]]:
+        """The explicit path with heads switched off: where ``off`` (B or 1, L, H) bool is set, head h of layer l
+        outputs ``values`` (B or 1, L, H, T, Dh) at every token (see ``Attention.forward``'s ``replace``).
+
+        Returns logits (B, num_classes), each layer's attention weights (L x (B, H, T, T)) and the residual stream
+        after each block (L x (B, T, D)), as the replacements leave them.
+        """
+        return self._encode(images, need_weights=True, replace=(off, values), keep_stream=True)
+
+    def _encode(self, images: torch.Tensor, need_weights: bool, replace: HeadReplacement | None = None,
+                keep_stream: bool = False) -> tuple[torch.Tensor, list[torch.Tensor], list[torch.Tensor]]:
         x = (images - self.mean) / self.std  # (B, C, H, W)
         x = self.patch_embed(x).flatten(2).transpose(1, 2)  # (B, N, D), N = grid_size**2
         cls = self.cls_token.expand(x.shape[0], -1, -1)  # (B, 1, D)
         x = torch.cat([cls, x], dim=1) + self.pos_embed  # (B, T, D), T = N + 1
         x = self.pos_drop(x)
-        attentions = []
-        for block in self.blocks:
-            x, attn = block(x, need_weights)
+        attentions, stream = [], []
+        for layer, block in enumerate(self.blocks):
+            x, attn = block(x, need_weights, None if replace is None else (replace[0][:, layer], replace[1][:, layer]))
             attentions.append(attn)
-        return self.head(self.norm(x)[:, 0]), attentions  # (B, num_classes), L x (B, H, T, T) or L x None
+            if keep_stream:
+                stream.append(x)
+        # (B, num_classes), L x (B, H, T, T) or L x None, L x (B, T, D) or []
+        return self.head(self.norm(x)[:, 0]), attentions, stream

@@ -1,0 +1,238 @@
+"""The ONNX graphs the page runs (vit_demo/onnx_export.py), run in onnxruntime on the CPU against the PyTorch model:
+the shipped models and their training snapshots, intact, with heads switched off and through the logit lens; and
+each committed graph in sync with the weights it was exported from."""
+
+import json
+import shutil
+
+import numpy as np
+import onnx
+import pytest
+import torch
+from conftest import HAS_SHARED_CIFAR, HAS_SHARED_MNIST, REPO, SHARED_DATA
+from PIL import Image
+
+from vit_demo import heads
+from vit_demo.data import load_split
+from vit_demo.heads import HEAD_MEANS_FILE
+from vit_demo.onnx_export import INPUTS, INTERFACE, MODEL_FILE, OUTPUTS, read_metadata, stale_graphs
+from vit_demo.weights import CONFIG_FILE, WEIGHTS_FILE, WEIGHTS_ROOT, load_snapshots, load_weights, update_config
+
+ort = pytest.importorskip("onnxruntime", reason="onnxruntime is not installed (pip install -r requirements-dev.txt)")
+
+SHIPPED = ("mnist", "cifar10")
+PARITY_IMAGES = 1000
+BATCH = 125  # images per run: CIFAR-10's attention output is 9 x 6 x 65 x 65 floats an image
+LOGITS_TOL, ATTENTION_TOL, LENS_TOL = 1e-4, 1e-5, 1e-4
+
+
+@pytest.fixture(scope="module")
+def sessions():
+    """One onnxruntime session per graph file, opened on first use."""
+    opened = {}
+
+    def session(path):
+        if path not in opened:
+            assert path.is_file(), f"{path.relative_to(WEIGHTS_ROOT.parent)} is missing: python -m vit_demo onnx"
+            options = ort.SessionOptions()
+            options.log_severity_level = 3
+            opened[path] = ort.InferenceSession(str(path), options, providers=["CPUExecutionProvider"])
+        return opened[path]
+    return session
+
+
+@pytest.fixture(scope="module")
+def shipped():
+    """Each shipped model: its weights info, the model (eval, CPU) and its head means."""
+    loaded = {}
+    for name in SHIPPED:
+        info, model = load_weights(name, "cpu")
+        loaded[name] = info, model, heads.read_head_means(info.folder, model)
+    return loaded
+
+
+def real_test_images(name: str, n: int, mnist_root=None) -> torch.Tensor:
+    """The first n real test images of MNIST (from the mnist_root fixture), or n CIFAR-10 test photos spread over
+    the classes (n / 10 of each, read from the shared folder); uint8 (n, C, H, W). Skips where the real set isn't
+    there."""
+    if name == "mnist":
+        if not HAS_SHARED_MNIST:
+            pytest.skip("the real MNIST test set is not in ../shared/data")
+        return load_split("mnist", mnist_root, "test", download=False)[0][:n]
+    if not HAS_SHARED_CIFAR:
+        pytest.skip("the real CIFAR-10 test set is not in ../shared/data")
+    classes = sorted(p for p in (SHARED_DATA / "cifar10" / "test").iterdir() if p.is_dir())
+    photos = [np.array(Image.open(path).convert("RGB"))
+              for folder in classes for path in sorted(folder.glob("*.png"))[: n // len(classes)]]
+    return torch.from_numpy(np.stack(photos)).permute(0, 3, 1, 2).contiguous()  # (n, 3, 32, 32)
+
+
+@pytest.fixture(scope="module")
+def images(mnist_root):
+    """Each dataset's real test images for the parity test (uint8), read once."""
+    cache = {}
+
+    def get(name: str, n: int = PARITY_IMAGES) -> torch.Tensor:
+        if name not in cache:
+            cache[name] = real_test_images(name, PARITY_IMAGES, mnist_root)
+        return cache[name][:n]
+    return get
+
+
+def run_graph(session, x: torch.Tensor, off: torch.Tensor | None = None, mean: bool = True) -> dict[str, np.ndarray]:
+    """The graph's outputs for images x (B, C, H, W) in [0, 1], heads ``off`` (L, H) bool (None: none)."""
+    L, H = session.get_inputs()[1].shape
+    off = torch.zeros(L, H) if off is None else off.float()
+    feeds = {"image": x.numpy(), "heads_off": off.numpy().astype(np.float32),
+             "mean_ablation": np.array([1.0 if mean else 0.0], np.float32)}
+    return dict(zip(OUTPUTS, session.run(None, feeds)))
+
+
+def max_diff(a, b) -> float:
+    return float(np.abs(np.asarray(a, np.float64) - np.asarray(b, np.float64)).max())
+
+
+@pytest.mark.parametrize("name", SHIPPED)
+def test_graph_matches_pytorch_on_1000_real_test_images(name, shipped, sessions, images):
+    info, model, _ = shipped[name]
+    session = sessions(info.folder / MODEL_FILE)
+    x_all = images(name).float() / 255
+    worst = {"logits": 0.0, "attention": 0.0}
+    for x in x_all.split(BATCH):
+        out = run_graph(session, x)
+        with torch.no_grad():
+            logits, attention = model(x, return_attention=True)  # (B, K), (B, L, H, T, T): as the app shows them
+        worst["logits"] = max(worst["logits"], max_diff(out["logits"], logits / info.temperature))
+        worst["attention"] = max(worst["attention"], max_diff(out["attention"], attention))
+        assert (out["logits"].argmax(1) == logits.argmax(1).numpy()).all(), "a class differs"
+        assert out["lens"].shape == (len(x), info.config.depth, info.config.num_tokens, info.config.num_classes)
+    print(f"{name}: {len(x_all)} images, max |logits diff| {worst['logits']:.2e}, "
+          f"max |attention diff| {worst['attention']:.2e}")
+    assert len(x_all) == PARITY_IMAGES
+    assert worst["logits"] <= LOGITS_TOL and worst["attention"] <= ATTENTION_TOL, worst
+    one = run_graph(session, x_all[:1])  # a batch of one, as the page runs a drawing: the same numbers
+    assert max_diff(one["logits"], run_graph(session, x_all[:BATCH])["logits"][:1]) <= 1e-5
+
+
+# A single head, a whole layer, many heads (a seeded third of them).
+def knockout_masks(model) -> dict[str, torch.Tensor]:
+    L, H = model.config.depth, model.config.heads
+    many = torch.rand(L, H, generator=torch.Generator().manual_seed(0)) < 1 / 3
+    return {"one head": heads.head_mask(model, [(L // 2, 1)]), "a layer": heads.head_mask(model, [(1, None)]),
+            "many heads": many}
+
+
+@pytest.mark.parametrize("name", SHIPPED)
+@pytest.mark.parametrize("ablation", ["mean", "zero"])
+def test_graph_switches_heads_off_as_heads_knockout_does(name, ablation, shipped, sessions, images):
+    info, model, means = shipped[name]
+    assert means is not None, f"{name} has no {HEAD_MEANS_FILE} for its weights"
+    session = sessions(info.folder / MODEL_FILE)
+    x = images(name)[:: PARITY_IMAGES // 20].float() / 255  # 20 images, spread over CIFAR-10's classes
+    for label, mask in knockout_masks(model).items():
+        out = run_graph(session, x, mask, mean=ablation == "mean")
+        knocked = heads.knockout(model, x, mask, means if ablation == "mean" else None, attention=True)
+        assert max_diff(out["logits"], knocked.ablated / info.temperature) <= LOGITS_TOL, label
+        assert max_diff(out["attention"], knocked.ablated_attention) <= ATTENTION_TOL, label
+        assert max_diff(knocked.ablated, knocked.logits) > 1e-3, f"{label}: switching heads off changed nothing"
+    mask = knockout_masks(model)["many heads"]
+    with heads.switched_off(model, mask, means if ablation == "mean" else None), torch.no_grad():
+        logits, attention = model(x, return_attention=True)  # what the app's views show with those heads off
+        lens = heads.logit_lens(model, x)  # (B, L, K), under the knockout too
+    out = run_graph(session, x, mask, mean=ablation == "mean")
+    assert max_diff(out["logits"], logits / info.temperature) <= LOGITS_TOL
+    assert max_diff(out["attention"], attention) <= ATTENTION_TOL
+    assert max_diff(out["lens"][:, :, 0], lens) <= LENS_TOL
+
+
+@pytest.mark.parametrize("name", SHIPPED)
+def test_graph_lens_is_heads_logit_lens_and_lens_maps(name, shipped, sessions, images):
+    info, model, _ = shipped[name]
+    session = sessions(info.folder / MODEL_FILE)
+    x = images(name)[:: PARITY_IMAGES // 50].float() / 255  # 50 images
+    out = run_graph(session, x)
+    lens = torch.from_numpy(out["lens"])  # (B, L, T, K), raw logits
+    assert max_diff(lens[:, :, 0], heads.logit_lens(model, x)) <= LENS_TOL  # [CLS] after each layer
+    assert max_diff(lens[:, -1, 0] / info.temperature, out["logits"]) <= LOGITS_TOL  # the last layer's is the model's
+    g = info.config.grid_size
+    predicted = torch.from_numpy(out["logits"]).argmax(-1)  # (B,)
+    probs = lens[:, :, 1:].softmax(-1)  # (B, L, N, K)
+    maps = probs[torch.arange(len(x)), :, :, predicted].reshape(len(x), -1, g, g)  # (B, L, g, g)
+    assert max_diff(maps, heads.lens_maps(model, x)) <= 1e-5
+
+
+@pytest.mark.parametrize("name", SHIPPED)
+def test_snapshot_graphs_match_their_snapshots(name, sessions, images):
+    snapshots = load_snapshots(name, "cpu")
+    assert snapshots, f"{name} has no snapshots"
+    x = images(name)[:: PARITY_IMAGES // 10].float() / 255  # 10 images, one of each CIFAR-10 class
+    for snapshot in snapshots:
+        session = sessions(WEIGHTS_ROOT / name / "snapshots" / f"epoch-{snapshot.epoch:04d}.onnx")
+        model = snapshot.model
+        with torch.no_grad():
+            logits, attention = model(x, return_attention=True)
+        out = run_graph(session, x)
+        assert max_diff(out["logits"], logits / snapshot.temperature) <= LOGITS_TOL, snapshot.epoch
+        assert max_diff(out["attention"], attention) <= ATTENTION_TOL, snapshot.epoch
+    mask = heads.head_mask(model, [(0, None)])  # a snapshot has no means: mean-ablation is zero-ablation
+    knocked = heads.knockout(model, x, mask, None)
+    for mean in (True, False):
+        out = run_graph(session, x, mask, mean)
+        assert max_diff(out["logits"], knocked.ablated / snapshot.temperature) <= LOGITS_TOL
+
+
+@pytest.mark.parametrize("name", SHIPPED)
+def test_committed_graphs_are_in_sync_with_their_weights(name):
+    # A graph exported from other weights (or head means, or temperature) fails here: export again with
+    # python -m vit_demo onnx --model NAME.
+    assert stale_graphs(WEIGHTS_ROOT / name) == []
+    folder = WEIGHTS_ROOT / name
+    config = json.loads((folder / CONFIG_FILE).read_text())
+    metadata = read_metadata(folder / MODEL_FILE)
+    assert metadata["weights_sha256"] == config["weights_sha256"]
+    assert metadata["dataset"] == name and json.loads(metadata["classes"]) == config["classes"]
+    assert float(metadata["temperature"]) == config["temperature"]
+    assert metadata["vit_demo.interface"] == INTERFACE and "torch" in metadata["exporter"]
+
+
+@pytest.mark.parametrize("name", SHIPPED)
+def test_graph_interface(name, shipped):
+    info, _, _ = shipped[name]
+    c = info.config
+    graph = onnx.load(str(info.folder / MODEL_FILE)).graph
+    dtypes = {value.name: value.type.tensor_type.elem_type for value in (*graph.input, *graph.output)}
+    assert [value.name for value in graph.input] == list(INPUTS)
+    assert [value.name for value in graph.output] == list(OUTPUTS)
+    assert set(dtypes.values()) == {onnx.TensorProto.FLOAT}
+
+    def dims(value):
+        return [d.dim_param or d.dim_value for d in value.type.tensor_type.shape.dim]
+
+    image, heads_off, mean_ablation = graph.input
+    batch = dims(image)[0]
+    assert isinstance(batch, str)  # the batch is dynamic
+    assert dims(image) == [batch, c.in_channels, c.image_size, c.image_size]
+    assert dims(heads_off) == [c.depth, c.heads] and dims(mean_ablation) == [1]
+    T, K = c.num_tokens, c.num_classes
+    assert [dims(value) for value in graph.output] == [[batch, K], [batch, c.depth, c.heads, T, T],
+                                                        [batch, c.depth, T, K]]
+    opset = {entry.domain: entry.version for entry in onnx.load(str(info.folder / MODEL_FILE)).opset_import}
+    assert opset[""] >= 17
+    model = onnx.load(str(info.folder / MODEL_FILE))
+    assert not any(node.metadata_props for node in model.graph.node)  # the exporter's stack traces are stripped
+    assert str(REPO).encode() not in (info.folder / MODEL_FILE).read_bytes()
+
+
+def test_a_stale_graph_is_told_apart(tmp_path):
+    folder = tmp_path / "mnist"
+    folder.mkdir()
+    for file in (CONFIG_FILE, WEIGHTS_FILE, HEAD_MEANS_FILE, MODEL_FILE):
+        shutil.copy(WEIGHTS_ROOT / "mnist" / file, folder / file)
+    assert stale_graphs(folder) == []
+    update_config(folder, temperature=0.75)
+    assert stale_graphs(folder) == ["model.onnx: temperature is '0.524881', the weights' is '0.75'"]
+    (folder / HEAD_MEANS_FILE).unlink()  # now the graph's means belong to no file: zeros were expected
+    problems = stale_graphs(folder)
+    assert len(problems) == 2 and "head_means_sha256" in problems[0] and "temperature" in problems[1]
+    (folder / MODEL_FILE).unlink()
+    assert stale_graphs(folder) == ["model.onnx: missing"]
