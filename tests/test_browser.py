@@ -767,3 +767,13 @@ def test_without_webassembly_the_server_reads_the_drawings(browser, app_url):
         assert "ms on" in page.locator("#digit-info").inner_text()  # the server's model
         assert any("gradio_api" in url for url in page.requests_made[asked:])
         assert page.console_errors == []
+
+
+def test_the_app_page_keeps_drawing_offline(browser, app_url):
+    """Once the page has its model, the network can go (a talk's Wi-Fi): drawings are still read, views drawn."""
+    with app_page(browser, app_url) as page:
+        page.wait_for_selector("#canvas canvas.vd-draw[data-model=page]", timeout=30000)
+        page.context.set_offline(True)
+        draw(page, [(0.25, 0.2), (0.75, 0.2), (0.45, 0.85)])  # a 7
+        wait_for_label(page, "7")
+        wait_for_live(page, "digit-rollout", "map")

@@ -131,11 +131,15 @@ def test_draws_offline_in_the_page(static_folder, browser):
             clear_and_draw(page, *strokes)
             wait_for_label(page, expected)
         assert page.evaluate("document.querySelector('#digit-selected canvas').dataset.drawn") == "6/mean"
+        page.wait_for_load_state("networkidle")  # the training snapshots' graphs, loaded after the model's
         server.terminate()
         server.wait(timeout=10)
         for strokes, expected in (([SEVEN], "7"), ([ONE], "1")):
             clear_and_draw(page, *strokes)
             wait_for_label(page, expected)
+        page.evaluate("""() => { const s = document.querySelector('#digit-training-position input');
+                                 s.value = 2; s.dispatchEvent(new Event('input')); }""")  # an earlier model, offline
+        page.wait_for_function("document.querySelector('#digit-training canvas').dataset.drawn === 'snapshot 2'")
         assert page.outside_requests == []
         assert page.console_errors == []
 

@@ -56,6 +56,9 @@ export function pageSource(model, base) {
   return {
     inPage: true, // the canvas reads drawings as often as the pointer moves: no request is made
     ready: () => graph.session(address(model.graph)), // the graph loaded: the first drawing need not wait for it
+    // The snapshots' graphs loaded too, so that the training slider works once the network is gone (the digits':
+    // some 0.8 MB each; a page may leave the photos' 11 MB ones to the slider's first move).
+    prefetch: () => Promise.all(model.snapshots.map((snapshot) => graph.session(address(snapshot.graph)))),
 
     async stroke(request) {
       // digit_tab.stroke: {drawing: the canvas' 112 x 112 ink as base64, views: false while the pen is down}.
