@@ -1,5 +1,5 @@
 """``python -m vit_demo predict|evaluate|calibrate|faithfulness|inside|export|heads|lens|head-means|head-importance|
-onnx|space``: the command line over the same functions as the app."""
+onnx|space|static``: the command line over the same functions as the app."""
 
 from __future__ import annotations
 
@@ -169,6 +169,20 @@ def build_parser() -> argparse.ArgumentParser:
     space.add_argument("--force", action="store_true",
                        help="write into a non-empty folder this command did not write, replacing everything in it "
                             "but a .git folder")
+
+    static = commands.add_parser(
+        "static", help="write a static Hugging Face Space: the page runs the models itself; deploy it with: hf upload "
+                       "USER/NAME DIR --repo-type space",
+        description="Write into DIR the app's page as a static site (sdk: static), the models run in the browser by "
+                    "onnxruntime-web: index.html, its JS and CSS, the ONNX graphs (`python -m vit_demo onnx` makes "
+                    "them), README.md with the front matter and a .gitattributes that puts every binary file through "
+                    "LFS/Xet (docs/spaces.md). Try it with: python -m http.server --directory DIR. DIR may be new, "
+                    "empty, or a folder this command wrote before, which is rewritten whole (a .git folder in it is "
+                    "kept). One JSON line.")
+    static.add_argument("folder", metavar="DIR")
+    static.add_argument("--force", action="store_true",
+                        help="write into a non-empty folder this command did not write, replacing everything in it "
+                             "but a .git folder")
     return parser
 
 
@@ -395,6 +409,10 @@ def main(argv: Sequence[str] | None = None) -> int:
             records = run_onnx(args)
         elif args.command == "space":
             records = [write_space(args.folder, args.force)]
+        elif args.command == "static":
+            from vit_demo.static_space import write_static  # imports onnx and the app's views: only for this command
+
+            records = [write_static(args.folder, args.force)]
         else:
             records = [run_evaluate(args)]
         for record in records:
