@@ -48,15 +48,15 @@ def test_draw_a_digit_and_explore_its_attention(page, tmp_path):
     wait_for_live(page, "digit-selected", "2/2")
     assert page.requests_made[before:] == []
 
-    # Click the top-left patch of "what the model sees": the query view follows it, from patch 0's maps, asked for
-    # once (one request to the view's server function, no queued event); back and forth again costs nothing.
+    # Click the top-left patch of "what the model sees": the query view follows it, from patch 0's maps, which the
+    # page's own model computes (no request); back and forth again costs nothing.
     first = live_pixels(page, "digit-query")
     page.locator("#digit-patches canvas").click(position={"x": 5, "y": 5})  # scrolled into view first
     wait_for_live(page, "digit-query", "query 0")
     wait_for_live(page, "digit-patches", "patch 0")
     assert "Where patch 0 looks" in page.locator("#digit-query").inner_text()
     assert (live_pixels(page, "digit-query") != first).any()
-    assert [url.split("/gradio_api/")[-1] for url in page.requests_made[before:]] == ["component_server/"]
+    assert page.requests_made[before:] == []
     before = len(page.requests_made)
     page.evaluate(f"() => window.vdLive.digit.choose({start})")
     wait_for_live(page, "digit-query", f"query {start}")
@@ -352,7 +352,7 @@ def test_why_this_class_why_not_another_and_how_far_to_trust_the_maps(page):
     wait_for_live(page, "digit-relevance", "relevance 8")
     assert "Why not 8?" in page.locator("#digit-relevance").inner_text()
     assert (live_pixels(page, "digit-relevance") != seven).any()  # drawn from the map that came with the caption
-    assert [url.split("/gradio_api/")[-1] for url in page.requests_made[before:]] == ["component_server/"]
+    assert page.requests_made[before:] == []
     # Back to the predicted class and to 8 again: the page has both, no request.
     before = len(page.requests_made)
     for choice, shows in (("the predicted class", "relevance 7"), ("8", "relevance 8")):
@@ -746,14 +746,16 @@ def test_the_page_reads_drawings_with_its_own_model(page):
     """The page runs the digit model itself (onnxruntime-web): a stroke, its views and another patch's map cost no
     request at all."""
     page.wait_for_selector("#canvas canvas.vd-draw[data-model=page]", timeout=30000)
-    asked = len(page.requests_made)
+    asked = []  # what the page asks the server for: the server function's name
+    page.on("request", lambda r: asked.append(json.loads(r.post_data or "{}").get("fn_name", r.url)))
     draw(page, [(0.25, 0.2), (0.75, 0.2), (0.45, 0.85)], pause_ms=200)  # a 7, read while the pen is down too
     wait_for_label(page, "7")
     wait_for_live(page, "digit-cls-grid", "grid")
     settled(page)
     page.locator("#digit-patches canvas").click(position={"x": 5, "y": 5})  # patch 0
     wait_for_live(page, "digit-query", "query 0")
-    assert page.requests_made[asked:] == []
+    # Only the relevance view asks the server (it needs the model's gradients), once it is on screen.
+    assert set(asked) <= {"relevance"}, asked
     assert "ms in this page" in page.locator("#digit-info").inner_text()
 
 
