@@ -1,0 +1,379 @@
+"""The page's preprocessing (vit_demo/assets/page/preprocess.js, run under Node by tests/page_preprocess.mjs) against
+Python's (vit_demo.preprocess), on what the page would feed it: 1,000 canvas drawings and 200 photos.
+
+A drawing is made as the page makes it: strokes drawn on the 336x336 canvas with one of the app's three pens
+(canvas.PENS), the canvas downsampled to 112x112 (canvas.js: drawImage with smoothing; here an area average) with
+ink 255 on 0, and read by Python exactly as the server reads the canvas' value (canvas.decode_drawing). A photo is
+RGBA pixels, as getImageData gives them for a decoded upload. For each, the two outputs must be identical on at least
+99% of their pixels and the shipped model must read them as the same class; a blank canvas or a flat photo must be
+refused by both with the same message.
+"""
+
+from __future__ import annotations
+
+import base64
+import json
+import shutil
+import struct
+import subprocess
+import time
+from pathlib import Path
+
+import numpy as np
+import pytest
+from conftest import CIFAR_CLASSES, STROKES, mnist_test_digits
+from PIL import Image, ImageDraw
+
+from vit_demo.canvas import CANVAS_SIZE, DRAWING_PIXELS, PENS, decode_drawing
+from vit_demo.preprocess import InputError, NothingDrawn, preprocess_drawing, preprocess_photo
+
+REPO = Path(__file__).resolve().parents[1]
+RUNNER = REPO / "tests" / "page_preprocess.mjs"
+DRAWINGS, PHOTOS = 1000, 200
+SUPERSAMPLE = 2  # strokes are drawn at twice the canvas' resolution, then averaged: antialiased as a canvas draws them
+PEN_WIDTHS = [width for _, width in PENS]
+DRAWING, PHOTO = 0, 1
+OK, NOTHING_DRAWN, INPUT_ERROR, OTHER_ERROR = 0, 1, 2, 3
+
+
+def node_major() -> int:
+    node = shutil.which("node")
+    if not node:
+        return 0
+    out = subprocess.run([node, "--version"], capture_output=True, text=True).stdout  # v20.20.2
+    return int(out.lstrip("v").split(".")[0] or 0)
+
+
+pytestmark = pytest.mark.skipif(node_major() < 20, reason="the page's modules run under Node 20 or later, "
+                                                          "which is not on the PATH")
+
+
+# ---- Canvas drawings, as the page makes them -------------------------------------------------------------------------
+
+
+class CanvasPen:
+    """What conftest.STROKES draws with (an ImageDraw), drawn instead on the big canvas: the 100x100 grid mapped to a
+    box of the canvas, every stroke the pen's width in canvas pixels, with round caps and joins as canvas.js sets."""
+
+    def __init__(self, draw: ImageDraw.ImageDraw, box: tuple[float, float, float, float], pen: float) -> None:
+        self.draw, self.box, self.pen = draw, box, pen * SUPERSAMPLE
+
+    def _xy(self, x: float, y: float) -> tuple[float, float]:
+        left, top, sx, sy = self.box
+        return (left + x * sx / 100) * SUPERSAMPLE, (top + y * sy / 100) * SUPERSAMPLE
+
+    def _dot(self, x: float, y: float) -> None:
+        r = self.pen / 2
+        self.draw.ellipse((x - r, y - r, x + r, y + r), fill=255)
+
+    def line(self, points, fill=None, width=None, joint=None, caps=True) -> None:
+        xy = [self._xy(*p) for p in points]
+        self.draw.line(xy, fill=255, width=max(1, round(self.pen)), joint="curve")
+        for p in xy if caps else ():
+            self._dot(*p)
+
+    def _ellipse_points(self, box, start: float, end: float) -> list[tuple[float, float]]:
+        x0, y0, x1, y1 = box
+        end = end if end > start else end + 360
+        angles = np.radians(np.linspace(start, end, 64))
+        return [((x0 + x1) / 2 + (x1 - x0) / 2 * np.cos(a), (y0 + y1) / 2 + (y1 - y0) / 2 * np.sin(a)) for a in angles]
+
+    def arc(self, box, start, end, fill=None, width=None) -> None:
+        self.line(self._ellipse_points(box, start, end))
+
+    def ellipse(self, box, outline=None, width=None) -> None:
+        self.line(self._ellipse_points(box, 0, 360))
+
+
+def to_page_bytes(ink: np.ndarray) -> np.ndarray:
+    """A supersampled ink image in [0, 255] (ink bright) -> the 112x112 uint8 the canvas sends (its 336x336
+    downsampled with smoothing: an area average here)."""
+    factor = ink.shape[0] // CANVAS_SIZE
+    small = ink.reshape(CANVAS_SIZE, factor, CANVAS_SIZE, factor).mean(axis=(1, 3))
+    return np.clip(np.round(small), 0, 255).astype(np.uint8)
+
+
+def blank_canvas() -> tuple[Image.Image, ImageDraw.ImageDraw]:
+    image = Image.new("L", (DRAWING_PIXELS * SUPERSAMPLE,) * 2, 0)
+    return image, ImageDraw.Draw(image)
+
+
+def stroke_digit(rng: np.random.Generator) -> np.ndarray:
+    """One of conftest's stroke digits, at a random place, size and aspect, with one of the three pens."""
+    digit = str(rng.integers(10))
+    size = rng.uniform(50, 330)
+    sx, sy = size * rng.uniform(0.7, 1.2), size * rng.uniform(0.8, 1.2)
+    left, top = rng.uniform(-0.1 * sx, DRAWING_PIXELS - 0.9 * sx), rng.uniform(-0.1 * sy, DRAWING_PIXELS - 0.9 * sy)
+    image, draw = blank_canvas()
+    STROKES[digit](CanvasPen(draw, (left, top, sx, sy), rng.choice(PEN_WIDTHS)), 1)
+    return to_page_bytes(np.asarray(image, dtype=np.float32))
+
+
+def mnist_pen_digit(digit: np.ndarray, rng: np.random.Generator) -> np.ndarray:
+    """A real MNIST test digit as someone would draw it: its skeleton traced with one of the pens, at a random place
+    and size on the canvas."""
+    from skimage.morphology import skeletonize
+
+    grid = 112  # the skeleton's resolution: the digit at 4x
+    skeleton = skeletonize(np.asarray(Image.fromarray(digit).resize((grid, grid), Image.BILINEAR)) > 100)
+    size = rng.uniform(60, 330)
+    left, top = rng.uniform(-0.1 * size, DRAWING_PIXELS - 0.9 * size, 2)
+    image, draw = blank_canvas()
+    pen = CanvasPen(draw, (left, top, size * 100 / grid, size * 100 / grid), rng.choice(PEN_WIDTHS))
+    for y, x in zip(*np.nonzero(skeleton)):  # a round dot on each skeleton pixel, a segment to each neighbour
+        pen.line([(x, y)])
+        for dy, dx in ((0, 1), (1, 0), (1, 1), (1, -1)):
+            if y + dy < grid and 0 <= x + dx < grid and skeleton[y + dy, x + dx]:
+                pen.line([(x, y), (x + dx, y + dy)], caps=False)
+    return to_page_bytes(np.asarray(image, dtype=np.float32))
+
+
+def mnist_example(digit: np.ndarray, rng: np.random.Generator) -> np.ndarray:
+    """A real MNIST test digit drawn on the canvas as the page draws its examples (an image scaled onto it)."""
+    size = int(rng.uniform(60, 336)) * SUPERSAMPLE
+    full = DRAWING_PIXELS * SUPERSAMPLE
+    canvas = np.zeros((full, full), dtype=np.float32)
+    top, left = rng.integers(0, full - size + 1, 2)
+    canvas[top : top + size, left : left + size] = np.asarray(Image.fromarray(digit).resize((size, size), Image.BILINEAR))
+    return to_page_bytes(canvas)
+
+
+def edge_drawings(digits: np.ndarray) -> list[tuple[str, np.ndarray]]:
+    """What a user also does: a dot, a line along the border, a huge brush stroke, a tiny digit, dark ink on a light
+    canvas, a faint pen, a blank or nearly blank canvas, a canvas all ink."""
+    cases = []
+    for pen in PEN_WIDTHS:  # one tap of each pen
+        image, draw = blank_canvas()
+        CanvasPen(draw, (0, 0, 100, 100), pen).line([(150, 170)])
+        cases.append((f"dot, pen {pen}", to_page_bytes(np.asarray(image, dtype=np.float32))))
+    for name, points in [("top border", [(0, 2), (336, 2)]), ("left border", [(1, 0), (1, 336)]),
+                         ("corner", [(0, 330), (8, 336)]), ("bottom right", [(300, 334), (336, 300)])]:
+        image, draw = blank_canvas()
+        CanvasPen(draw, (0, 0, 100, 100), PEN_WIDTHS[1]).line(points)
+        cases.append((f"line at the {name}", to_page_bytes(np.asarray(image, dtype=np.float32))))
+    for name, points in [("zigzag", [(20, 20), (316, 60), (20, 120), (316, 180), (20, 240), (316, 300)]),
+                         ("scribble", [(40, 40), (300, 300), (40, 300), (300, 40), (168, 20), (168, 320)])]:
+        image, draw = blank_canvas()
+        CanvasPen(draw, (0, 0, 100, 100), PEN_WIDTHS[2] * 2).line(points)
+        cases.append((f"huge thick {name}", to_page_bytes(np.asarray(image, dtype=np.float32))))
+    for digit, (left, top, size, pen) in zip("1478", [(150, 150, 22, 8), (10, 300, 28, 8), (300, 10, 30, 18),
+                                                       (160, 40, 24, 8)]):
+        image, draw = blank_canvas()
+        STROKES[digit](CanvasPen(draw, (left, top, size, size), pen), 1)
+        cases.append((f"tiny {digit}, pen {pen}", to_page_bytes(np.asarray(image, dtype=np.float32))))
+    rng = np.random.default_rng(7)
+    for i in range(4):
+        cases.append((f"dark on light {i}", 255 - mnist_pen_digit(digits[i], rng)))
+    cases.append(("faint pen", (mnist_pen_digit(digits[4], rng) * (60 / 255)).round().astype(np.uint8)))
+    cases.append(("blank", np.zeros((CANVAS_SIZE, CANVAS_SIZE), np.uint8)))
+    few = np.zeros((CANVAS_SIZE, CANVAS_SIZE), np.uint8)
+    few[50, 50:53] = 255
+    cases.append(("three pixels", few))
+    cases.append(("all ink", np.full((CANVAS_SIZE, CANVAS_SIZE), 255, np.uint8)))
+    return cases
+
+
+def canvas_drawings(mnist_root: Path) -> list[tuple[str, np.ndarray]]:
+    """DRAWINGS (name, 112x112 uint8) canvases: the edge cases, then real MNIST digits traced with a pen or pasted
+    as the page's examples are, and stroke digits."""
+    digits, _ = mnist_test_digits(mnist_root, 600)
+    rng = np.random.default_rng(29)
+    cases = edge_drawings(digits)
+    traced, pasted = 430, 90
+    cases += [(f"MNIST #{i} traced", mnist_pen_digit(digits[i], rng)) for i in range(traced)]
+    cases += [(f"MNIST #{i} pasted", mnist_example(digits[i], rng)) for i in range(traced, traced + pasted)]
+    while len(cases) < DRAWINGS:
+        cases.append((f"strokes {len(cases)}", stroke_digit(rng)))
+    return cases
+
+
+# ---- Photos, as a decoded upload gives them ---------------------------------------------------------------------------
+
+
+def rgba(image: Image.Image) -> np.ndarray:
+    return np.asarray(image.convert("RGBA")).copy()
+
+
+def with_transparency(pixels: np.ndarray, rng: np.random.Generator) -> np.ndarray:
+    """Some alpha: a soft round cut-out, a gradient, or a fully transparent frame (RGB left as it was)."""
+    h, w = pixels.shape[:2]
+    ys, xs = np.indices((h, w))
+    kind = rng.integers(3)
+    if kind == 0:
+        r = np.hypot((ys - h / 2) / (h / 2), (xs - w / 2) / (w / 2))
+        alpha = np.clip((1.1 - r) * 5, 0, 1) * 255
+    elif kind == 1:
+        alpha = xs / max(w - 1, 1) * 255
+    else:
+        alpha = np.full((h, w), 255.0)
+        alpha[: h // 5], alpha[:, : w // 5] = 0, 0
+    pixels[..., 3] = np.round(alpha).astype(np.uint8)
+    return pixels
+
+
+def random_size(rng: np.random.Generator, i: int) -> tuple[int, int]:
+    """(width, height): large, medium, smaller than 32 on a side, or long and thin."""
+    kind = i % 10
+    if kind < 2:
+        return int(rng.integers(600, 1300)), int(rng.integers(400, 1000))
+    if kind < 7:
+        return int(rng.integers(32, 400)), int(rng.integers(32, 400))
+    if kind < 9:
+        return int(rng.integers(4, 40)), int(rng.integers(4, 32))
+    return (int(rng.integers(500, 1200)), int(rng.integers(20, 80)))[:: 1 if rng.random() < 0.5 else -1]
+
+
+def source_photos(cifar_root: Path) -> list[tuple[str, Image.Image]]:
+    """CIFAR-10 test photos (the fixture's 20 a class) and scikit-image's sample photos."""
+    from vit_demo.outside_photos import SKIMAGE_PHOTOS, _package_folder
+
+    sources = []
+    for name in CIFAR_CLASSES:
+        for path in sorted((cifar_root / "cifar10" / "test" / name).glob("*.png"))[:12]:
+            sources.append((f"CIFAR {name} {path.stem}", Image.open(path).convert("RGB")))
+    skimage_data = _package_folder("skimage", "data")
+    for name in SKIMAGE_PHOTOS:
+        sources.append((f"skimage {name}", Image.open(skimage_data / name).convert("RGB")))
+    return sources
+
+
+def photos(cifar_root: Path) -> list[tuple[str, np.ndarray]]:
+    """PHOTOS (name, (H, W, 4) uint8 RGBA): the sources at random sizes and aspect ratios, a quarter of them with
+    transparency, and the images there is nothing to classify in."""
+    rng = np.random.default_rng(290)
+    sources = source_photos(cifar_root)
+    flat = np.zeros((40, 50, 4), np.uint8)
+    flat[...] = (200, 30, 90, 255)
+    nearly = flat.copy()
+    nearly[::2, ::3, 1] += 3  # a range of 3/255: flat
+    barely = flat.copy()
+    barely[::2, ::3, 1] += 4  # 4/255: not flat
+    clear = rng.integers(0, 256, (30, 30, 4), dtype=np.uint8)
+    clear[..., 3] = 0  # fully transparent: white
+    cases = [("one flat colour", flat), ("nearly flat", nearly), ("barely not flat", barely),
+             ("fully transparent", clear), ("one pixel", flat[:1, :1].copy()), ("empty", flat[:0].copy()),
+             ("exactly 32x32", rgba(sources[0][1]))]
+    i = 0
+    while len(cases) < PHOTOS:
+        name, source = sources[int(rng.integers(len(sources)))]
+        width, height = random_size(rng, i)
+        pixels = rgba(source.resize((width, height), Image.BICUBIC if i % 2 else Image.LANCZOS))
+        if i % 4 == 3:
+            pixels = with_transparency(pixels, rng)
+        cases.append((f"{name} at {width}x{height}{' with alpha' if i % 4 == 3 else ''}", pixels))
+        i += 1
+    return cases
+
+
+# ---- Both sides ------------------------------------------------------------------------------------------------------
+
+
+def run_page(items: list[tuple[int, np.ndarray]], tmp_path: Path) -> tuple[list[tuple[int, bytes]], dict]:
+    """[(DRAWING, (H, W) uint8) or (PHOTO, (H, W, 4) uint8)] through the page's module in one Node process ->
+    [(status, payload)] and the runner's timings."""
+    source, answers = tmp_path / "page-in.bin", tmp_path / "page-out.bin"
+    with open(source, "wb") as f:
+        for kind, pixels in items:
+            f.write(struct.pack("<BII", kind, pixels.shape[1], pixels.shape[0]))
+            f.write(np.ascontiguousarray(pixels, dtype=np.uint8).tobytes())
+    done = subprocess.run([shutil.which("node"), str(RUNNER), str(source), str(answers)], capture_output=True,
+                          text=True, timeout=300)
+    assert done.returncode == 0, done.stderr
+    data, out, at = answers.read_bytes(), [], 0
+    while at < len(data):
+        status, length = struct.unpack_from("<BI", data, at)
+        out.append((status, data[at + 5 : at + 5 + length]))
+        at += 5 + length
+    assert len(out) == len(items)
+    return out, json.loads(done.stdout.strip().splitlines()[-1])
+
+
+def run_python(kind: int, pixels: np.ndarray) -> tuple[int, object]:
+    """Python's answer for the same input: (OK, its 8-bit pixels, as live_view.pixels makes them) or (status, the
+    error's message). A drawing goes the server's way: the canvas' value decoded by canvas.decode_drawing."""
+    from vit_demo.live_view import pixels as eight_bit_pixels
+
+    try:
+        if kind == DRAWING:
+            image = preprocess_drawing(decode_drawing(base64.b64encode(pixels.tobytes()).decode()))
+        else:
+            image = preprocess_photo(pixels)
+    except NothingDrawn as exc:
+        return NOTHING_DRAWN, str(exc)
+    except InputError as exc:
+        return INPUT_ERROR, str(exc)
+    except Exception as exc:  # noqa: BLE001 - compared with the page's own failure
+        return OTHER_ERROR, f"{type(exc).__name__}: {exc}"
+    return OK, eight_bit_pixels(image)
+
+
+@pytest.fixture(scope="module")
+def models():
+    from vit_demo.classifier import load_model
+
+    return {DRAWING: load_model("mnist", device="cpu"), PHOTO: load_model("cifar10", device="cpu")}
+
+
+def classes(model, images: list[np.ndarray]) -> list[str]:
+    inputs = [image.astype(np.float32) / 255 for image in images]
+    return [p.label for p in model.predict_preprocessed(inputs, attention=False)]
+
+
+def compare(kind: int, cases: list[tuple[str, np.ndarray]], models, tmp_path: Path) -> dict:
+    """Both sides on every case: the same refusals, >= 99% identical pixels, the same class. -> the parity figures."""
+    shape = (28, 28) if kind == DRAWING else (32, 32, 3)
+    started = time.perf_counter()
+    python = [run_python(kind, pixels) for _, pixels in cases]
+    python_s = time.perf_counter() - started
+    page, timings = run_page([(kind, pixels) for _, pixels in cases], tmp_path)
+    same, total, largest, refused, worst = 0, 0, 0, 0, (2.0, "")
+    done_python, done_page, names = [], [], []
+    for (name, _), (status, expected), (page_status, payload) in zip(cases, python, page):
+        if status != OK:
+            refused += 1
+            assert (page_status, payload.decode()) == (status, expected), f"{name}: the page refused differently"
+            continue
+        assert page_status == OK, f"{name}: the page refused ({payload.decode()}) what Python read"
+        got = np.frombuffer(payload, np.uint8).reshape(shape)
+        identical = float((got == expected).mean())
+        assert identical >= 0.99, f"{name}: only {identical:.2%} of the pixels are identical"
+        same, total = same + int((got == expected).sum()), total + got.size
+        largest = max(largest, int(np.abs(got.astype(int) - expected.astype(int)).max()))
+        worst = min(worst, (identical, name))
+        done_python.append(expected)
+        done_page.append(got)
+        names.append(name)
+    python_classes, page_classes = classes(models[kind], done_python), classes(models[kind], done_page)
+    differ = [f"{n}: {a} vs {b}" for n, a, b in zip(names, python_classes, page_classes) if a != b]
+    assert not differ, f"the model reads {len(differ)} images differently: {differ[:5]}"
+    ms = timings["drawing_ms" if kind == DRAWING else "photo_ms"]
+    figures = {"images": len(cases), "refused": refused, "identical": same / max(total, 1), "largest": largest,
+               "worst": worst, "python_ms": 1000 * python_s / len(cases), "page_ms": ms / len(cases)}
+    print(f"\n{'drawings' if kind == DRAWING else 'photos'}: {figures['images']} ({refused} refused by both), "
+          f"{figures['identical']:.4%} of pixels identical, largest difference {largest}"
+          f"{f', worst image {worst[0]:.2%} ({worst[1]})' if worst[0] < 1 else ''}, the same class on all {len(names)}; "
+          f"{figures['python_ms']:.2f} ms an image in Python, {figures['page_ms']:.2f} ms in Node")
+    return figures
+
+
+def test_drawings_match_python(mnist_root, models, tmp_path):
+    cases = canvas_drawings(mnist_root)
+    assert len(cases) == DRAWINGS
+    figures = compare(DRAWING, cases, models, tmp_path)
+    assert figures["refused"] == 3  # blank, three pixels, all ink
+
+
+def test_photos_match_python(cifar_root, models, tmp_path):
+    cases = photos(cifar_root)
+    assert len(cases) == PHOTOS
+    figures = compare(PHOTO, cases, models, tmp_path)
+    assert figures["refused"] == 5  # flat, nearly flat, fully transparent, one pixel, empty
+
+
+def test_refusals_say_what_python_says(tmp_path):
+    """Inputs no caller should send, refused in words as Python's are."""
+    too_large = np.zeros((1, 20_001, 4), np.uint8)
+    out, _ = run_page([(PHOTO, too_large)], tmp_path)
+    with pytest.raises(InputError) as python:
+        preprocess_photo(too_large)
+    assert out[0] == (INPUT_ERROR, str(python.value).encode())
