@@ -364,3 +364,31 @@ def wait_for_label(page, expected: str, timeout: float = 20, panel: str = "digit
         assert time.perf_counter() - started < timeout, f"label is {label_text(page, panel)!r}, expected {expected!r}"
         time.sleep(0.02)
     return time.perf_counter() - started
+
+
+# ---- A folder for a Hugging Face Space, against the Hub's rules (tests/test_space.py, tests/test_static_space.py)
+
+
+def files_in(folder):
+    return sorted(p.relative_to(folder).as_posix() for p in folder.rglob("*")
+                  if p.is_file() and ".git" not in p.relative_to(folder).parts)
+
+
+def git_binaries(root, tmp_path) -> set[str]:
+    """The files under ``root`` that git itself takes for binary (its numstat shows "-"), asked from outside any
+    repository so that no .gitattributes weighs in."""
+    empty = tmp_path / "empty"
+    empty.mkdir(exist_ok=True)
+    out = subprocess.run(["git", "diff", "--no-index", "--numstat", "-z", str(empty), str(root)], cwd=tmp_path,
+                         capture_output=True, text=True).stdout
+    fields = out.split("\0")  # "added\tdeleted\t", the old path (/dev/null), the new path; again for each file
+    return {os.path.relpath(new, root) for stat, _, new in zip(fields[0::3], fields[1::3], fields[2::3])
+            if stat.startswith("-\t")}
+
+
+def lfs_filters(root, paths, git_dir=None) -> dict[str, str]:
+    """``git check-attr filter`` for ``paths`` in the work tree ``root`` (a throwaway git dir where it is none)."""
+    where = ["--git-dir", str(git_dir), "--work-tree", str(root)] if git_dir else []
+    out = subprocess.run(["git", *where, "check-attr", "filter", "--stdin"], cwd=root, input="\n".join(paths),
+                         capture_output=True, text=True, check=True).stdout
+    return dict(line.rsplit(": filter: ", 1) for line in out.splitlines())

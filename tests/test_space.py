@@ -15,7 +15,8 @@ import gradio
 import pytest
 import yaml
 from common import client
-from conftest import PHOTOS, REPO, app_page, draw, draw_digit, run_cli, serving, wait_for_label
+from conftest import (PHOTOS, REPO, app_page, draw, draw_digit, files_in, git_binaries, lfs_filters, run_cli, serving,
+                      wait_for_label)
 from gradio_client import handle_file
 from packaging.requirements import Requirement
 from packaging.version import Version
@@ -36,35 +37,10 @@ def bundle(tmp_path_factory):
     return folder
 
 
-def files_in(folder):
-    return sorted(p.relative_to(folder).as_posix() for p in folder.rglob("*")
-                  if p.is_file() and ".git" not in p.relative_to(folder).parts)
-
-
 def requirements(folder) -> dict[str, Requirement]:
     lines = (folder / "requirements.txt").read_text(encoding="utf-8").splitlines()
     reqs = [Requirement(line.split("#", 1)[0]) for line in lines if line.split("#", 1)[0].strip()]
     return {r.name.lower(): r for r in reqs}
-
-
-def git_binaries(root, tmp_path) -> set[str]:
-    """The files under ``root`` that git itself takes for binary (its numstat shows "-"), asked from outside any
-    repository so that no .gitattributes weighs in."""
-    empty = tmp_path / "empty"
-    empty.mkdir(exist_ok=True)
-    out = subprocess.run(["git", "diff", "--no-index", "--numstat", "-z", str(empty), str(root)], cwd=tmp_path,
-                         capture_output=True, text=True).stdout
-    fields = out.split("\0")  # "added\tdeleted\t", the old path (/dev/null), the new path; again for each file
-    return {os.path.relpath(new, root) for stat, _, new in zip(fields[0::3], fields[1::3], fields[2::3])
-            if stat.startswith("-\t")}
-
-
-def lfs_filters(root, paths, git_dir=None) -> dict[str, str]:
-    """``git check-attr filter`` for ``paths`` in the work tree ``root`` (a throwaway git dir where it is none)."""
-    where = ["--git-dir", str(git_dir), "--work-tree", str(root)] if git_dir else []
-    out = subprocess.run(["git", *where, "check-attr", "filter", "--stdin"], cwd=root, input="\n".join(paths),
-                         capture_output=True, text=True, check=True).stdout
-    return dict(line.rsplit(": filter: ", 1) for line in out.splitlines())
 
 
 def test_the_folder_holds_what_a_space_needs_and_nothing_else(bundle):
