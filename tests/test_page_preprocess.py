@@ -377,3 +377,14 @@ def test_refusals_say_what_python_says(tmp_path):
     with pytest.raises(InputError) as python:
         preprocess_photo(too_large)
     assert out[0] == (INPUT_ERROR, str(python.value).encode())
+
+
+def test_faint_dots_averaged_away_are_nothing_drawn_on_both_sides(tmp_path):
+    """Four faint dots at the canvas' edges vanish when the large crop is scaled down: blank, in words, both sides."""
+    canvas = np.zeros((112, 112), np.uint8)
+    for y, x in ((0, 3), (3, 0), (111, 3), (3, 111)):
+        canvas[y, x] = 54
+    out, _ = run_page([(DRAWING, canvas)], tmp_path)
+    with pytest.raises(NothingDrawn) as python:
+        preprocess_drawing(canvas)
+    assert out[0] == (NOTHING_DRAWN, str(python.value).encode())

@@ -96,6 +96,15 @@ def test_blank_canvas_is_nothing_to_classify(blank):
         preprocess_drawing(blank)
 
 
+def test_faint_dots_far_apart_are_nothing_to_classify():
+    """Four faint dots at the canvas' edges: their crop is large, so scaling it down averages them away."""
+    canvas = np.zeros((112, 112), np.uint8)
+    for y, x in ((0, 3), (3, 0), (111, 3), (3, 111)):
+        canvas[y, x] = 54
+    with pytest.raises(NothingDrawn):
+        preprocess_drawing(canvas)
+
+
 def test_a_stray_click_is_nothing_to_classify():
     canvas = np.full((500, 500), 255, np.uint8)
     canvas[250, 250] = 0

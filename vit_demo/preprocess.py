@@ -226,8 +226,11 @@ def preprocess_drawing(image: ImageInput) -> np.ndarray:
         work = F.interpolate(crop[None, None], size=size, mode="area")[0, 0]  # (<=80, <=80)
     else:
         work = F.interpolate(crop[None, None], size=size, mode="bilinear", align_corners=False)[0, 0]
+    inked = work[work > 0.05]
+    if inked.numel() == 0:  # a few faint dots far apart, averaged away at this scale: nothing to read
+        raise NothingDrawn()
     # A pen much thinner than a work pixel leaves faint grey strokes: scale so typical ink is full strength.
-    work = (work / torch.quantile(work[work > 0.05], 0.9).clamp_min(1e-6)).clamp_(0, 1)
+    work = (work / torch.quantile(inked, 0.9).clamp_min(1e-6)).clamp_(0, 1)
     work = F.pad(work, (WORK_SCALE * 4,) * 4)  # room for thicker strokes
     low, high = STROKE_RANGE
     for _ in range(4):

@@ -528,8 +528,10 @@ export function preprocessDrawing(grey, width, height) {
   const scale = (WORK_SCALE * DIGIT_BOX) / Math.max(h, w);
   const oh = Math.max(1, roundHalfEven(h * scale)), ow = Math.max(1, roundHalfEven(w * scale));
   let work = scale < 1 ? areaResize(inkCrop, oh, ow) : bilinearResize(inkCrop, oh, ow); // (<= 80, <= 80)
+  const inked = work.data.filter((v) => v > FAINT);
+  if (!inked.length) throw new NothingDrawn(); // a few faint dots far apart, averaged away at this scale
   // A pen much thinner than a work pixel leaves faint grey strokes: scale so typical ink is full strength.
-  const typical = Math.max(torchQuantile(work.data.filter((v) => v > FAINT), 0.9), TINY);
+  const typical = Math.max(torchQuantile(inked, 0.9), TINY);
   for (let i = 0; i < work.data.length; i++) work.data[i] = clamp01(f32(work.data[i] / typical));
   work = pad(work, WORK_SCALE * 4); // room for thicker strokes
   const [low, high] = STROKE_RANGE;
