@@ -267,17 +267,53 @@ def test_the_photo_tab_says_what_the_model_knows_and_reads_and_flags_the_unfamil
     assert json.loads(photo_tab.on_photo(str(PHOTOS / "ship.png")))["notice"] == ""
 
 
-def test_weights_without_snapshots_say_so_in_place_of_the_slider():
+def test_the_photo_tab_shows_the_photo_through_the_shipped_models_snapshots():
     from vit_demo.ui import export_view
 
-    # The shipped photo model was trained before train.py kept snapshots: its training view says so, shows nothing,
-    # and has nothing to export.
-    photo = photo_tab.analyse_photo(str(PHOTOS / "cat.png"))
-    assert "before snapshots were kept" in models.training_run("cifar10").problem
-    asked = training_view.ask_snapshot("cifar10")({"image": live_view.image_text(photo.input), "position": 1})
-    assert "no snapshot" in asked["error"]
-    with pytest.raises(gr.Error, match="snapshots"):
-        export_view.on_png(photo, export_view.TRAINING, 7, MEAN, None)
+    # The shipped photo model kept six snapshots of its 300 epochs: the slider has seven stops, the trained model last.
+    run = models.training_run("cifar10")
+    assert run.problem is None and [s.epoch for s in run.snapshots] == [1, 3, 7, 17, 45, 116] and run.positions == 7
+    photo = photo_tab.analyse_photo(str(PHOTOS / "ship.png"))
+    ask = training_view.ask_snapshot("cifar10")
+    image = live_view.image_text(photo.input)  # the page's copy of the input
+    first, later = (ask({"image": image, "position": position}) for position in (1, 6))
+    assert first["note"].startswith("<b>Epoch 1 of 300</b>") and "27.33%" in first["note"]
+    assert later["note"].startswith("<b>Epoch 116 of 300</b>") and "84.49%" in later["note"]
+    # Each snapshot's grid of 9 layers x (6 heads + their mean) over the 8 x 8 patches: the attention changed as it
+    # trained.
+    first_maps, later_maps = (read_live_grid(numbers, (9, 7, 8, 8)) for numbers in (first, later))
+    assert not np.array_equal(first_maps, later_maps)
+    assert "numbered 1 to 6" in ask({"image": image, "position": 7})["error"]
+    assert "epoch 300" in training_view.trained_note(run) and "91.21%" in training_view.trained_note(run)
+    path = export_view.on_png(photo, export_view.TRAINING, 9, MEAN, None, None, 1)
+    assert path.endswith("-cls-grid-epoch1.png")
+
+
+def test_weights_without_snapshots_say_so_in_place_of_the_slider(tmp_path, monkeypatch):
+    import shutil
+
+    from vit_demo.ui import export_view
+    from vit_demo.weights import CONFIG_FILE, METRICS_FILE, WEIGHTS_FILE
+
+    # Weights trained before train.py kept snapshots (or with --snapshots 0): the shipped photo model without its
+    # snapshots. Its training view says so, shows nothing, and has nothing to export.
+    (tmp_path / "cifar10").mkdir()
+    for name in (CONFIG_FILE, WEIGHTS_FILE, METRICS_FILE):
+        shutil.copy(WEIGHTS_ROOT / "cifar10" / name, tmp_path / "cifar10" / name)
+    monkeypatch.setenv(models.WEIGHTS_ENV, str(tmp_path))
+    caches = (models.classifier, models.training_run, models.calibration_report)
+    for cached in caches:
+        cached.cache_clear()
+    try:
+        photo = photo_tab.analyse_photo(str(PHOTOS / "cat.png"))
+        assert "before snapshots were kept" in models.training_run("cifar10").problem
+        asked = training_view.ask_snapshot("cifar10")({"image": live_view.image_text(photo.input), "position": 1})
+        assert "no snapshot" in asked["error"]
+        with pytest.raises(gr.Error, match="snapshots"):
+            export_view.on_png(photo, export_view.TRAINING, 7, MEAN, None)
+    finally:
+        for cached in caches:
+            cached.cache_clear()
 
 
 def test_inside_the_model_for_both_models():
