@@ -366,6 +366,16 @@ def wait_for_label(page, expected: str, timeout: float = 20, panel: str = "digit
     return time.perf_counter() - started
 
 
+def node_major() -> int:
+    """The major version of the Node.js on the PATH (0: none). The page's modules run under 20 or later, and so does
+    Gradio's server-side rendering."""
+    node = shutil.which("node")
+    if not node:
+        return 0
+    out = subprocess.run([node, "--version"], capture_output=True, text=True).stdout  # v20.20.2
+    return int(out.lstrip("v").split(".")[0] or 0)
+
+
 # ---- A folder for a Hugging Face Space, against the Hub's rules (tests/test_space.py, tests/test_static_space.py)
 
 

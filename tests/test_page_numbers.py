@@ -13,12 +13,13 @@ import numpy as np
 import pytest
 import torch
 
-from conftest import REPO, mnist_test_digits
+from conftest import REPO, mnist_test_digits, node_major
 from vit_demo import explain, live_view
 from vit_demo.ui.models import classifier
 
 NODE = shutil.which("node")
-pytestmark = pytest.mark.skipif(NODE is None, reason="Node.js (20 or later) is not installed")
+pytestmark = pytest.mark.skipif(node_major() < 20, reason="the page's modules run under Node 20 or later, which is not "
+                                                          "on the PATH")
 
 
 def page_numbers(cases: list[dict], tmp_path) -> list[dict]:

@@ -21,7 +21,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from conftest import CIFAR_CLASSES, STROKES, mnist_test_digits
+from conftest import CIFAR_CLASSES, STROKES, mnist_test_digits, node_major
 from PIL import Image, ImageDraw
 
 from vit_demo.canvas import CANVAS_SIZE, DRAWING_PIXELS, PENS, decode_drawing
@@ -34,14 +34,6 @@ SUPERSAMPLE = 2  # strokes are drawn at twice the canvas' resolution, then avera
 PEN_WIDTHS = [width for _, width in PENS]
 DRAWING, PHOTO = 0, 1
 OK, NOTHING_DRAWN, INPUT_ERROR, OTHER_ERROR = 0, 1, 2, 3
-
-
-def node_major() -> int:
-    node = shutil.which("node")
-    if not node:
-        return 0
-    out = subprocess.run([node, "--version"], capture_output=True, text=True).stdout  # v20.20.2
-    return int(out.lstrip("v").split(".")[0] or 0)
 
 
 pytestmark = pytest.mark.skipif(node_major() < 20, reason="the page's modules run under Node 20 or later, "

@@ -15,8 +15,8 @@ import gradio
 import pytest
 import yaml
 from common import client
-from conftest import (PHOTOS, REPO, app_page, draw, draw_digit, files_in, git_binaries, lfs_filters, run_cli, serving,
-                      wait_for_label)
+from conftest import (PHOTOS, REPO, app_page, draw, draw_digit, files_in, git_binaries, lfs_filters, node_major, run_cli,
+                      serving, wait_for_label)
 from gradio_client import handle_file
 from packaging.requirements import Requirement
 from packaging.version import Version
@@ -185,14 +185,6 @@ def zerogpu_api():
     yield f"http://127.0.0.1:{server.server_address[1]}"
     server.shutdown()
     server.server_close()
-
-
-def node_major() -> int:
-    node = shutil.which("node")
-    if not node:
-        return 0
-    out = subprocess.run([node, "--version"], capture_output=True, text=True).stdout  # v20.20.2
-    return int(out.lstrip("v").split(".")[0] or 0)
 
 
 def test_the_folder_starts_as_a_zerogpu_space_does_and_works_offline(bundle, browser, zerogpu_api, tmp_path):

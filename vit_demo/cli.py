@@ -157,32 +157,29 @@ def build_parser() -> argparse.ArgumentParser:
                         help="mnist, cifar10, or a path to a weights folder; may be given more than once (default: "
                              "both shipped models)")
 
-    space = commands.add_parser(
-        "space", help="write the folder a Hugging Face Space needs; deploy it with: hf upload USER/NAME DIR "
-                      "--repo-type space",
+    # What writing a Space's folder takes, for each kind of Space.
+    bundle = argparse.ArgumentParser(add_help=False)
+    bundle.add_argument("folder", metavar="DIR")
+    bundle.add_argument("--force", action="store_true",
+                        help="write into a non-empty folder this command did not write, replacing everything in it "
+                             "but a .git folder")
+    commands.add_parser(
+        "space", parents=[bundle], help="write the folder a Hugging Face Space needs; deploy it with: hf upload "
+                                        "USER/NAME DIR --repo-type space",
         description="Write into DIR what a Hugging Face Space needs and nothing else: app.py, the package, the "
                     "shipped weights and examples, requirements.txt (torch pinned to a release ZeroGPU supports), "
                     "README.md (the Space's front matter and a short card) and a .gitattributes that puts every "
                     "binary file through LFS/Xet (docs/spaces.md). DIR may be new, empty, or a folder this command "
                     "wrote before, which is rewritten whole (a .git folder in it is kept). One JSON line.")
-    space.add_argument("folder", metavar="DIR")
-    space.add_argument("--force", action="store_true",
-                       help="write into a non-empty folder this command did not write, replacing everything in it "
-                            "but a .git folder")
-
-    static = commands.add_parser(
-        "static", help="write a static Hugging Face Space: the page runs the models itself; deploy it with: hf upload "
-                       "USER/NAME DIR --repo-type space",
+    commands.add_parser(
+        "static", parents=[bundle], help="write a static Hugging Face Space: the page runs the models itself; deploy "
+                                         "it with: hf upload USER/NAME DIR --repo-type space",
         description="Write into DIR the app's page as a static site (sdk: static), the models run in the browser by "
                     "onnxruntime-web: index.html, its JS and CSS, the ONNX graphs (`python -m vit_demo onnx` makes "
                     "them), README.md with the front matter and a .gitattributes that puts every binary file through "
                     "LFS/Xet (docs/spaces.md). Try it with: python -m http.server --directory DIR. DIR may be new, "
                     "empty, or a folder this command wrote before, which is rewritten whole (a .git folder in it is "
                     "kept). One JSON line.")
-    static.add_argument("folder", metavar="DIR")
-    static.add_argument("--force", action="store_true",
-                        help="write into a non-empty folder this command did not write, replacing everything in it "
-                             "but a .git folder")
     return parser
 
 
