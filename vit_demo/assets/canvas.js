@@ -42,7 +42,6 @@ function usePageModel() {
       const live = ((window.vdLive ??= {})[PANEL] ??= {});
       for (const kind of ["query", "snapshot", "knockout", "lens"]) (live.ask ??= {})[kind] = page[kind];
       canvas.dataset.model = "page"; // for tests and scripts: drawings are read in the page
-      page.prefetch().catch(() => {}); // the training slider's snapshots, so that it works offline too
     })
     .catch((error) => console.warn("The model runs on the server:", error));
 }

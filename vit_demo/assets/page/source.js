@@ -46,8 +46,18 @@ export function pageSource(model, base) {
       return { error: String(error.message ?? error) };
     }
   };
+  let prefetched = null;
+  function prefetch() {
+    // Once a drawing has been read, the snapshots' graphs (some 0.5 MB each for the digits) are loaded in the
+    // background, so that the training slider works once the network is gone; not before the first prediction,
+    // which waits for nothing but the model. (The photos' 6 MB ones are left to the slider's first move.)
+    prefetched ??= Promise.all(model.snapshots.map((snapshot) => graph.session(address(snapshot.graph))))
+      .catch(() => (prefetched = null));
+  }
+
   async function analyse(pixels) {
-    // Every view's numbers for an 8-bit input (panel.numbers).
+    // Every view's numbers for an 8-bit input (panel.numbers), timing the model alone (its graph loaded first).
+    await graph.session(address(model.graph));
     const start = performance.now();
     const [run] = await graph.run(address(model.graph), model, [pixels]);
     return payload(model, pixels, run, performance.now() - start);
@@ -56,9 +66,6 @@ export function pageSource(model, base) {
   return {
     inPage: true, // the canvas reads drawings as often as the pointer moves: no request is made
     ready: () => graph.session(address(model.graph)), // the graph loaded: the first drawing need not wait for it
-    // The snapshots' graphs loaded too, so that the training slider works once the network is gone (the digits':
-    // some 0.8 MB each; a page may leave the photos' 11 MB ones to the slider's first move).
-    prefetch: () => Promise.all(model.snapshots.map((snapshot) => graph.session(address(snapshot.graph)))),
 
     async stroke(request) {
       // digit_tab.stroke: {drawing: the canvas' 112 x 112 ink as base64, views: false while the pen is down}.
@@ -75,7 +82,9 @@ export function pageSource(model, base) {
         const [run] = await graph.run(address(model.graph), model, [pixels]);
         return reading(model, run.logits);
       }
-      return analyse(pixels);
+      const numbers = await analyse(pixels);
+      prefetch();
+      return numbers;
     },
 
     async photo(rgba, width, height) {

@@ -76,7 +76,7 @@ for (const button of document.querySelectorAll(".vd-tabs [data-tab]")) {
     warm(button.dataset.tab); // the photo model is loaded once its tab opens, not before
   });
 }
-warm("digit").then(() => sources.digit.prefetch()); // the digits' snapshots too: the slider works offline
+warm("digit");
 
 // The photo tab: an upload or an example, decoded by the browser, preprocessed and classified in the page.
 const photo = document.querySelector(".vd-photo");
