@@ -21,6 +21,7 @@ from __future__ import annotations
 import argparse
 import contextlib
 import gzip
+import json
 import subprocess
 import sys
 import tempfile
@@ -40,14 +41,21 @@ CHROMIUM_ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-quic"
 STROKES = [[(0.25, 0.2), (0.75, 0.2), (0.45, 0.85)], [(0.5, 0.15), (0.5, 0.85)],
            [(0.3, 0.25), (0.7, 0.25), (0.3, 0.8), (0.7, 0.8)]]  # a 7, a 1, a Z (read as 2 or 7)
 
-# In page time (ms): each pointer-up or example click, and each time a tab's views have drawn a new image's numbers.
+# In page time (ms): each pointer-up or example click, and each time one of the tab's views was drawn, with the key of
+# the image it drew (whatever brought the numbers: the canvas' answer, or the value Gradio set after an upload).
 RECORDER = """(panel) => {
-    window.__starts = []; window.__drawn = [];
+    window.__starts = []; window.__draws = [];
     document.addEventListener('pointerup', () => window.__starts.push(performance.now()), true);
-    document.addEventListener('click', (e) => { if (e.target.closest('.vd-examples')) window.__starts.push(performance.now()); }, true);
-    const live = window.vdLive[panel], receive = live.receive;
-    live.receive = (answer) => { receive(answer); if (answer && !answer.reading) window.__drawn.push(performance.now()); };
+    document.addEventListener('click', (e) => {
+        if (e.target.closest('.vd-examples, .gallery')) window.__starts.push(performance.now()); }, true);
+    const live = window.vdLive[panel];
+    for (const view of live.views) {
+        const draw = view.draw;
+        view.draw = (...args) => { const out = draw(...args);
+            window.__draws.push([performance.now(), live.reading ? null : live.state?.key ?? null]); return out; };
+    }
 }"""
+KEY = "(panel) => { const live = window.vdLive[panel]; return live.reading ? null : live.state?.key ?? null; }"
 
 
 @contextlib.contextmanager
@@ -74,18 +82,20 @@ def draw(page, points) -> None:
 
 
 def latencies(page, panel: str, count: int, act, settle: float) -> tuple[list[float], int]:
-    """Mouse-up (or click) to views drawn for ``count`` actions, and the requests they made."""
+    """Mouse-up (or click) to every view drawn for ``count`` actions, each giving a new image, and the requests
+    they made."""
     page.evaluate(RECORDER, panel)
     requests = []
     page.on("request", lambda r: requests.append(r.url))
     times = []
     for i in range(count):
-        before = page.evaluate("window.__drawn.length")
+        before = page.evaluate(KEY, panel)
         act(i)
-        page.wait_for_function(f"window.__drawn.length > {before}", timeout=30000)
-        page.wait_for_timeout(settle * 1000)  # the last answer lands
-        start, drawn = page.evaluate("[window.__starts.at(-1), window.__drawn.at(-1)]")
-        times.append(drawn - start)
+        page.wait_for_function(f"(({KEY})({panel!r})) !== null && (({KEY})({panel!r})) !== {json.dumps(before)}",
+                               timeout=60000)
+        page.wait_for_timeout(settle * 1000)  # the last answer lands, and the views it redraws
+        start, draws, key = page.evaluate(f"[window.__starts.at(-1), window.__draws, ({KEY})({panel!r})]")
+        times.append(max(t for t, k in draws if k == key and t >= start) - start)
     return times, len(requests)
 
 
