@@ -48,7 +48,7 @@ RESIDUAL_AT_ONCE_WIDTH = 4096  # dim x tokens at most for the residual grid to c
 
 def residual_at_once(config: ViTConfig) -> bool:
     """Whether the residual stream's patching grid comes with the heads' at once: yes for the digits' model (the two
-    together take some 180 ms of server time on one thread), no for the photos' (some 8 s, against 0.8 s for the
+    together take some 160 ms of server time on one thread), no for the photos' (some 2 s, against 0.2 s for the
     heads alone: benchmarks/heads_cost.py), whose page asks for it on a button that says what it costs."""
     return config.dim * config.num_tokens <= RESIDUAL_AT_ONCE_WIDTH
 
