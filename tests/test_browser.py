@@ -28,6 +28,7 @@ def image_src(page, elem_id: str) -> str:
 
 
 def test_draw_a_digit_and_explore_its_attention(page, tmp_path):
+    page.wait_for_selector("#canvas canvas.vd-draw[data-model=page]", timeout=30000)  # (until then, the server reads)
     draw(page, [(0.25, 0.2), (0.75, 0.2), (0.45, 0.85)])  # a 7
     wait_for_label(page, "7")
     for view, shows in (("digit-selected", "6/mean"), ("digit-cls-grid", "grid"), ("digit-rollout", "map")):
