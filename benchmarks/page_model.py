@@ -85,8 +85,8 @@ def latencies(page, panel: str, count: int, act, settle: float) -> tuple[list[fl
     """Mouse-up (or click) to every view drawn for ``count`` actions, each giving a new image, and the requests
     they made."""
     page.evaluate(RECORDER, panel)
-    requests = []
-    page.on("request", lambda r: requests.append(r.url))
+    requests = []  # to the server's functions and queue: not the files a page loads (graphs, scripts, pictures)
+    page.on("request", lambda r: requests.append(r.url) if "/gradio_api/" in r.url and "/file=" not in r.url else None)
     times = []
     for i in range(count):
         before = page.evaluate(KEY, panel)
@@ -112,40 +112,53 @@ def photo_times(page, photos: int, settle: float, open_tab) -> tuple[list[float]
     return latencies(page, "photo", photos, lambda i: buttons.nth(i % 10).click(), settle)
 
 
-def page_weight(browser, url: str, root: Path) -> dict:
-    """Bytes a first visit to the static page downloads before its first prediction, and what the photo tab adds;
-    seconds to the first prediction of a drawing, cold and warm."""
-    context = browser.new_context(viewport={"width": 1400, "height": 1000})
-    page = context.new_page()
-    served = []
-    page.on("requestfinished", lambda r: served.append(r.url))
+# The files the page had asked for by the time its first prediction was drawn (the Resource Timing API, in page time).
+FIRST_FILES = """() => {
+    const drawn = window.__firstLabelAt;
+    return performance.getEntriesByType('resource').filter((e) => e.startTime <= drawn).map((e) => e.name);
+}"""
+WATCH_LABEL = """(label) => new Promise((resolve) => {
+    const seen = () => document.querySelector('#digit-label .vd-top-class')?.innerText.trim() === label
+        && window.vdLive.digit.state?.numbers.label === label;
+    const check = () => seen() ? resolve((window.__firstLabelAt = performance.now())) : requestAnimationFrame(check);
+    check();
+})"""
+
+
+def first_prediction(page, url: str) -> tuple[float, list[str]]:
+    """Open ``url``, draw a 7 once the canvas is ready; seconds from opening to its label, and the files asked for
+    before it (the page's own address first)."""
     started = time.perf_counter()
     page.goto(url)
     page.wait_for_selector("#canvas canvas.vd-draw[data-ready]")
     page.click("#canvas .vd-clear")
     draw(page, STROKES[0])
-    page.wait_for_function("window.vdLive.digit.state?.numbers.label === '7'", timeout=60000)
-    cold = time.perf_counter() - started
-    digit = list(dict.fromkeys(served))
+    page.evaluate(WATCH_LABEL, "7")
+    seconds = time.perf_counter() - started
+    return seconds, [url, *page.evaluate(FIRST_FILES)]
+
+
+def page_weight(browser, url: str, root: Path) -> dict:
+    """Bytes a first visit to the static page asks for before its first prediction, and what opening the photo tab
+    adds; seconds to the first prediction of a drawing, cold (a new profile) and warm (a reload, with its cache)."""
+    context = browser.new_context(viewport={"width": 1400, "height": 1000})
+    page = context.new_page()
+    cold, digit = first_prediction(page, url)
+    print("Asked for before the first prediction:", *sorted(u.rsplit("/", 1)[-1] for u in digit))
     page.click("[data-tab=photo]")
     page.locator(".vd-photo .vd-examples button").nth(1).click()
     page.wait_for_function("window.vdLive.photo.state?.numbers", timeout=60000)
-    photo = [u for u in dict.fromkeys(served) if u not in digit]
-    started = time.perf_counter()
-    page.reload()
-    page.wait_for_selector("#canvas canvas.vd-draw[data-ready]")
-    page.click("#canvas .vd-clear")
-    draw(page, STROKES[0])
-    page.wait_for_function("window.vdLive.digit.state?.numbers.label === '7'", timeout=60000)
-    warm = time.perf_counter() - started
+    photo = [e for e in page.evaluate("performance.getEntriesByType('resource').map((e) => e.name)")
+             if e not in digit and "/snapshots/" not in e]  # the digits' snapshots load after the first drawing
+    warm, _ = first_prediction(page, url)
     context.close()
 
     def weigh(urls):
-        files = [root / urllib.parse.unquote(urllib.parse.urlsplit(u).path).lstrip("/") for u in urls
-                 if u.startswith("http")]
-        raw = sum(f.stat().st_size for f in files if f.is_file())
-        packed = sum(len(gzip.compress(f.read_bytes(), 6)) for f in files if f.is_file())
-        return {"files": len(files), "bytes": raw, "gzip_bytes": packed}
+        files = {root / (urllib.parse.unquote(urllib.parse.urlsplit(u).path).lstrip("/") or "index.html")
+                 for u in urls if u.startswith("http")}
+        files = [f for f in files if f.is_file()]
+        return {"files": len(files), "bytes": sum(f.stat().st_size for f in files),
+                "gzip_bytes": sum(len(gzip.compress(f.read_bytes(), 6)) for f in files)}
 
     return {"digit_tab": weigh(digit), "photo_tab_adds": weigh(photo), "first_prediction_cold_s": cold,
             "first_prediction_warm_s": warm}

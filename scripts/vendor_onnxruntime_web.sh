@@ -11,16 +11,19 @@ work="$(mktemp -d)"
 trap 'rm -rf "$work"' EXIT
 (cd "$work" && npm pack --silent "onnxruntime-web@$version" >/dev/null && tar xzf "onnxruntime-web-$version.tgz")
 rm -rf "$out" && mkdir -p "$out"
-for file in ort.wasm.bundle.min.mjs ort-wasm-simd-threaded.wasm; do
-  cp "$work/package/dist/$file" "$out/"
-done
+cp "$work/package/dist/ort.wasm.bundle.min.mjs" "$out/"
+# The WebAssembly binary gzipped (14.2 MB -> 3.7 MB): the page unpacks it itself (DecompressionStream), so it travels
+# small whether or not the server compresses (Gradio's file route and python -m http.server do not).
+gzip -9 -n -c "$work/package/dist/ort-wasm-simd-threaded.wasm" > "$out/ort-wasm-simd-threaded.wasm.gz"
+wasm_sha="$(sha256sum "$work/package/dist/ort-wasm-simd-threaded.wasm" | cut -d' ' -f1)"
 tarball_sha="$(sha256sum "$work/onnxruntime-web-$version.tgz" | cut -d' ' -f1)"
 cat > "$out/README.md" <<NOTE
 # onnxruntime-web $version (MIT licence, Microsoft Corporation)
 
 Copied from the npm package \`onnxruntime-web@$version\` (tarball sha256 \`$tarball_sha\`) by
-\`scripts/vendor_onnxruntime_web.sh\`: \`dist/ort.wasm.bundle.min.mjs\` and \`dist/ort-wasm-simd-threaded.wasm\`,
-unchanged. \`SHA256SUMS\` lists them; a test checks them. Source: https://github.com/microsoft/onnxruntime (js/web).
+\`scripts/vendor_onnxruntime_web.sh\`: \`dist/ort.wasm.bundle.min.mjs\` unchanged, and \`dist/ort-wasm-simd-threaded.wasm\`
+gzipped (\`gzip -9 -n\`; unpacked, its sha256 is \`$wasm_sha\`). \`SHA256SUMS\` lists the unpacked
+files; a test checks them. Source: https://github.com/microsoft/onnxruntime (js/web).
 NOTE
-(cd "$out" && sha256sum ort.wasm.bundle.min.mjs ort-wasm-simd-threaded.wasm > SHA256SUMS)
+(cd "$out" && sha256sum ort.wasm.bundle.min.mjs > SHA256SUMS && echo "$wasm_sha  ort-wasm-simd-threaded.wasm" >> SHA256SUMS)
 echo "onnxruntime-web $version -> $out"; cat "$out/SHA256SUMS"

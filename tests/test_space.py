@@ -76,8 +76,7 @@ def test_every_binary_goes_through_lfs_xet(bundle, tmp_path):
     filters = lfs_filters(bundle, sorted(needing), git_dir / ".git")
     assert {f: filters[f] for f in needing if filters[f] != "lfs"} == {}
     big = [f for f in files_in(bundle) if (bundle / f).stat().st_size >= space.HUB_MAX_PLAIN_BYTES]
-    assert big == ["vit_demo/assets/vendor/onnxruntime-web/ort-wasm-simd-threaded.wasm", "weights/cifar10/model.onnx",
-                   "weights/cifar10/model.safetensors"]  # 13.6, 10.6 and 10.3 MiB
+    assert big == ["weights/cifar10/model.onnx", "weights/cifar10/model.safetensors"]  # 10.6 and 10.3 MiB
     assert all(filters[f] == "lfs" for f in big)
 
 

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import base64
 import contextlib
+import gzip
 import hashlib
 import json
 import math
@@ -99,16 +100,18 @@ def test_folder_is_a_static_space(static_folder, tmp_path):
     # bundle's checks (tests/test_space.py), with git's own idea of binary and its own reading of .gitattributes.
     needing = {f for f in files_in(static_folder) if needs_lfs(static_folder / f)}
     assert git_binaries(static_folder, tmp_path) <= needing
-    assert {"models/mnist/model.onnx", "vendor/onnxruntime-web/ort-wasm-simd-threaded.wasm"} <= needing
+    assert {"models/mnist/model.onnx", "vendor/onnxruntime-web/ort-wasm-simd-threaded.wasm.gz"} <= needing
     git_dir = tmp_path / "git"
     subprocess.run(["git", "init", "-q", str(git_dir)], check=True)
     filters = lfs_filters(static_folder, sorted(needing), git_dir / ".git")
     assert {f: filters[f] for f in needing if filters[f] != "lfs"} == {}
-    # The vendored runtime is the one its checksums name.
+    # The vendored runtime is the one its checksums name (its WebAssembly binary once unpacked, as the page does).
     vendor = static_folder / static_space.VENDOR
     for line in (vendor / "SHA256SUMS").read_text().splitlines():
         digest, name = line.split()
-        assert hashlib.sha256((vendor / name).read_bytes()).hexdigest() == digest
+        packed = vendor / f"{name}.gz"
+        data = gzip.decompress(packed.read_bytes()) if packed.is_file() else (vendor / name).read_bytes()
+        assert hashlib.sha256(data).hexdigest() == digest
     # The graphs of both models, and the digit model's snapshots.
     page = json.loads((static_folder / "index.html").read_text().split('id="vd-page">')[1].split("</script>")[0])
     for model in page["models"].values():

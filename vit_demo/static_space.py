@@ -93,10 +93,10 @@ def controls(prefix: str, layers: int, heads: int) -> str:
 def photo_input(first: Path | None) -> str:
     """The photo tab's input: an upload, the photo shown, and the examples (``first`` shown at the start)."""
     thumbs = "".join(f'<button type="button" title="example: {html.escape(p.stem)}" data-src="examples/photos/{p.name}">'
-                     f'<img alt="example {html.escape(p.stem)}" src="examples/photos/{p.name}"></button>'
+                     f'<img alt="example {html.escape(p.stem)}" loading="lazy" src="examples/photos/{p.name}"></button>'
                      for p in sorted((EXAMPLES / "photos").glob("*.png")))
     shown = f' src="examples/photos/{first.name}"' if first else ""
-    return (f'<div class="vd-photo" data-panel="photo"><img class="vd-photo-shown" alt="the photo"{shown}>'
+    return (f'<div class="vd-photo" data-panel="photo"><img class="vd-photo-shown" alt="the photo" loading="lazy"{shown}>'
             '<label class="vd-upload">Upload a photo <input type="file" accept="image/*"></label>'
             f'<div class="vd-examples"><span>Examples:</span>{thumbs}</div>'
             f'<p class="vd-note">{live_view.caption_html(photo_tab.CLASSES_NOTE)}</p></div>')

@@ -32,7 +32,7 @@ function usePageModel() {
   // WebAssembly, a failed download), the server goes on answering.
   const described = PAD.dataset.pageModel;
   const forced = new URLSearchParams(window.location.search).get("model") === "server";
-  if (!described || forced || typeof WebAssembly !== "object") return;
+  if (!described || forced || typeof WebAssembly !== "object" || typeof DecompressionStream !== "function") return;
   const { source, model } = JSON.parse(described);
   import(new URL(source, document.baseURI).href)
     .then(async ({ pageSource }) => {

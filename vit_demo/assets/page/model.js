@@ -7,16 +7,32 @@ import * as ort from "../vendor/onnxruntime-web/ort.wasm.bundle.min.mjs";
 ort.env.wasm.numThreads = globalThis.crossOriginIsolated ? Math.min(4, navigator.hardwareConcurrency || 1) : 1;
 
 const sessions = new Map(); // graph address -> Promise of its InferenceSession
+// The runtime's WebAssembly binary travels gzipped (3.7 MB, not 14.2) and is unpacked here, whatever the server.
+const WASM = new URL("../vendor/onnxruntime-web/ort-wasm-simd-threaded.wasm.gz", import.meta.url);
+let runtime = null; // Promise: the binary unpacked and handed to onnxruntime-web, once
+
+function loadRuntime() {
+  runtime ??= fetch(WASM)
+    .then((answer) => {
+      if (!answer.ok) throw new Error(`the model's runtime did not load (${answer.status} ${answer.statusText})`);
+      return new Response(answer.body.pipeThrough(new DecompressionStream("gzip"))).arrayBuffer();
+    })
+    .then((binary) => { ort.env.wasm.wasmBinary = binary; })
+    .catch((error) => { runtime = null; throw error; }); // the next use tries again
+  return runtime;
+}
 
 export function available() {
-  // Whether this browser can run the model: WebAssembly with SIMD is what the vendored build needs.
-  return typeof WebAssembly === "object" && typeof WebAssembly.validate === "function";
+  // Whether this browser can run the model: WebAssembly (with SIMD, which the vendored build needs; every browser
+  // that has DecompressionStream has it too).
+  return typeof WebAssembly === "object" && typeof DecompressionStream === "function";
 }
 
 export function session(url) {
   // The graph at ``url``, loaded once (a failed load is forgotten, so the next use tries again).
   if (!sessions.has(url)) {
-    const made = ort.InferenceSession.create(url, { executionProviders: ["wasm"], graphOptimizationLevel: "all" });
+    const made = loadRuntime().then(() =>
+      ort.InferenceSession.create(url, { executionProviders: ["wasm"], graphOptimizationLevel: "all" }));
     made.catch(() => sessions.delete(url));
     sessions.set(url, made);
   }

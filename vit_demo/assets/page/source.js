@@ -83,7 +83,7 @@ export function pageSource(model, base) {
         return reading(model, run.logits);
       }
       const numbers = await analyse(pixels);
-      prefetch();
+      setTimeout(prefetch, 1000); // once this answer is drawn and the page is idle again
       return numbers;
     },
 
