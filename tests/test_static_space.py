@@ -8,10 +8,12 @@ import base64
 import contextlib
 import gzip
 import hashlib
+import http.server
 import json
 import math
 import subprocess
 import sys
+import threading
 import time
 import urllib.request
 from pathlib import Path
@@ -210,3 +212,32 @@ def test_the_pages_answers_match_the_servers(static_folder, browser):
         server_query = attention_view.query_answer(attention, 24)
         assert page_query["title"] == server_query["title"]
         assert abs(levels(page_query) - levels(server_query)).max() <= 1
+
+
+def test_a_host_that_unpacks_the_runtime_itself_works_too(static_folder, browser):
+    """A host may send the runtime's .gz with Content-Encoding: gzip, so that the browser unpacks it before the page
+    does: the page takes the binary as it comes."""
+
+    class Unpacking(http.server.SimpleHTTPRequestHandler):
+        def __init__(self, *args, **kwargs):
+            super().__init__(*args, directory=str(static_folder), **kwargs)
+
+        def end_headers(self):
+            if self.path.endswith(".wasm.gz"):
+                self.send_header("Content-Encoding", "gzip")
+            super().end_headers()
+
+        def log_message(self, *args):
+            pass
+
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Unpacking)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    try:
+        url = f"http://127.0.0.1:{server.server_address[1]}/"
+        with static_page(browser, url) as page:
+            clear_and_draw(page, SEVEN)
+            wait_for_label(page, "7")
+            assert "in this page" in page.inner_text("#digit-info")
+    finally:
+        server.shutdown()
+        server.server_close()

@@ -11,12 +11,18 @@ const sessions = new Map(); // graph address -> Promise of its InferenceSession
 const WASM = new URL("../vendor/onnxruntime-web/ort-wasm-simd-threaded.wasm.gz", import.meta.url);
 let runtime = null; // Promise: the binary unpacked and handed to onnxruntime-web, once
 
+async function unpack(answer) {
+  // The runtime's binary from its gzipped file; a host that sent it with Content-Encoding: gzip has had the browser
+  // unpack it already (it then starts with WebAssembly's "\0asm", not gzip's 1f 8b).
+  if (!answer.ok) throw new Error(`the model's runtime did not load (${answer.status} ${answer.statusText})`);
+  const bytes = await answer.arrayBuffer(), head = new Uint8Array(bytes, 0, 2);
+  if (head[0] !== 0x1f || head[1] !== 0x8b) return bytes;
+  return new Response(new Blob([bytes]).stream().pipeThrough(new DecompressionStream("gzip"))).arrayBuffer();
+}
+
 function loadRuntime() {
   runtime ??= fetch(WASM)
-    .then((answer) => {
-      if (!answer.ok) throw new Error(`the model's runtime did not load (${answer.status} ${answer.statusText})`);
-      return new Response(answer.body.pipeThrough(new DecompressionStream("gzip"))).arrayBuffer();
-    })
+    .then(unpack)
     .then((binary) => { ort.env.wasm.wasmBinary = binary; })
     .catch((error) => { runtime = null; throw error; }); // the next use tries again
   return runtime;
