@@ -59,8 +59,9 @@ def serving(folder: Path):
 
 
 @contextlib.contextmanager
-def static_page(browser, url: str, width: int = 1400, height: int = 1000):
-    """A page on the static site, every request outside 127.0.0.1 blocked and noted (``page.outside_requests``)."""
+def static_page(browser, url: str, width: int = 1400, height: int = 1000, path: str = "index.html"):
+    """A page on the static site (``path`` in it), every request outside 127.0.0.1 blocked and noted
+    (``page.outside_requests``)."""
     context = browser.new_context(viewport={"width": width, "height": height})
     page = context.new_page()
     page.outside_requests, page.console_errors = [], []
@@ -73,7 +74,7 @@ def static_page(browser, url: str, width: int = 1400, height: int = 1000):
 
     context.route("**/*", route)
     page.on("console", lambda m: page.console_errors.append(m.text) if m.type == "error" else None)
-    page.goto(url + "index.html")
+    page.goto(url + path)
     page.wait_for_selector("#canvas canvas.vd-draw[data-ready]", timeout=30_000)
     try:
         yield page
@@ -241,3 +242,20 @@ def test_a_host_that_unpacks_the_runtime_itself_works_too(static_folder, browser
     finally:
         server.shutdown()
         server.server_close()
+
+
+def test_talk_mode_fits_a_projector_and_answers_its_keys(static_folder, browser):
+    """?view=talk in the static page: the app's talk mode (its CSS, toggle and keys), within 1280 x 720."""
+    with serving(static_folder) as (url, _), static_page(browser, url, 1280, 720, "index.html?view=talk") as page:
+        assert page.evaluate("document.getElementById('vd-app').classList.contains('vd-talk')")
+        clear_and_draw(page, SEVEN)
+        wait_for_label(page, "7")
+        page.keyboard.press("ArrowLeft")  # layer 5
+        page.keyboard.press("ArrowDown")  # head 1
+        page.wait_for_function("document.querySelector('#digit-selected canvas').dataset.drawn === '5/1'")
+        assert not page.locator("#digit-cls-grid").is_visible()  # the detail views are hidden
+        bottom = page.evaluate("Math.max(...['#digit-selected canvas', '#digit-head', '#canvas canvas.vd-draw']"
+                               ".map((s) => document.querySelector(s).getBoundingClientRect().bottom))")
+        assert bottom <= 720
+        page.uncheck("#talk-mode input")
+        assert "view=talk" not in page.url and page.locator("#digit-cls-grid").is_visible()

@@ -27,6 +27,7 @@ from vit_demo import live_view
 from vit_demo.canvas import ASSETS, pad_html
 from vit_demo.space import README, REPO, accuracy_note, needs_lfs, replace_folder, write_gitattributes
 from vit_demo.ui import attention_view, digit_tab, heads_view, page_model, photo_tab, training_view
+from vit_demo.ui.demo import TALK_FROM_ADDRESS, TALK_KEYS, TALK_TOGGLE
 from vit_demo.ui.components import LIVE_VIEW_JS, live_canvas, live_grid, live_patches, live_prediction
 from vit_demo.ui.models import model_config, model_problem, starting_example, training_run, weights_folder
 from vit_demo.ui.panel import starting_numbers
@@ -84,10 +85,10 @@ def controls(prefix: str, layers: int, heads: int) -> str:
     choices = [attention_view.MEAN] + [f"head {h + 1}" for h in range(heads)]
     radios = "".join(f'<label><input type="radio" name="{prefix}-head" value="{html.escape(c)}"'
                      f'{" checked" if c == attention_view.MEAN else ""}> {html.escape(c)}</label>' for c in choices)
-    return (f'<div id="{prefix}-layer" class="vd-layer vd-control"><label>Layer <input type="number" min="1" '
-            f'max="{layers}" value="{layers}"></label><input type="range" min="1" max="{layers}" value="{layers}" '
-            f'aria-label="layer"></div><fieldset id="{prefix}-head" class="vd-head vd-control"><legend>Head</legend>'
-            f"{radios}</fieldset>")
+    return (f'<div class="vd-controls"><div id="{prefix}-layer" class="vd-layer vd-control"><label>Layer <input '
+            f'type="number" min="1" max="{layers}" value="{layers}"></label><input type="range" min="1" '
+            f'max="{layers}" value="{layers}" aria-label="layer"></div><fieldset id="{prefix}-head" '
+            f'class="vd-head vd-control"><legend>Head</legend>{radios}</fieldset></div>')
 
 
 def photo_input(first: Path | None) -> str:
@@ -180,9 +181,12 @@ def index_html(page: dict, body: str) -> str:
 </head>
 <body>
 <main id="vd-app">
-<header id="vd-header"><h1>What does a Vision Transformer look at?</h1></header>
+<header id="vd-header"><h1>What does a Vision Transformer look at?</h1>
+<label id="talk-mode"><input type="checkbox"> Talk mode</label></header>
 <p id="vd-intro">A ViT written from scratch in PyTorch, running in this page. Draw a digit or upload a photo: see its
 prediction, the patches it reads, and where every layer and attention head looks.</p>
+<p id="vd-keys"><b>Talk mode</b> (or <code>?view=talk</code> in the address) shows one large view in large type; its
+keys: ←/→ layer, ↑/↓ head, <code>c</code> clear.</p>
 <nav class="vd-tabs" role="tablist">
 <button type="button" role="tab" data-tab="digit" aria-selected="true">Draw a digit (MNIST)</button>
 <button type="button" role="tab" data-tab="photo" aria-selected="false">Upload a photo (CIFAR-10)</button>
@@ -243,7 +247,7 @@ def build(target: Path) -> None:
     shutil.copytree(EXAMPLES / "photos", target / "examples" / "photos")  # the digits' are in the canvas' HTML
     canvas = {"script": (ASSETS / "canvas.js").read_text(encoding="utf-8")}
     page = {"models": models, "views": views, "liveView": LIVE_VIEW_JS, "headsView": heads_view.HEADS_JS,
-            "canvas": canvas}
+            "canvas": canvas, "talk": {"keys": TALK_KEYS, "toggle": TALK_TOGGLE, "fromAddress": TALK_FROM_ADDRESS}}
     (target / PAGE).write_text(index_html(page, body), encoding="utf-8")
     (target / README).write_text(space_readme(), encoding="utf-8")
     write_gitattributes(target)

@@ -67,6 +67,14 @@ for (const prefix of Object.keys(page.models)) {
     ?.addEventListener("input", (event) => live(prefix)?.train(Number(event.target.value)));
 }
 
+// Talk mode with the app's own code (vit_demo/ui/demo.py, assets/talk.js): the class on #vd-app, ?view=talk, the keys.
+const script = (source) => new Function(`return (${source});`)();
+const talk = document.querySelector("#talk-mode input"), setTalk = script(page.talk.toggle);
+talk.checked = script(page.talk.fromAddress)();
+setTalk(talk.checked);
+talk.addEventListener("change", () => setTalk(talk.checked));
+script(page.talk.keys)();
+
 const warm = (prefix) => session(new URL(page.models[prefix].graph, document.baseURI).href).catch(() => {});
 for (const button of document.querySelectorAll(".vd-tabs [data-tab]")) {
   button.addEventListener("click", () => {
