@@ -353,8 +353,8 @@ def test_why_this_class_why_not_another_and_how_far_to_trust_the_maps(page):
     wait_for_live(page, "digit-relevance", "relevance 8")
     assert "Why not 8?" in page.locator("#digit-relevance").inner_text()
     assert (live_pixels(page, "digit-relevance") != seven).any()  # drawn from the map that came with the caption
-    # Relevance needs the model's gradients, which the page's model does not give: one request to its server function.
-    assert [url.split("/gradio_api/")[-1] for url in page.requests_made[before:]] == ["component_server/"]
+    # Relevance comes from the page's own relevance graph (its gradients traced in): no request.
+    assert page.requests_made[before:] == []
     # Back to the predicted class and to 8 again: the page has both, no request.
     before = len(page.requests_made)
     for choice, shows in (("the predicted class", "relevance 7"), ("8", "relevance 8")):
@@ -690,10 +690,8 @@ def test_switch_heads_off_and_every_view_follows(page):
         page.wait_for_function(f"() => document.querySelector('#{view} canvas').dataset.ablated === {off!r}")
     assert "with 5 heads off" in page.locator("#digit-query").inner_text()
     assert "with 5 heads off" in page.locator("#digit-relevance").inner_text()
-    # The page's own model answers the board, the query and the lens views; only relevance (gradients) asks the
-    # server: once per choice at most (the layer, then the layer and the head), and no queued event.
-    assert all("component_server" in url for url in page.requests_made[before:])
-    assert set(asked) <= {"relevance"} and asked.count("relevance") <= 3, asked
+    # The page's own model answers the board, the query, the lens and the relevance views: no request.
+    assert asked == [], asked
     page.locator("#digit-ablated").scroll_into_view_if_needed()
     assert "5 heads switched off" in page.locator("#digit-ablated").inner_text()
     assert "with 5 of 24 heads off" in page.locator("#digit-info").inner_text()
@@ -756,8 +754,8 @@ def test_the_page_reads_drawings_with_its_own_model(page):
     settled(page)
     page.locator("#digit-patches canvas").click(position={"x": 5, "y": 5})  # patch 0
     wait_for_live(page, "digit-query", "query 0")
-    # Only the relevance view asks the server (it needs the model's gradients), once it is on screen.
-    assert set(asked) <= {"relevance"}, asked
+    # No view asks the server: relevance too comes from the page (its relevance graph).
+    assert asked == [], asked
     # Besides: the training snapshots' graphs, loaded once the first drawing is read (the slider works offline).
     assert all(url.endswith(".onnx") and "/snapshots/epoch-" in url for url in loaded), loaded
     assert "ms in this page" in page.locator("#digit-info").inner_text()

@@ -164,13 +164,13 @@ def test_onnx_writes_the_model_and_snapshot_graphs_in_sync_and_refuses_a_missing
     assert result.returncode == 0, result.stderr
     records = [json.loads(line) for line in result.stdout.splitlines()]
     written = [r for r in records if "bytes" in r]
-    assert [Path(r["file"]).relative_to(folder).as_posix() for r in written] == ["model.onnx",
-                                                                                "snapshots/epoch-0001.onnx"]
+    assert [Path(r["file"]).relative_to(folder).as_posix() for r in written] == [
+        "model.onnx", "relevance.onnx", "snapshots/epoch-0001.onnx"]
     assert all(r["bytes"] == Path(r["file"]).stat().st_size for r in written)
-    assert [r["ablation"] for r in written] == ["mean", "zeros"]
-    assert [r["temperature"] for r in written] == [json.loads((source / "config.json").read_text())["temperature"],
-                                                   entries[0]["temperature"]]
-    assert not (folder / "snapshots" / "epoch-0002.onnx").exists() and len(records) == 3
+    assert [r["ablation"] for r in written] == ["mean", "mean", "zeros"]
+    trained = json.loads((source / "config.json").read_text())["temperature"]
+    assert [r["temperature"] for r in written] == [trained, trained, entries[0]["temperature"]]
+    assert not (folder / "snapshots" / "epoch-0002.onnx").exists() and len(records) == 4
     assert stale_graphs(folder) == []
     assert read_metadata(folder / "snapshots" / "epoch-0001.onnx")["weights_sha256"] == entries[0]["sha256"]
 

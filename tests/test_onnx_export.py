@@ -12,10 +12,11 @@ import torch
 from conftest import HAS_SHARED_CIFAR, HAS_SHARED_MNIST, REPO, SHARED_DATA
 from PIL import Image
 
-from vit_demo import heads
+from vit_demo import explain, heads
 from vit_demo.data import load_split
 from vit_demo.heads import HEAD_MEANS_FILE
-from vit_demo.onnx_export import INPUTS, INTERFACE, MODEL_FILE, OUTPUTS, read_metadata, stale_graphs
+from vit_demo.onnx_export import (INPUTS, INTERFACE, MODEL_FILE, OUTPUTS, RELEVANCE_FILE, RELEVANCE_OUTPUTS,
+                                  read_metadata, stale_graphs)
 from vit_demo.weights import CONFIG_FILE, WEIGHTS_FILE, WEIGHTS_ROOT, load_snapshots, load_weights, update_config
 
 ort = pytest.importorskip("onnxruntime", reason="onnxruntime is not installed (pip install -r requirements-dev.txt)")
@@ -181,6 +182,45 @@ def test_snapshot_graphs_match_their_snapshots(name, sessions, images):
         assert max_diff(out["logits"], knocked.ablated / snapshot.temperature) <= LOGITS_TOL
 
 
+RELEVANCE_IMAGES = 100
+RELEVANCE_TOL = 1e-4  # of each map's own maximum
+
+
+def run_relevance(session, x: torch.Tensor, target: int, off: torch.Tensor | None = None,
+                  mean: bool = True) -> dict[str, np.ndarray]:
+    """The relevance graph's outputs for one image x (1, C, H, W) in [0, 1] and class ``target``."""
+    L, H = session.get_inputs()[1].shape
+    K = session.get_inputs()[3].shape[1]
+    off = torch.zeros(L, H) if off is None else off.float()
+    feeds = {"image": x.numpy(), "heads_off": off.numpy().astype(np.float32),
+             "mean_ablation": np.array([1.0 if mean else 0.0], np.float32),
+             "target": np.eye(K, dtype=np.float32)[[target]]}
+    return dict(zip(RELEVANCE_OUTPUTS, session.run(None, feeds)))
+
+
+@pytest.mark.parametrize("name", SHIPPED)
+def test_relevance_graph_matches_explain_on_100_real_test_images(name, shipped, sessions, images):
+    """The relevance graph (its backward pass traced in) against explain.relevance_maps, for the predicted class
+    and for another, on 100 real test images (CIFAR-10's spread over its classes); and with heads switched off,
+    against the relevance the app computes through heads.switched_off."""
+    info, model, means = shipped[name]
+    session = sessions(info.folder / RELEVANCE_FILE)
+    x = images(name)[:: PARITY_IMAGES // RELEVANCE_IMAGES].float() / 255  # (100, C, H, W)
+    worst = 0.0
+    for i in range(len(x)):
+        target = i % len(info.dataset.classes) if i % 2 else int(model(x[i : i + 1]).argmax())
+        out = run_relevance(session, x[i : i + 1], target)
+        expected = explain.relevance_maps(model, x[i : i + 1], torch.tensor([target])).reshape(1, -1)
+        worst = max(worst, max_diff(out["relevance"], expected) / max(float(np.abs(expected).max()), 1e-12))
+    assert worst <= RELEVANCE_TOL, worst
+    mask = knockout_masks(model)["many heads"]
+    with heads.switched_off(model, mask, means):
+        expected = explain.relevance_maps(model, x[:1], torch.tensor([3])).reshape(1, -1)
+    out = run_relevance(session, x[:1], 3, mask)
+    assert max_diff(out["relevance"], expected) <= RELEVANCE_TOL * float(np.abs(expected).max())
+    assert max_diff(out["relevance"], run_relevance(session, x[:1], 3)["relevance"]) > 1e-6  # it changed something
+
+
 @pytest.mark.parametrize("name", SHIPPED)
 def test_committed_graphs_are_in_sync_with_their_weights(name):
     # A graph exported from other weights (or head means, or temperature) fails here: export again with
@@ -226,13 +266,14 @@ def test_graph_interface(name, shipped):
 def test_a_stale_graph_is_told_apart(tmp_path):
     folder = tmp_path / "mnist"
     folder.mkdir()
-    for file in (CONFIG_FILE, WEIGHTS_FILE, HEAD_MEANS_FILE, MODEL_FILE):
+    for file in (CONFIG_FILE, WEIGHTS_FILE, HEAD_MEANS_FILE, MODEL_FILE, RELEVANCE_FILE):
         shutil.copy(WEIGHTS_ROOT / "mnist" / file, folder / file)
     assert stale_graphs(folder) == []
     update_config(folder, temperature=0.75)
-    assert stale_graphs(folder) == ["model.onnx: temperature is '0.524881', the weights' is '0.75'"]
+    assert stale_graphs(folder) == [f"{name}: temperature is '0.524881', the weights' is '0.75'"
+                                    for name in (MODEL_FILE, RELEVANCE_FILE)]
     (folder / HEAD_MEANS_FILE).unlink()  # now the graph's means belong to no file: zeros were expected
     problems = stale_graphs(folder)
-    assert len(problems) == 2 and "head_means_sha256" in problems[0] and "temperature" in problems[1]
+    assert len(problems) == 4 and "head_means_sha256" in problems[0] and "temperature" in problems[1]
     (folder / MODEL_FILE).unlink()
-    assert stale_graphs(folder) == ["model.onnx: missing"]
+    assert stale_graphs(folder)[0] == "model.onnx: missing"

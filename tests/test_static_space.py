@@ -82,9 +82,9 @@ def static_page(browser, url: str, width: int = 1400, height: int = 1000, path: 
         context.close()
 
 
-def levels(answer: dict) -> np.ndarray:
+def levels(answer: dict, field: str = "maps") -> np.ndarray:
     """An answer's maps as the page keeps them (base64 levels 0..255) -> int array."""
-    return np.frombuffer(base64.b64decode(answer["maps"]), dtype=np.uint8).astype(int)
+    return np.frombuffer(base64.b64decode(answer[field]), dtype=np.uint8).astype(int)
 
 
 def clear_and_draw(page, *strokes) -> None:
@@ -177,10 +177,10 @@ def test_views_and_photos_in_the_page(static_folder, browser):
 
 
 def test_the_pages_answers_match_the_servers(static_folder, browser):
-    """What the page's model answers (the views' questions: another patch, heads off, the lens) against what the
-    app's server functions answer for the same pixels."""
+    """What the page's model answers (the views' questions: another patch, heads off, the lens, why a class) against
+    what the app's server functions answer for the same pixels."""
     from vit_demo import live_view
-    from vit_demo.ui import attention_view, heads_view
+    from vit_demo.ui import attention_view, explanation_view, heads_view
     from vit_demo.ui.models import predict
 
     with serving(static_folder) as (url, _), static_page(browser, url) as page:
@@ -207,6 +207,14 @@ def test_the_pages_answers_match_the_servers(static_folder, browser):
             assert mine["label"] == theirs["label"]
             assert mine["probability"] == pytest.approx(theirs["probability"], abs=2e-4)
         assert abs(levels(page_lens) - levels(server_lens)).max() <= 1
+
+        for label, off in (("7", []), ("1", []), ("7", request["off"])):  # its answer, another class, heads off
+            asked = {"image": numbers["image"], "label": label, "off": off, "mode": "mean"}
+            page_relevance = page.evaluate(ask, {**asked, "kind": "relevance"})
+            server_relevance = explanation_view.ask_relevance("mnist")(asked)
+            assert page_relevance["title"] == server_relevance["title"]
+            assert page_relevance["key"] == server_relevance["key"]
+            assert abs(levels(page_relevance, "map") - levels(server_relevance, "map")).max() <= 1
 
         page_query = page.evaluate(ask, {"image": numbers["image"], "patch": 24, "kind": "query"})
         attention = predict("mnist", [image])[0].attention

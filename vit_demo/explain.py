@@ -94,13 +94,20 @@ def relevance_forward(model: nn.Module, images: torch.Tensor,
         chosen = logits.gather(1, classes.view(-1, 1)).sum()
         gradients = torch.autograd.grad(chosen, attentions)  # L x (B, H, T, T)
     B, _, T, _ = attentions[0].shape
-    relevance = torch.eye(T, device=images.device).repeat(B, 1, 1)  # (B, T, T)
+    g = int(round((T - 1) ** 0.5))
+    maps = accumulate_relevance(attentions, gradients)[:, 1:].reshape(B, g, g).float().cpu().numpy()
+    return logits.detach(), torch.stack(attentions, dim=1).detach(), maps
+
+
+def accumulate_relevance(attentions: list[torch.Tensor], gradients: list[torch.Tensor]) -> torch.Tensor:
+    """Chefer et al.'s rule (see ``relevance_forward``) from each layer's attention and the gradient of the class
+    logit with respect to it, L x (B, H, T, T): R <- R + Abar_l R from R = I; [CLS]'s row of R, (B, T)."""
+    B, _, T, _ = attentions[0].shape
+    relevance = torch.eye(T, device=attentions[0].device).repeat(B, 1, 1)  # (B, T, T)
     for attention, gradient in zip(attentions, gradients):
         weighted = (gradient * attention).clamp(min=0).mean(dim=1)  # (B, T, T): Abar_l
         relevance = relevance + weighted.detach() @ relevance
-    g = int(round((T - 1) ** 0.5))
-    maps = relevance[:, 0, 1:].reshape(B, g, g).float().cpu().numpy()
-    return logits.detach(), torch.stack(attentions, dim=1).detach(), maps
+    return relevance[:, 0]  # (B, T)
 
 
 def relevance_maps(model: nn.Module, images: torch.Tensor, classes: torch.Tensor) -> np.ndarray:

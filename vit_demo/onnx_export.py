@@ -20,6 +20,13 @@ Outputs
                    every token, raw (not divided by the temperature). Token 0 is [CLS]'s logit lens
                    (``heads.logit_lens``); the softmax of tokens 1.. gives ``heads.lens_maps``.
 
+The relevance graph (``RELEVANCE_FILE``, beside the model's) gives what the page cannot get from the first: the
+model's gradients. Inputs ``image`` (1, C, H, W), ``heads_off``, ``mean_ablation`` as above, and ``target`` float32
+(1, K), the one-hot of the class to explain; outputs ``logits`` (1, K) as above and ``relevance`` (1, N): each
+patch's class-specific relevance, ``explain.relevance_maps`` (Chefer et al., 2021) with the heads switched off.
+The backward pass is traced into plain operators (``make_fx`` over ``torch.autograd.grad``, as AOTAutograd builds a
+joint graph) and that graph exported: the ONNX runtime needs no autograd.
+
 Knockout is that of ``heads.switched_off`` and ``heads.knockout``: a head's output, its attention-weighted values
 before the output projection, is replaced at every token. The graph goes through the model's own forward pass
 (``VisionTransformer.forward_edited``, the explicit attention path) with the replacement at the hook point
@@ -55,6 +62,7 @@ import torch
 from onnx import TensorProto, helper, numpy_helper
 from torch import nn
 
+from vit_demo import explain
 from vit_demo.atomic import atomic_write
 from vit_demo.heads import HEAD_MEANS_FILE, read_head_means
 from vit_demo.model import VisionTransformer
@@ -65,8 +73,11 @@ INTERFACE = "1"  # the graph interface above; a change the page must know about 
 EXPORTER_VERSION = "1"  # this module's way of exporting (a change that alters the graphs' bytes bumps it)
 OPSET = 18  # LayerNormalization needs 17; 18 is the dynamo exporter's own default from torch 2.8 on
 MODEL_FILE = "model.onnx"  # in a weights folder, beside model.safetensors
+RELEVANCE_FILE = "relevance.onnx"  # beside it: the class-specific relevance, gradients traced in
 INPUTS = ("image", "heads_off", "mean_ablation")
 OUTPUTS = ("logits", "attention", "lens")
+RELEVANCE_INPUTS = (*INPUTS, "target")
+RELEVANCE_OUTPUTS = ("logits", "relevance")
 
 
 class PageGraph(nn.Module):
@@ -85,13 +96,28 @@ class PageGraph(nn.Module):
         self.register_buffer("means", means.float().contiguous())  # (L, H, T, Dh)
         self.temperature = float(temperature)
 
-    def forward(self, image: torch.Tensor, heads_off: torch.Tensor,
-                mean_ablation: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+    def edited(self, image: torch.Tensor, heads_off: torch.Tensor, mean_ablation: torch.Tensor):
+        """The model's forward pass with the heads ``heads_off`` replaced by their means or zeros: logits (B, K),
+        L x (B, H, T, T) attention, L x (B, T, D) residual stream."""
         off = (heads_off != 0)[None]  # (1, L, H) bool
         values = (self.means * (mean_ablation != 0).to(self.means.dtype))[None]  # (1, L, H, T, Dh): means or zeros
-        logits, attentions, stream = self.model.forward_edited(image, off, values)  # (B, K), L x (B, H, T, T), ...
+        return self.model.forward_edited(image, off, values)
+
+    def forward(self, image: torch.Tensor, heads_off: torch.Tensor,
+                mean_ablation: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+        logits, attentions, stream = self.edited(image, heads_off, mean_ablation)  # (B, K), L x (B, H, T, T), ...
         lens = self.model.head(self.model.norm(torch.stack(stream, 1)))  # (B, L, T, K): heads._read_out's
         return logits / self.temperature, torch.stack(attentions, 1), lens  # (B, K), (B, L, H, T, T), (B, L, T, K)
+
+    def relevance(self, image: torch.Tensor, heads_off: torch.Tensor, mean_ablation: torch.Tensor,
+                  target: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+        """Calibrated logits (B, K) and each patch's relevance for the class ``target`` (B, K) one-hot, (B, N), as
+        ``explain.relevance_forward`` computes it."""
+        with torch.enable_grad():
+            x = image.detach().requires_grad_(True)  # the graph starts at the image, as relevance_forward's
+            logits, attentions, _ = self.edited(x, heads_off, mean_ablation)
+            gradients = torch.autograd.grad((logits * target).sum(), attentions)  # L x (B, H, T, T)
+        return logits.detach() / self.temperature, explain.accumulate_relevance(attentions, gradients)[:, 1:]
 
 
 def exporter_name() -> str:
@@ -112,6 +138,43 @@ def to_onnx(model: VisionTransformer, means: torch.Tensor | None, temperature: f
             dynamic_shapes=({0: torch.export.Dim("batch")}, None, None), external_data=False, optimize=True,
             verbose=False, artifacts_dir=tmp)
         proto = program.model_proto
+    return _finish(proto, metadata)
+
+
+class _Traced(nn.Module):
+    """A traced function (an FX graph of plain operators) as a module, for the exporter."""
+
+    def __init__(self, traced: nn.Module) -> None:
+        super().__init__()
+        self.traced = traced
+
+    def forward(self, *inputs: torch.Tensor):
+        return self.traced(*inputs)
+
+
+def relevance_onnx(model: VisionTransformer, means: torch.Tensor | None, temperature: float,
+                   metadata: dict[str, str]) -> onnx.ModelProto:
+    """Export the relevance graph described above for one image (its backward pass traced by ``make_fx``)."""
+    from torch.fx.experimental.proxy_tensor import make_fx
+
+    c = model.config
+    graph = PageGraph(model.cpu().eval(), means, temperature).eval()
+    example = (torch.rand(1, c.in_channels, c.image_size, c.image_size), torch.zeros(c.depth, c.heads), torch.ones(1),
+               torch.nn.functional.one_hot(torch.tensor([0]), c.num_classes).float())
+    def relevance(image, heads_off, mean_ablation, target):  # a plain function: make_fx reads its arguments
+        return graph.relevance(image, heads_off, mean_ablation, target)
+
+    traced = make_fx(relevance)(*example)  # forward and backward, as aten operators
+    with tempfile.TemporaryDirectory() as tmp:
+        program = torch.onnx.export(
+            _Traced(traced).eval(), example, dynamo=True, opset_version=OPSET, input_names=list(RELEVANCE_INPUTS),
+            output_names=list(RELEVANCE_OUTPUTS), external_data=False, optimize=True, verbose=False,
+            artifacts_dir=tmp)
+        proto = program.model_proto
+    return _finish(proto, metadata)
+
+
+def _finish(proto: onnx.ModelProto, metadata: dict[str, str]) -> onnx.ModelProto:
     _strip_provenance(proto)
     _store_exact_halves(proto)
     onnx.helper.set_model_props(proto, {"vit_demo.interface": INTERFACE, "exporter": exporter_name(), **metadata})
@@ -171,7 +234,8 @@ def _save(proto: onnx.ModelProto, path: Path) -> int:
 
 def expected_metadata(folder: str | Path) -> dict[str, dict[str, str]]:
     """What each graph of a weights folder should say about the weights it was exported from: {path relative to the
-    folder: metadata}, for ``MODEL_FILE`` and each snapshot listed in snapshots.json. Checks nothing itself."""
+    folder: metadata}, for ``MODEL_FILE``, ``RELEVANCE_FILE`` and each snapshot listed in snapshots.json. Checks
+    nothing itself."""
     folder = resolve_weights_folder(folder)
     info, checksum = read_weights_info(folder)
     common = {"dataset": info.dataset.name, "classes": json.dumps(list(info.dataset.classes)),
@@ -179,8 +243,9 @@ def expected_metadata(folder: str | Path) -> dict[str, dict[str, str]]:
     means_file = folder / HEAD_MEANS_FILE
     model = VisionTransformer(info.config)
     means_sha = _sha256(means_file) if read_head_means(folder, model) is not None else "none"
-    expected = {MODEL_FILE: {"weights_file": WEIGHTS_FILE, "weights_sha256": checksum, "head_means_sha256": means_sha,
-                             "temperature": repr(info.temperature), **common}}
+    trained = {"weights_file": WEIGHTS_FILE, "weights_sha256": checksum, "head_means_sha256": means_sha,
+               "temperature": repr(info.temperature), **common}
+    expected = {MODEL_FILE: trained, RELEVANCE_FILE: trained}
     index = folder / SNAPSHOTS_INDEX
     if index.is_file():
         for entry in json.loads(index.read_text(encoding="utf-8")):
@@ -218,7 +283,8 @@ def stale_graphs(folder: str | Path) -> list[str]:
 
 
 def write_onnx(folder: str | Path) -> list[dict]:
-    """Write a weights folder's graphs: ``model.onnx`` beside its weights (with its head means and temperature), and
+    """Write a weights folder's graphs: ``model.onnx`` and ``relevance.onnx`` beside its weights (with its head means
+    and temperature), and
     ``snapshots/epoch-XXXX.onnx`` for each snapshot in snapshots.json (its own temperature, zeros for the means).
     Snapshot graphs no longer listed there are removed. Returns one record per file: its path (as users see it),
     bytes, and what it was exported from."""
@@ -229,14 +295,17 @@ def write_onnx(folder: str | Path) -> list[dict]:
     expected = expected_metadata(folder)
     records = []
 
-    def write(name: str, model: VisionTransformer, means: torch.Tensor | None, temperature: float) -> None:
+    def write(name: str, model: VisionTransformer, means: torch.Tensor | None, temperature: float,
+              export=to_onnx) -> None:
         path = folder / name
-        size = _save(to_onnx(model, means, temperature, expected[name]), path)
+        size = _save(export(model, means, temperature, expected[name]), path)
         records.append({"file": str(shown_path(path)), "bytes": size, "weights": expected[name]["weights_file"],
                         "temperature": temperature,
                         "ablation": "zeros" if expected[name]["head_means_sha256"] == "none" else "mean"})
 
-    write(MODEL_FILE, model, read_head_means(folder, model), info.temperature)
+    means = read_head_means(folder, model)
+    write(MODEL_FILE, model, means, info.temperature)
+    write(RELEVANCE_FILE, model, means, info.temperature, relevance_onnx)
     snapshots = load_snapshots(folder, "cpu")
     for snapshot in snapshots:
         write(f"{SNAPSHOTS_DIR}/epoch-{snapshot.epoch:04d}.onnx", snapshot.model, None, snapshot.temperature)

@@ -7,8 +7,8 @@ drawings and photos as vit_demo/preprocess.py does (assets/page/preprocess.js). 
 templates and scripts as the Gradio components (assets/live_view.js, assets/canvas.js), mounted by
 assets/page/static.js as Gradio mounts a ``gr.HTML``, and asking the page's model (assets/page/source.js) where the
 app's views ask its server. The canvas is ``canvas.vd-draw``, the top class ``#digit-label .vd-top-class``, as in the
-app. Views that need the Python server (class relevance, which needs gradients; the faithfulness chart; export; what
-each head does) are named on the page, with where to find them.
+app. What needs the Python server (the faithfulness chart, export for slides, patching one image into another) is
+named on the page, with where to find it.
 
 The folder holds index.html, the page's JS and CSS, the graphs of both models (and the digit model's training
 snapshots), README.md with the Space's front matter, and a .gitattributes that puts every binary through LFS/Xet.
@@ -26,10 +26,10 @@ from pathlib import Path
 from vit_demo import live_view
 from vit_demo.canvas import ASSETS, pad_html
 from vit_demo.space import README, REPO, accuracy_note, needs_lfs, replace_folder, write_gitattributes
-from vit_demo.ui import attention_view, digit_tab, heads_view, page_model, photo_tab, training_view
+from vit_demo.ui import attention_view, digit_tab, explanation_view, heads_view, page_model, photo_tab, training_view
 from vit_demo.ui.demo import TALK_FROM_ADDRESS, TALK_KEYS, TALK_TOGGLE
 from vit_demo.ui.components import LIVE_VIEW_JS, live_canvas, live_grid, live_patches, live_prediction
-from vit_demo.ui.models import model_config, model_problem, starting_example, training_run, weights_folder
+from vit_demo.ui.models import classifier, model_config, model_problem, starting_example, training_run, weights_folder
 from vit_demo.ui.panel import starting_numbers
 from vit_demo.weights import WeightsError
 
@@ -41,9 +41,8 @@ TABS = {"digit": digit_tab.MODEL, "photo": photo_tab.MODEL}  # the page's tabs a
 PAGE_SCRIPTS = ("numbers.js", "model.js", "preprocess.js", "source.js", "static.js")  # assets/page/
 STYLES = ("app.css", "canvas.css", "heads_view.css", "page/static.css")  # assets/
 VENDOR = "vendor/onnxruntime-web"  # assets/: the page's runtime, with its licence note and checksums
-SERVER_ONLY = ("Why this class (class relevance: it needs the model's gradients), how far to trust each map "
-               "(faithfulness), export for slides and patching one image into another run in the Python app: start "
-               "it with the README's first command, or open the Gradio Space.")
+SERVER_ONLY = ("How far to trust each map (faithfulness scores), export for slides and patching one image into "
+               "another run in the Python app: start it with the README's first command, or open the Gradio Space.")
 
 
 class StaticError(ValueError):
@@ -91,13 +90,23 @@ def controls(prefix: str, layers: int, heads: int) -> str:
             f'class="vd-head vd-control"><legend>Head</legend>{radios}</fieldset></div>')
 
 
+def class_picker(prefix: str, model: str) -> str:
+    """The class the relevance view explains, as the app's picker offers them (live_view.js: ``live.explain``)."""
+    choices = [explanation_view.PREDICTED_CHOICE, *classifier(model).classes]
+    options = "".join(f'<option value="{html.escape(c)}">{html.escape(c)}</option>' for c in choices)
+    return (f'<label class="vd-control">Explain the class <select id="{prefix}-explain-class">{options}</select>'
+            "</label>")
+
+
 def photo_input(first: Path | None) -> str:
     """The photo tab's input: an upload, the photo shown, and the examples (``first`` shown at the start)."""
-    thumbs = "".join(f'<button type="button" title="example: {html.escape(p.stem)}" data-src="examples/photos/{p.name}">'
+    thumbs = "".join(f'<button type="button" title="example: {html.escape(p.stem)}" '
+                     f'data-src="examples/photos/{p.name}">'
                      f'<img alt="example {html.escape(p.stem)}" loading="lazy" src="examples/photos/{p.name}"></button>'
                      for p in sorted((EXAMPLES / "photos").glob("*.png")))
     shown = f' src="examples/photos/{first.name}"' if first else ""
-    return (f'<div class="vd-photo" data-panel="photo"><img class="vd-photo-shown" alt="the photo" loading="lazy"{shown}>'
+    return (f'<div class="vd-photo" data-panel="photo"><img class="vd-photo-shown" alt="the photo" '
+            f'loading="lazy"{shown}>'
             '<label class="vd-upload">Upload a photo <input type="file" accept="image/*"></label>'
             f'<div class="vd-examples"><span>Examples:</span>{thumbs}</div>'
             f'<p class="vd-note">{live_view.caption_html(photo_tab.CLASSES_NOTE)}</p></div>')
@@ -123,9 +132,11 @@ def tab(prefix: str, model: str, views: list[dict]) -> str:
                                                          photo_tab.READS_SIZE, photo_tab.READS_SIZE, scale=False),
                                              "input")
     top = (f'<div class="vd-top"><div class="vd-input">{source}{reads}</div>'
-           f'<div class="vd-prediction">{add(live_prediction(prefix, model_problem(model) or prompt), "prediction")}</div>'
+           f'<div class="vd-prediction">'
+           f'{add(live_prediction(prefix, model_problem(model) or prompt), "prediction")}</div>'
            f'<div class="vd-selected"><h3 class="vd-detail">One layer and head, large</h3>{controls(prefix, L, H)}'
-           + add(live_canvas(f"{prefix}-selected", prefix, "selected", "where [CLS] attends in the chosen layer and head"),
+           + add(live_canvas(f"{prefix}-selected", prefix, "selected",
+                             "where [CLS] attends in the chosen layer and head"),
                  "selected", starting_numbers(analysis, prompt)) + "</div></div>")
     run = training_run(model)
     training = ""
@@ -148,11 +159,16 @@ def tab(prefix: str, model: str, views: list[dict]) -> str:
         + '</div></div><div class="vd-row"><div><h3>Attention rollout</h3><p class="vd-note">[CLS] through all '
         "layers, residuals included (Abnar &amp; Zuidema, 2020).</p>"
         + add(live_canvas(f"{prefix}-rollout", prefix, "rollout", "attention rollout"), "rollout")
-        + f'</div><div><h3>{html.escape(attention_view.query_title(None).lstrip("# "))}</h3>'
-        + add(live_grid(f"{prefix}-query", prefix, "query", L, H, "where the chosen patch looks in every layer and head"),
+        + f'</div><div><h3>{html.escape(explanation_view.relevance_title(None, None).lstrip("# "))}</h3>'
+        + class_picker(prefix, model)
+        + add(live_canvas(f"{prefix}-relevance", prefix, "relevance", "class-specific relevance",
+                          predicted=explanation_view.PREDICTED_CHOICE), "relevance")
+        + f'</div></div><div class="vd-row"><div><h3>{html.escape(attention_view.query_title(None).lstrip("# "))}</h3>'
+        + add(live_grid(f"{prefix}-query", prefix, "query", L, H,
+                        "where the chosen patch looks in every layer and head"),
               "query")
-        + f"</div></div><div class=\"vd-row\"><div>{training}</div><div><h3>More in the Python app</h3>"
-        f'<p class="vd-note">{html.escape(SERVER_ONLY)}</p></div></div>'
+        + f"</div><div>{training}</div></div><h3>More in the Python app</h3>"
+        f'<p class="vd-note">{html.escape(SERVER_ONLY)}</p>'
         '<h2 class="vd-heads-title">What each head does</h2><div class="vd-row"><div>'
         + section(heads_view.KNOCKOUT_TITLE)
         + add(heads_view.heads_html(prefix, "board", heads_view.board_template(
@@ -163,7 +179,8 @@ def tab(prefix: str, model: str, views: list[dict]) -> str:
         + add(heads_view.heads_html(prefix, "lens", heads_view.lens_template(config), [], f"{prefix}-lens"),
               "lens", heads=True)
         + f'<p class="vd-note">{live_view.caption_html(heads_view.LENS_NOTE)}</p></div></div></div>')
-    return f'<section class="vd-tab" id="tab-{prefix}" data-panel="{prefix}"{"" if prefix == "digit" else " hidden"}>{top}{detail}</section>'
+    hidden = "" if prefix == "digit" else " hidden"  # the digit tab first
+    return f'<section class="vd-tab" id="tab-{prefix}" data-panel="{prefix}"{hidden}>{top}{detail}</section>'
 
 
 def index_html(page: dict, body: str) -> str:
@@ -233,8 +250,8 @@ def build(target: Path) -> None:
     body = "".join(tab(prefix, model, views) for prefix, model in TABS.items())
     models = {prefix: model_description(prefix, model) for prefix, model in TABS.items()}
     for model in TABS.values():
-        graph, snapshots = page_model.graph_files(model)
-        for path in (graph, *snapshots):
+        graph, relevance, snapshots = page_model.graph_files(model)
+        for path in (graph, relevance, *snapshots):
             copy = target / relative(weights_folder(model))(path)
             copy.parent.mkdir(parents=True, exist_ok=True)
             shutil.copy2(path, copy)
@@ -268,4 +285,5 @@ def write_static(folder: Path | str, force: bool = False) -> dict:
     files = [p for p in folder.rglob("*") if p.is_file() and ".git" not in p.relative_to(folder).parts]
     return {"static": str(folder), "files": len(files), "bytes": sum(p.stat().st_size for p in files),
             "lfs_files": sum(needs_lfs(p) for p in files),
-            "serve": f"python -m http.server --directory {folder}", "deploy": f"hf upload USER/NAME {folder} --repo-type space"}
+            "serve": f"python -m http.server --directory {folder}",
+            "deploy": f"hf upload USER/NAME {folder} --repo-type space"}

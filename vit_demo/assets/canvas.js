@@ -40,7 +40,7 @@ function usePageModel() {
       await page.ready();
       answerer = page;
       const live = ((window.vdLive ??= {})[PANEL] ??= {});
-      for (const kind of ["query", "snapshot", "knockout", "lens"]) (live.ask ??= {})[kind] = page[kind];
+      for (const kind of ["query", "snapshot", "knockout", "lens", "relevance"]) (live.ask ??= {})[kind] = page[kind];
       canvas.dataset.model = "page"; // for tests and scripts: drawings are read in the page
     })
     .catch((error) => console.warn("The model runs on the server:", error));

@@ -43,16 +43,20 @@ def relevance_map(analysis: Analysis, label: str | None) -> np.ndarray:
     return relevance(analysis.model, [analysis.input], [label])[0]
 
 
+# The relevance view's caption, for the class the model says and for another (filled in here, and by the page's own
+# model: vit_demo/ui/page_model.py).
+RELEVANCE_WHY = ("### Why {label}?\nThe patches whose attention pushed the model towards **{label}**, its answer "
+                 "({percent}%): class-specific relevance (Chefer et al., 2021).")
+RELEVANCE_WHY_NOT = ("### Why not {label}?\nThe patches that speak for **{label}** ({percent}%); the model says "
+                     "**{predicted}**. Class-specific relevance (Chefer et al., 2021).")
+
+
 def relevance_title(analysis: Analysis | None, label: str | None) -> str:
     if analysis is None:
         return "### Why this class?"
     label = label or analysis.label
-    share = f"{100 * analysis.probs[label]:.1f}%"
-    if label == analysis.label:
-        return (f"### Why {label}?\nThe patches whose attention pushed the model towards **{label}**, its answer "
-                f"({share}): class-specific relevance (Chefer et al., 2021).")
-    return (f"### Why not {label}?\nThe patches that speak for **{label}** ({share}); the model says "
-            f"**{analysis.label}**. Class-specific relevance (Chefer et al., 2021).")
+    template = RELEVANCE_WHY if label == analysis.label else RELEVANCE_WHY_NOT
+    return template.format(label=label, percent=f"{100 * analysis.probs[label]:.1f}", predicted=analysis.label)
 
 
 @model_work

@@ -14,10 +14,11 @@ from collections.abc import Callable
 from pathlib import Path
 
 from vit_demo import live_view, render
-from vit_demo.onnx_export import MODEL_FILE, expected_metadata, stale_graphs
+from vit_demo.onnx_export import MODEL_FILE, RELEVANCE_FILE, expected_metadata, stale_graphs
 from vit_demo.ui import attention_view, training_view
 from vit_demo.ui.components import LARGE
 from vit_demo.ui.models import classifier, model_config, training_run, weights_folder
+from vit_demo.ui.explanation_view import RELEVANCE_WHY, RELEVANCE_WHY_NOT
 from vit_demo.ui.heads_view import KNOCKOUT_TEXT
 from vit_demo.ui.panel import INFO_TEXT, READING_TEXT, UNREADABLE_TEXT, unfamiliar_text
 
@@ -30,14 +31,16 @@ class GraphsMissing(ValueError):
     """A model's graphs are missing or older than its weights; the message says how to make them."""
 
 
-def graph_files(model: str) -> tuple[Path, list[Path]]:
-    """A model's exported graph and its snapshots' (oldest first), checked to exist and to match its weights."""
+def graph_files(model: str) -> tuple[Path, Path, list[Path]]:
+    """A model's exported graph, its relevance graph and its snapshots' (oldest first), checked to exist and to match
+    its weights."""
     folder = weights_folder(model)
     stale = stale_graphs(folder)
     if stale:
         raise GraphsMissing(f"The {model} graphs are missing or older than the weights ({', '.join(stale)}): make "
                             f"them with `python -m vit_demo onnx --model {model}`.")
-    return folder / MODEL_FILE, [folder / name for name in expected_metadata(folder) if name != MODEL_FILE]
+    snapshots = [folder / name for name in expected_metadata(folder) if name not in (MODEL_FILE, RELEVANCE_FILE)]
+    return folder / MODEL_FILE, folder / RELEVANCE_FILE, snapshots
 
 
 def description(model: str, prompt: str, blank: str, address: Callable[[Path], str]) -> dict:
@@ -46,7 +49,7 @@ def description(model: str, prompt: str, blank: str, address: Callable[[Path], s
     what it says of a blank image)."""
     config, clf, run = model_config(model), classifier(model), training_run(model)
     rule = clf.info.unfamiliar
-    graph, snapshots = graph_files(model)
+    graph, relevance, snapshots = graph_files(model)
     return {
         "name": model, "classes": list(clf.classes), "temperature": clf.temperature,
         "unfamiliar": rule.to_dict() if rule else None,
@@ -54,7 +57,7 @@ def description(model: str, prompt: str, blank: str, address: Callable[[Path], s
         "layers": config.depth, "heads": config.heads, "tokens": config.num_tokens, "grid": config.grid_size,
         "large": LARGE, "alpha": render.HEAT_ALPHA,
         "colormap": base64.b64encode(render.colormap("inferno").astype("uint8").tobytes()).decode(),
-        "graph": address(graph),
+        "graph": address(graph), "relevance": address(relevance),
         "snapshots": [{"graph": address(path),
                        "note": live_view.caption_html(training_view.snapshot_note(run, i + 1, "{label}", "{percent}"))}
                       for i, path in enumerate(snapshots)],
@@ -62,7 +65,8 @@ def description(model: str, prompt: str, blank: str, address: Callable[[Path], s
             "prompt": prompt, "blank": blank, "notice": unfamiliar_text(model),
             "unreadable": UNREADABLE_TEXT, "query": attention_view.query_title("{patch}"),
             "info": INFO_TEXT.format(label="{label}", percent="{percent}", ms="{ms}", where="in this page"),
-            "reading": READING_TEXT, "knockout": KNOCKOUT_TEXT}.items()},
+            "reading": READING_TEXT, "knockout": KNOCKOUT_TEXT, "why": RELEVANCE_WHY, "why_not": RELEVANCE_WHY_NOT,
+        }.items()},
     }
 
 

@@ -1,6 +1,7 @@
-// The model in the page: a graph exported from the PyTorch model itself (vit_demo/onnx_export.py: inputs image,
-// heads_off, mean_ablation; outputs logits divided by the temperature, attention, lens), run by onnxruntime-web's
-// WebAssembly backend (vendored: ../vendor/onnxruntime-web, never a CDN). One session per graph, made on first use.
+// The model in the page: graphs exported from the PyTorch model itself (vit_demo/onnx_export.py: the model's, with
+// inputs image, heads_off, mean_ablation and outputs logits divided by the temperature, attention, lens; and the
+// relevance graph, with its gradients traced in), run by onnxruntime-web's WebAssembly backend (vendored:
+// ../vendor/onnxruntime-web, never a CDN). One session per graph, made on first use.
 import * as ort from "../vendor/onnxruntime-web/ort.wasm.bundle.min.mjs";
 
 // Threads need a cross-origin isolated page (COOP/COEP headers); elsewhere one thread, without trying a worker.
@@ -56,18 +57,33 @@ export function inputTensor(images, model) {
   return new ort.Tensor("float32", data, [images.length, C, H, W]);
 }
 
+function knockout(model, off, mode) {
+  // The graphs' heads_off (L, H) and mean_ablation (1,) for the heads ``off`` (layer * heads + head).
+  const headsOff = new Float32Array(model.layers * model.heads);
+  for (const index of off) headsOff[index] = 1;
+  return {
+    heads_off: new ort.Tensor("float32", headsOff, [model.layers, model.heads]),
+    mean_ablation: new ort.Tensor("float32", Float32Array.of(mode === "mean" ? 1 : 0), [1]),
+  };
+}
+
+export async function relevance(url, model, pixels, target, { off = [], mode = "mean" } = {}) {
+  // One image's class-specific relevance for class index ``target`` through the relevance graph at ``url``, with
+  // the heads ``off``: {logits (K) calibrated, relevance (g * g)}.
+  const graph = await session(url), K = model.classes.length;
+  const onehot = new Float32Array(K);
+  onehot[target] = 1;
+  const out = await graph.run({ image: inputTensor([pixels], model), ...knockout(model, off, mode),
+                                target: new ort.Tensor("float32", onehot, [1, K]) });
+  return { logits: out.logits.data, relevance: out.relevance.data };
+}
+
 export async function run(url, model, images, { off = [], mode = "mean" } = {}) {
   // ``images`` through the graph at ``url`` with the heads ``off`` (layer * heads + head) replaced by their mean
   // (mode "mean") or by zeros: per image, its calibrated logits (K), attention (L, H, T, T) and lens (L, T, K).
   const graph = await session(url);
   const { layers: L, heads: H, tokens: T, classes } = model, K = classes.length;
-  const headsOff = new Float32Array(L * H);
-  for (const index of off) headsOff[index] = 1;
-  const out = await graph.run({
-    image: inputTensor(images, model),
-    heads_off: new ort.Tensor("float32", headsOff, [L, H]),
-    mean_ablation: new ort.Tensor("float32", Float32Array.of(mode === "mean" ? 1 : 0), [1]),
-  });
+  const out = await graph.run({ image: inputTensor(images, model), ...knockout(model, off, mode) });
   const slice = (tensor, b, size) => tensor.data.subarray(b * size, (b + 1) * size);
   return images.map((_, b) => ({
     logits: slice(out.logits, b, K),

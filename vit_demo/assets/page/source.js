@@ -153,6 +153,18 @@ export function pageSource(model, base) {
       };
     }),
 
+    relevance: answering(async (pixels, request) => {
+      // explanation_view.ask_relevance: why the model would say the class asked for (with the heads off), from the
+      // relevance graph, whose gradients were traced into it.
+      const label = request.label, target = model.classes.indexOf(label);
+      if (target < 0) throw new Error(`there is no class '${label}'`);
+      const run = await graph.relevance(address(model.relevance), model, pixels, target, offOf(request));
+      const probs = softmax(run.logits), predicted = model.classes[argmax(probs)];
+      const title = fill(label === predicted ? model.texts.why : model.texts.why_not,
+                         { label, percent: percent(probs[target]), predicted });
+      return mapPayload(run.relevance, { label, title });
+    }),
+
     snapshot: answering(async (pixels, request) => {
       // training_view.ask_snapshot: where [CLS] looked at an earlier point of training.
       const position = request.position, snapshot = model.snapshots[position - 1];

@@ -65,6 +65,8 @@ for (const prefix of Object.keys(page.models)) {
   document.getElementById(`${prefix}-head`).addEventListener("change", () => live(prefix)?.draw());
   document.querySelector(`#${prefix}-training-position input`)
     ?.addEventListener("input", (event) => live(prefix)?.train(Number(event.target.value)));
+  document.getElementById(`${prefix}-explain-class`)
+    ?.addEventListener("change", (event) => live(prefix)?.explain(event.target.value));
 }
 
 // Talk mode with the app's own code (vit_demo/ui/demo.py, assets/talk.js): the class on #vd-app, ?view=talk, the keys.
