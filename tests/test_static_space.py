@@ -118,7 +118,7 @@ def test_folder_is_a_static_space(static_folder, tmp_path):
     # The graphs of both models, and the digit model's snapshots.
     page = json.loads((static_folder / "index.html").read_text().split('id="vd-page">')[1].split("</script>")[0])
     for model in page["models"].values():
-        assert (static_folder / model["graph"]).is_file()
+        assert (static_folder / model["graph"]).is_file() and (static_folder / model["relevance"]).is_file()
         assert all((static_folder / s["graph"]).is_file() for s in model["snapshots"])
     assert len(page["models"]["digit"]["snapshots"]) == 6
 
