@@ -1,7 +1,10 @@
 """The app's handlers, called directly as the server calls them."""
 
 import base64
+import contextlib
 import json
+import shutil
+from collections.abc import Iterator
 
 import gradio as gr
 import numpy as np
@@ -289,31 +292,37 @@ def test_the_photo_tab_shows_the_photo_through_the_shipped_models_snapshots():
     assert path.endswith("-cls-grid-epoch1.png")
 
 
-def test_weights_without_snapshots_say_so_in_place_of_the_slider(tmp_path, monkeypatch):
-    import shutil
+@contextlib.contextmanager
+def weights_with_only(tmp_path, monkeypatch, model: str, files: tuple[str, ...], caches: tuple) -> Iterator[None]:
+    """The app's ``model`` served from a copy of its weights folder that holds only ``files``, for the ``with``;
+    ``caches``: the app's functions that keep what they read of the weights, cleared before and after."""
+    (tmp_path / model).mkdir()
+    for name in files:
+        shutil.copy(WEIGHTS_ROOT / model / name, tmp_path / model / name)
+    monkeypatch.setenv(models.WEIGHTS_ENV, str(tmp_path))
+    for cached in caches:
+        cached.cache_clear()
+    try:
+        yield
+    finally:
+        for cached in caches:
+            cached.cache_clear()
 
+
+def test_weights_without_snapshots_say_so_in_place_of_the_slider(tmp_path, monkeypatch):
     from vit_demo.ui import export_view
     from vit_demo.weights import CONFIG_FILE, METRICS_FILE, WEIGHTS_FILE
 
     # Weights trained before train.py kept snapshots (or with --snapshots 0): the shipped photo model without its
     # snapshots. Its training view says so, shows nothing, and has nothing to export.
-    (tmp_path / "cifar10").mkdir()
-    for name in (CONFIG_FILE, WEIGHTS_FILE, METRICS_FILE):
-        shutil.copy(WEIGHTS_ROOT / "cifar10" / name, tmp_path / "cifar10" / name)
-    monkeypatch.setenv(models.WEIGHTS_ENV, str(tmp_path))
-    caches = (models.classifier, models.training_run, models.calibration_report)
-    for cached in caches:
-        cached.cache_clear()
-    try:
+    with weights_with_only(tmp_path, monkeypatch, "cifar10", (CONFIG_FILE, WEIGHTS_FILE, METRICS_FILE),
+                           (models.classifier, models.training_run, models.calibration_report)):
         photo = photo_tab.analyse_photo(str(PHOTOS / "cat.png"))
         assert "before snapshots were kept" in models.training_run("cifar10").problem
         asked = training_view.ask_snapshot("cifar10")({"image": live_view.image_text(photo.input), "position": 1})
         assert "no snapshot" in asked["error"]
         with pytest.raises(gr.Error, match="snapshots"):
             export_view.on_png(photo, export_view.TRAINING, 7, MEAN, None)
-    finally:
-        for cached in caches:
-            cached.cache_clear()
 
 
 def test_inside_the_model_for_both_models():
@@ -345,25 +354,15 @@ def test_inside_the_model_for_both_models():
 
 
 def test_inside_says_plainly_what_was_never_measured(tmp_path, monkeypatch):
-    import shutil
+    from vit_demo.weights import CONFIG_FILE, WEIGHTS_FILE
 
-    from vit_demo.weights import CONFIG_FILE, WEIGHTS_FILE, WEIGHTS_ROOT
-
-    (tmp_path / "mnist").mkdir()
-    for name in (CONFIG_FILE, WEIGHTS_FILE):  # the weights, without attention_distance.json, calibration.json, ...
-        shutil.copy(WEIGHTS_ROOT / "mnist" / name, tmp_path / "mnist" / name)
-    monkeypatch.setenv(models.WEIGHTS_ENV, str(tmp_path))
-    caches = (models.classifier, models.calibration_report, inside_tab.insides)
-    for cached in caches:
-        cached.cache_clear()
-    try:
+    # The weights, without attention_distance.json, calibration.json, ...
+    with weights_with_only(tmp_path, monkeypatch, "mnist", (CONFIG_FILE, WEIGHTS_FILE),
+                           (models.classifier, models.calibration_report, inside_tab.insides)):
         views = inside_tab.inside_views("Digits (MNIST)")
         assert views[0] is not None and views[5] is None and views[7] is None and views[9] is None
         assert all("has not been measured" in views[i] for i in (6, 8, 10))  # the distance, reliability, importance
         assert "python" not in views[6] + views[8] + views[10]  # words for the person using the app, not a command
-    finally:
-        for cached in caches:
-            cached.cache_clear()
 
 
 def test_export_for_slides_makes_each_view_1600_pixels_wide_and_a_gif_through_the_layers():
