@@ -28,7 +28,7 @@ PENS = (("thin pen", 8), ("pen", 18), ("brush", 34))
 
 def pad_html(examples: list[Path], first: Path | None, panel: str, page_model: dict | None = None) -> str:
     """The canvas' HTML: the drawing surface, the pens, Clear, and the examples (``first``: shown at the start);
-    ``page_model``: the model the page runs itself (vit_demo/page_model.py), None: the server reads every drawing."""
+    ``page_model``: the model the page runs itself (vit_demo/ui/page_model.py), None: the server reads every drawing."""
     pens = "".join(
         f'<button type="button" class="vd-pen" data-width="{width}" aria-pressed="{str(i == 1).lower()}">{name}</button>'
         for i, (name, width) in enumerate(PENS)

@@ -17,6 +17,7 @@ Publish it with ``hf upload USER/NAME DIR --repo-type space``.
 
 from __future__ import annotations
 
+import dataclasses
 import html
 import json
 import shutil
@@ -27,8 +28,8 @@ from vit_demo import live_view
 from vit_demo.canvas import ASSETS, pad_html
 from vit_demo.space import README, REPO, accuracy_note, needs_lfs, replace_folder, write_gitattributes
 from vit_demo.ui import attention_view, digit_tab, explanation_view, heads_view, page_model, photo_tab, training_view
+from vit_demo.ui.components import LIVE_VIEW_JS, live_canvas, live_prediction
 from vit_demo.ui.demo import TALK_FROM_ADDRESS, TALK_KEYS, TALK_TOGGLE
-from vit_demo.ui.components import LIVE_VIEW_JS, live_canvas, live_grid, live_patches, live_prediction
 from vit_demo.ui.models import classifier, model_config, model_problem, starting_example, training_run, weights_folder
 from vit_demo.ui.panel import starting_numbers
 from vit_demo.weights import WeightsError
@@ -37,7 +38,25 @@ MARKER = "<!-- Written by `python -m vit_demo static`: running it again rewrites
 SHORT_DESCRIPTION = "Draw a digit: a ViT in your browser shows where it looks"  # the Hub takes 60 characters
 PAGE = "index.html"
 EXAMPLES = REPO / "examples"
-TABS = {"digit": digit_tab.MODEL, "photo": photo_tab.MODEL}  # the page's tabs and their models
+
+
+@dataclasses.dataclass(frozen=True)
+class Tab:
+    """One of the page's tabs, as the app has it (vit_demo/ui/digit_tab.py, photo_tab.py)."""
+
+    prefix: str  # in its views' element ids, as the app's
+    label: str  # its button's
+    model: str
+    prompt: str  # what it says until there is an image
+    blank: str  # what it says of a blank image
+    first_example: str  # the example it starts with
+    examples: str  # the folder of examples/ it offers
+
+
+TABS = (Tab("digit", digit_tab.LABEL, digit_tab.MODEL, digit_tab.DRAW_PROMPT, digit_tab.DRAW_PROMPT,
+            digit_tab.FIRST_EXAMPLE, "digits"),
+        Tab("photo", photo_tab.LABEL, photo_tab.MODEL, photo_tab.UPLOAD_PROMPT, photo_tab.BLANK_PHOTO,
+            photo_tab.FIRST_EXAMPLE, "photos"))
 PAGE_SCRIPTS = ("numbers.js", "model.js", "preprocess.js", "source.js", "static.js")  # assets/page/
 STYLES = ("app.css", "canvas.css", "heads_view.css", "page/static.css")  # assets/
 VENDOR = "vendor/onnxruntime-web"  # assets/: the page's runtime, with its licence note and checksums
@@ -54,11 +73,9 @@ def relative(folder: Path) -> Callable[[Path], str]:
     return lambda path: f"models/{folder.name}/{path.relative_to(folder).as_posix()}"
 
 
-def model_description(prefix: str, model: str) -> dict:
-    """The page's model of tab ``prefix`` (vit_demo/page_model.py), its graphs at ``models/<model>/``."""
-    prompt = digit_tab.DRAW_PROMPT if prefix == "digit" else photo_tab.UPLOAD_PROMPT
-    blank = digit_tab.DRAW_PROMPT if prefix == "digit" else photo_tab.BLANK_PHOTO
-    return page_model.description(model, prompt, blank, relative(weights_folder(model)))
+def model_description(tab: Tab) -> dict:
+    """The page's model of a tab (vit_demo/ui/page_model.py), its graphs at ``models/<model>/``."""
+    return page_model.description(tab.model, tab.prompt, tab.blank, relative(weights_folder(tab.model)))
 
 
 def view(component, prefix: str, kind: str, value: str = "", heads: bool = False) -> dict:
@@ -68,10 +85,12 @@ def view(component, prefix: str, kind: str, value: str = "", heads: bool = False
             "prefix": prefix, "view": kind, "value": value or component.value or "", "heads": heads}
 
 
-def section(markdown: str) -> str:
-    """A title and its text, as the app's markdown writes them ("### Title" then the text)."""
+def section(markdown: str, classes: str = "") -> str:
+    """A title and its text, as the app's markdown writes them ("### Title" then the text; ``classes``: the title's)."""
     title, _, text = markdown.partition("\n")
-    return f"<h3>{html.escape(title.lstrip('# '))}</h3><p class=\"vd-note\">{live_view.caption_html(text)}</p>"
+    heading = f'<h3 class="{classes}">' if classes else "<h3>"
+    note = f'<p class="vd-note">{live_view.caption_html(text)}</p>' if text else ""
+    return f"{heading}{html.escape(title.lstrip('# '))}</h3>{note}"
 
 
 def mount_point(spec: dict) -> str:
@@ -112,80 +131,65 @@ def photo_input(first: Path | None) -> str:
             f'<p class="vd-note">{live_view.caption_html(photo_tab.CLASSES_NOTE)}</p></div>')
 
 
-def tab(prefix: str, model: str, views: list[dict]) -> str:
-    """One tab's HTML: the input, the prediction and the large view on top, then the other views (``views`` gets
-    each live view the page mounts)."""
-    config = model_config(model)
-    prompt = digit_tab.DRAW_PROMPT if prefix == "digit" else photo_tab.UPLOAD_PROMPT
-    stem = digit_tab.FIRST_EXAMPLE if prefix == "digit" else photo_tab.FIRST_EXAMPLE
-    examples = sorted((EXAMPLES / ("digits" if prefix == "digit" else "photos")).glob("*.png"))
-    first, analysis = starting_example(model, examples, stem)
+def tab_html(tab: Tab, views: list[dict]) -> str:
+    """One tab's HTML: the input, the prediction and the large view on top, then the other views, made as the app
+    makes them (``views`` gets each live view the page mounts)."""
+    prefix, model, config, run = tab.prefix, tab.model, model_config(tab.model), training_run(tab.model)
+    examples = sorted((EXAMPLES / tab.examples).glob("*.png"))
+    first, analysis = starting_example(model, examples, tab.first_example)
 
     def add(component, kind: str, value: str = "", heads: bool = False) -> str:
         views.append(view(component, prefix, kind, value, heads))
         return mount_point(views[-1])
 
-    L, H = config.depth, config.heads
-    source = (f'<div id="canvas" class="vd-canvas">{pad_html(examples, first, prefix)}</div>' if prefix == "digit"
-              else photo_input(first))
-    reads = "" if prefix == "digit" else add(live_canvas("photo-reads", "photo", "input", "the square the model reads",
-                                                         photo_tab.READS_SIZE, photo_tab.READS_SIZE, scale=False),
-                                             "input")
-    top = (f'<div class="vd-top"><div class="vd-input">{source}{reads}</div>'
-           f'<div class="vd-prediction">'
-           f'{add(live_prediction(prefix, model_problem(model) or prompt), "prediction")}</div>'
-           f'<div class="vd-selected"><h3 class="vd-detail">One layer and head, large</h3>{controls(prefix, L, H)}'
-           + add(live_canvas(f"{prefix}-selected", prefix, "selected",
-                             "where [CLS] attends in the chosen layer and head"),
-                 "selected", starting_numbers(analysis, prompt)) + "</div></div>")
-    run = training_run(model)
-    training = ""
-    if not run.problem:
-        training = (f'<h3>Attention through training</h3><p class="vd-note">The same image through the model as it '
-                    f'was during training.</p><label id="{prefix}-training-position" class="vd-control">Training '
-                    f'progress <input type="range" min="1" max="{run.positions}" value="{run.positions}"></label>'
-                    + add(live_grid(f"{prefix}-training", prefix, "training", L, H,
-                                    "where [CLS] looked in every layer and head at this point of training",
-                                    positions=str(run.positions),
-                                    note=live_view.caption_html(training_view.trained_note(run))), "training"))
+    if prefix == "digit":
+        source = f'<div id="canvas" class="vd-canvas">{pad_html(examples, first, prefix)}</div>'
+    else:
+        source = photo_input(first) + add(live_canvas("photo-reads", "photo", "input", "the square the model reads",
+                                                      photo_tab.READS_SIZE, photo_tab.READS_SIZE, scale=False), "input")
+    top = (f'<div class="vd-top"><div class="vd-input">{source}</div><div class="vd-prediction">'
+           + add(live_prediction(prefix, model_problem(model) or tab.prompt), "prediction")
+           + f'</div><div class="vd-selected">{section(attention_view.LARGE_TITLE, "vd-detail")}'
+           + controls(prefix, config.depth, config.heads)
+           + add(attention_view.large_view(prefix), "selected", starting_numbers(analysis, tab.prompt))
+           + "</div></div>")
+    training = "" if run.problem else (
+        section(training_view.TRAINING_TITLE)
+        + f'<label id="{prefix}-training-position" class="vd-control">Training progress <input type="range" '
+        f'min="1" max="{run.positions}" value="{run.positions}"></label>'
+        + add(training_view.training_grid(prefix, config, run), "training"))
+    means = heads_view.ablation_means_or_none(model) is not None
     detail = (
-        '<div class="vd-detail"><div class="vd-row">'
-        f'<div><h3>What the model sees</h3><p class="vd-note">Click a patch to see where it looks.</p>'
-        + add(live_patches(f"{prefix}-patches", prefix, config.grid_size,
-                           "the input cut into numbered patches; click one to see where it looks"), "patches")
-        + f'</div><div><h3>Where [CLS] looks</h3><p class="vd-note">Every layer (rows) and head (columns), and each '
-        "layer's mean.</p>"
-        + add(live_grid(f"{prefix}-cls-grid", prefix, "cls", L, H, "where [CLS] looks in every layer and head"), "cls")
-        + '</div></div><div class="vd-row"><div><h3>Attention rollout</h3><p class="vd-note">[CLS] through all '
-        "layers, residuals included (Abnar &amp; Zuidema, 2020).</p>"
-        + add(live_canvas(f"{prefix}-rollout", prefix, "rollout", "attention rollout"), "rollout")
-        + f'</div><div><h3>{html.escape(explanation_view.relevance_title(None, None).lstrip("# "))}</h3>'
-        + class_picker(prefix, model)
-        + add(live_canvas(f"{prefix}-relevance", prefix, "relevance", "class-specific relevance",
-                          predicted=explanation_view.PREDICTED_CHOICE), "relevance")
-        + f'</div></div><div class="vd-row"><div><h3>{html.escape(attention_view.query_title(None).lstrip("# "))}</h3>'
-        + add(live_grid(f"{prefix}-query", prefix, "query", L, H,
-                        "where the chosen patch looks in every layer and head"),
-              "query")
+        '<div class="vd-detail"><div class="vd-row"><div>'
+        + section(attention_view.PATCHES_TITLE) + add(attention_view.patches_view(prefix, config), "patches")
+        + "</div><div>" + section(attention_view.CLS_GRID_TITLE)
+        + add(attention_view.cls_grid_view(prefix, config), "cls")
+        + '</div></div><div class="vd-row"><div>' + section(attention_view.ROLLOUT_TITLE)
+        + add(attention_view.rollout_view(prefix), "rollout")
+        + "</div><div>" + section(explanation_view.relevance_title(None, None)) + class_picker(prefix, model)
+        + add(explanation_view.relevance_view(prefix), "relevance")
+        + '</div></div><div class="vd-row"><div>' + section(attention_view.query_title(None))
+        + add(attention_view.query_view(prefix, config), "query")
         + f"</div><div>{training}</div></div><h3>More in the Python app</h3>"
         f'<p class="vd-note">{html.escape(SERVER_ONLY)}</p>'
         '<h2 class="vd-heads-title">What each head does</h2><div class="vd-row"><div>'
         + section(heads_view.KNOCKOUT_TITLE)
-        + add(heads_view.heads_html(prefix, "board", heads_view.board_template(
-            prefix, config, heads_view.ablation_means_or_none(model) is not None), [], f"{prefix}-board"),
-            "board", heads=True)
+        + add(heads_view.heads_html(prefix, "board", heads_view.board_template(prefix, config, means), [],
+                                    f"{prefix}-board"), "board", heads=True)
         + f'<p class="vd-note">{live_view.caption_html(heads_view.KNOCKOUT_NOTE)}</p></div><div>'
         + section(heads_view.LENS_TITLE)
         + add(heads_view.heads_html(prefix, "lens", heads_view.lens_template(config), [], f"{prefix}-lens"),
               "lens", heads=True)
         + f'<p class="vd-note">{live_view.caption_html(heads_view.LENS_NOTE)}</p></div></div></div>')
-    hidden = "" if prefix == "digit" else " hidden"  # the digit tab first
+    hidden = "" if tab is TABS[0] else " hidden"  # the first tab shows at the start
     return f'<section class="vd-tab" id="tab-{prefix}" data-panel="{prefix}"{hidden}>{top}{detail}</section>'
 
 
 def index_html(page: dict, body: str) -> str:
     """The page: the app's header and tabs, the page's data (``page``: the models, the views), and its script."""
     styles = "".join(f'<link rel="stylesheet" href="{name}">' for name in STYLES)
+    tabs = "".join(f'<button type="button" role="tab" data-tab="{tab.prefix}" '
+                   f'aria-selected="{str(tab is TABS[0]).lower()}">{html.escape(tab.label)}</button>' for tab in TABS)
     data = json.dumps(page).replace("</", "<\\/")  # no "</script>" inside the data
     return f"""<!doctype html>
 <html lang="en">
@@ -204,10 +208,7 @@ def index_html(page: dict, body: str) -> str:
 prediction, the patches it reads, and where every layer and attention head looks.</p>
 <p id="vd-keys"><b>Talk mode</b> (or <code>?view=talk</code> in the address) shows one large view in large type; its
 keys: ←/→ layer, ↑/↓ head, <code>c</code> clear.</p>
-<nav class="vd-tabs" role="tablist">
-<button type="button" role="tab" data-tab="digit" aria-selected="true">Draw a digit (MNIST)</button>
-<button type="button" role="tab" data-tab="photo" aria-selected="false">Upload a photo (CIFAR-10)</button>
-</nav>
+<nav class="vd-tabs" role="tablist">{tabs}</nav>
 <p class="vd-status" id="vd-status" hidden></p>
 {body}
 </main>
@@ -247,12 +248,12 @@ anywhere: once loaded, the page works offline.
 def build(target: Path) -> None:
     """Write the static folder's contents into the empty folder ``target``."""
     views: list[dict] = []
-    body = "".join(tab(prefix, model, views) for prefix, model in TABS.items())
-    models = {prefix: model_description(prefix, model) for prefix, model in TABS.items()}
-    for model in TABS.values():
-        graph, relevance, snapshots = page_model.graph_files(model)
+    body = "".join(tab_html(tab, views) for tab in TABS)
+    models = {tab.prefix: model_description(tab) for tab in TABS}
+    for tab in TABS:
+        graph, relevance, snapshots = page_model.graph_files(tab.model)
         for path in (graph, relevance, *snapshots):
-            copy = target / relative(weights_folder(model))(path)
+            copy = target / relative(weights_folder(tab.model))(path)
             copy.parent.mkdir(parents=True, exist_ok=True)
             shutil.copy2(path, copy)
     (target / "page").mkdir()
@@ -274,8 +275,8 @@ def write_static(folder: Path | str, force: bool = False) -> dict:
     """Write the static Space into ``folder`` (created where needed; an earlier one, or with ``force`` any folder, is
     rewritten whole, keeping only a ``.git``); return what was written, as one JSON-able record."""
     folder = Path(folder)
-    for model in TABS.values():
-        problem = model_problem(model)
+    for tab in TABS:
+        problem = model_problem(tab.model)
         if problem:
             raise StaticError(f"{problem} Nothing was written.")
     try:

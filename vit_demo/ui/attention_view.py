@@ -117,11 +117,43 @@ class AttentionView:
             control.change(None, [self.layer, self.head], None, js=REDRAW_JS.format(prefix=prefix))
 
 
+# The views' titles, in the app's markdown (the static page writes the same: vit_demo/static_space.py).
+PATCHES_TITLE = "### What the model sees\nClick a patch to see where it looks."
+LARGE_TITLE = "### One layer and head, large"
+CLS_GRID_TITLE = "### Where [CLS] looks\nEvery layer (rows) and head (columns), and each layer's mean."
+ROLLOUT_TITLE = "### Attention rollout\n[CLS] through all layers, residuals included (Abnar & Zuidema, 2020)."
+
+
+# The views the page draws itself (``live_canvas``), one maker each, for the app and the static page.
+def patches_view(prefix: str, config: ViTConfig) -> gr.HTML:
+    return live_patches(f"{prefix}-patches", prefix, config.grid_size,
+                        "the input cut into numbered patches; click one to see where it looks")
+
+
+def large_view(prefix: str, numbers: str = "") -> gr.HTML:
+    """Its value is the tab's ``numbers``, which every view draws from (JSON; "" for none)."""
+    return live_canvas(f"{prefix}-selected", prefix, "selected", "where [CLS] attends in the chosen layer and head",
+                       value=numbers)
+
+
+def cls_grid_view(prefix: str, config: ViTConfig) -> gr.HTML:
+    return live_grid(f"{prefix}-cls-grid", prefix, "cls", config.depth, config.heads,
+                     "where [CLS] looks in every layer and head")
+
+
+def rollout_view(prefix: str) -> gr.HTML:
+    return live_canvas(f"{prefix}-rollout", prefix, "rollout", "attention rollout")
+
+
+def query_view(prefix: str, config: ViTConfig, ask: list[Callable[[dict], dict]] | None = None) -> gr.HTML:
+    return live_grid(f"{prefix}-query", prefix, "query", config.depth, config.heads,
+                     "where the chosen patch looks in every layer and head", ask=ask)
+
+
 def build_patches(prefix: str, config: ViTConfig) -> None:
     """What the model sees: the input cut into numbered patches, drawn in the page."""
-    gr.Markdown("### What the model sees\nClick a patch to see where it looks.")
-    live_patches(f"{prefix}-patches", prefix, config.grid_size,
-                 "the input cut into numbered patches; click one to see where it looks")
+    gr.Markdown(PATCHES_TITLE)
+    patches_view(prefix, config)
     gr.Markdown(
         f"The {config.image_size}x{config.image_size} input is cut into {config.grid_size}x{config.grid_size} "
         f"patches of {config.patch_size}x{config.patch_size} pixels, numbered in reading order; each becomes "
@@ -134,33 +166,28 @@ def build_selected(prefix: str, config: ViTConfig, numbers: str = "") -> tuple[g
     """A column: one layer and head (or the layer's mean) large, with its controls; talk mode's one view. The page
     draws it (``assets/live_view.js``), so its controls cost no request. Its value is the tab's ``numbers``, which
     every view draws from (JSON; "" for none)."""
-    gr.Markdown("### One layer and head, large", elem_classes="vd-detail")
+    gr.Markdown(LARGE_TITLE, elem_classes="vd-detail")
     layer = gr.Slider(1, config.depth, value=config.depth, step=1, label="Layer", elem_id=f"{prefix}-layer",
                       elem_classes="vd-layer")
     head = gr.Radio([MEAN] + [f"head {h + 1}" for h in range(config.heads)], value=MEAN, label="Head",
                     elem_id=f"{prefix}-head", elem_classes="vd-head")
-    selected = live_canvas(f"{prefix}-selected", prefix, "selected", "where [CLS] attends in the chosen layer and head",
-                           value=numbers)
-
-    return layer, head, selected
+    return layer, head, large_view(prefix, numbers)
 
 
 def build_cls_grid(prefix: str, config: ViTConfig) -> None:
     """A column: where [CLS] looks in every layer and head, drawn in the page."""
-    gr.Markdown("### Where [CLS] looks\nEvery layer (rows) and head (columns), and each layer's mean.")
-    live_grid(f"{prefix}-cls-grid", prefix, "cls", config.depth, config.heads,
-              "where [CLS] looks in every layer and head")
+    gr.Markdown(CLS_GRID_TITLE)
+    cls_grid_view(prefix, config)
 
 
 def build_rollout(prefix: str) -> None:
     """A column: attention rollout, drawn in the page."""
-    gr.Markdown("### Attention rollout\n[CLS] through all layers, residuals included (Abnar & Zuidema, 2020).")
-    live_canvas(f"{prefix}-rollout", prefix, "rollout", "attention rollout")
+    gr.Markdown(ROLLOUT_TITLE)
+    rollout_view(prefix)
 
 
 def build_query(prefix: str, model: str, config: ViTConfig) -> None:
     """A column: where the chosen patch looks, in every layer and head, drawn in the page (another patch's numbers
     asked for once)."""
     gr.Markdown(query_title(None))
-    live_grid(f"{prefix}-query", prefix, "query", config.depth, config.heads,
-              "where the chosen patch looks in every layer and head", ask=[ask_query(model)])
+    query_view(prefix, config, [ask_query(model)])

@@ -8,12 +8,12 @@ from typing import Any
 
 import gradio as gr
 
-from vit_demo.ui.page_model import served_paths
 from vit_demo.ui import digit_tab, photo_tab
 from vit_demo.ui.classify_api import build_classify_api
 from vit_demo.ui.digit_tab import build_digit_tab
 from vit_demo.ui.inside_tab import build_inside_tab
 from vit_demo.ui.models import analyse, model_problem
+from vit_demo.ui.page_model import served_paths
 from vit_demo.ui.panel import api_answer, page_answer
 from vit_demo.ui.photo_tab import build_photo_tab
 from vit_demo.ui.serving import CACHE_SWEEP, QUEUE_SIZE, serve, tune_process
@@ -50,9 +50,9 @@ def build_demo() -> gr.Blocks:
             gr.Markdown("**Talk mode** (or `?view=talk` in the address) shows one large view in large type; its keys: "
                         "←/→ layer, ↑/↓ head, `c` clear.", elem_id="vd-keys")
             with gr.Tabs():
-                with gr.Tab("Draw a digit (MNIST)", id="digit"):
+                with gr.Tab(digit_tab.LABEL, id="digit"):
                     build_digit_tab(DIGIT_EXAMPLES)
-                with gr.Tab("Upload a photo (CIFAR-10)", id="photo"):
+                with gr.Tab(photo_tab.LABEL, id="photo"):
                     build_photo_tab(PHOTO_EXAMPLES)
                 with gr.Tab("Inside the model", id="inside") as inside:
                     build_inside_tab(inside)

@@ -3,15 +3,16 @@
 from __future__ import annotations
 
 from vit_demo.canvas import decode_drawing, drawing_canvas
-from vit_demo.ui.page_model import app_description
 from vit_demo.preprocess import InputError
 from vit_demo.ui.components import UndecodedSketch
 from vit_demo.ui.explanation_view import PREDICTED_CHOICE, explain_label
 from vit_demo.ui.models import analyse_batch, analyse_inputs, classifier, model_problem, starting_example
+from vit_demo.ui.page_model import app_description
 from vit_demo.ui.panel import Panel, api_answer, build_panel, numbers, reading
 from vit_demo.ui.serving import DIGIT_BATCH, SERVER_FUNCTION_SLOTS, SHARED_WORKERS
 
 MODEL = "mnist"
+LABEL = "Draw a digit (MNIST)"  # the tab's (the static page's too)
 DRAW_PROMPT = "Draw a digit (0-9) on the canvas: the prediction follows your pen."
 FIRST_EXAMPLE = "2"  # the example the page starts with, drawn on the canvas until the pen touches it
 

@@ -163,9 +163,14 @@ def build_relevance(prefix: str, model: str) -> gr.Dropdown:
     gr.Markdown(relevance_title(None, None))
     explain_class = gr.Dropdown([PREDICTED_CHOICE, *dataset_spec(model).classes], value=PREDICTED_CHOICE,
                                 label="Explain the class", elem_id=f"{prefix}-explain-class")
-    live_canvas(f"{prefix}-relevance", prefix, "relevance", "class-specific relevance", ask=[ask_relevance(model)],
-                predicted=PREDICTED_CHOICE)
+    relevance_view(prefix, [ask_relevance(model)])
     return explain_class
+
+
+def relevance_view(prefix: str, ask: list[Callable[[dict], dict]] | None = None) -> gr.HTML:
+    """The view the page draws itself: the relevance of the class shown (another class's asked for once)."""
+    return live_canvas(f"{prefix}-relevance", prefix, "relevance", "class-specific relevance", ask=ask,
+                       predicted=PREDICTED_CHOICE)
 
 
 def build_faithfulness(prefix: str) -> tuple[gr.Button, gr.Image, gr.Markdown]:

@@ -17,9 +17,9 @@ from vit_demo import live_view, render
 from vit_demo.onnx_export import MODEL_FILE, RELEVANCE_FILE, expected_metadata, stale_graphs
 from vit_demo.ui import attention_view, training_view
 from vit_demo.ui.components import LARGE
-from vit_demo.ui.models import classifier, model_config, training_run, weights_folder
 from vit_demo.ui.explanation_view import RELEVANCE_WHY, RELEVANCE_WHY_NOT
 from vit_demo.ui.heads_view import KNOCKOUT_TEXT
+from vit_demo.ui.models import classifier, model_config, training_run, weights_folder
 from vit_demo.ui.panel import INFO_TEXT, READING_TEXT, UNREADABLE_TEXT, unfamiliar_text
 
 ASSETS = Path(__file__).resolve().parents[1] / "assets"

@@ -25,7 +25,7 @@ from vit_demo.ui.models import Analysis, calibration_report, model_config, model
 
 
 # The captions a prediction is said with, filled in by the server here and by the page's own model (page/numbers.js
-# fills the same templates, which vit_demo/static_space.py hands it).
+# fills the same templates, which vit_demo/ui/page_model.py hands it).
 INFO_TEXT = "**{label}** ({percent}%) · model {ms} ms {where}"
 READING_TEXT = "**{label}** ({percent}%) · the views follow when the pen lifts"
 UNREADABLE_TEXT = "Can't read this image: {why}"

@@ -14,6 +14,7 @@ from vit_demo.ui.panel import Panel, api_answer, build_panel, page_answer
 from vit_demo.ui.serving import SHARED_WORKERS
 
 MODEL = "cifar10"
+LABEL = "Upload a photo (CIFAR-10)"  # the tab's (the static page's too)
 UPLOAD_PROMPT = "Upload a photo, or pick an example below."
 BLANK_PHOTO = "This image is blank: there is nothing to classify."
 FIRST_EXAMPLE = "horse"  # the example the page starts with

@@ -50,7 +50,7 @@ def through_snapshot(model: str, image: np.ndarray, position: int) -> tuple[np.n
 
 def snapshot_note(run: TrainingRun, position: int, label: str, percent: str) -> str:
     """What the training view says of the snapshot at slider ``position``, for an image it read as ``label`` with
-    ``percent``% (the page's own model fills in the same note: vit_demo/static_space.py)."""
+    ``percent``% (the page's own model fills in the same note: vit_demo/ui/page_model.py)."""
     snapshot = run.snapshots[position - 1]
     epochs = f" of {run.epochs}" if run.epochs else ""
     return (f"**Epoch {snapshot.epoch}{epochs}**: test accuracy then **{100 * snapshot.test_accuracy:.2f}%**. "
@@ -73,19 +73,28 @@ def ask_snapshot(model: str) -> Callable[[dict], dict]:
 TRAIN_JS = "(position) => {{ window.vdLive?.[{prefix!r}]?.train(position); }}"
 
 
+TRAINING_TITLE = ("### Attention through training\nThe same image through the model as it was during training: "
+                  "watch the heads learn where to look.")
+
+
+def training_grid(prefix: str, config: ViTConfig, run: TrainingRun, ask: list[Callable[[dict], dict]] | None = None,
+                  visible: bool = True) -> gr.HTML:
+    """The view the page draws itself: the trained model's [CLS] grid, or a snapshot's (its ``ask``)."""
+    return live_grid(f"{prefix}-training", prefix, "training", config.depth, config.heads,
+                     "where [CLS] looked in every layer and head at this point of training", ask=ask,
+                     visible=visible, positions=str(run.positions), note=live_view.caption_html(trained_note(run)))
+
+
 def build_training(prefix: str, model: str, config: ViTConfig) -> gr.Slider:
     """A column: where [CLS] looks through training, with a slider over the snapshots (hidden where there are none);
     the page draws it, the trained model's from the tab's numbers, a snapshot's asked for once."""
     run = training_run(model)
-    gr.Markdown("### Attention through training\nThe same image through the model as it was during training: watch "
-                "the heads learn where to look.")
+    gr.Markdown(TRAINING_TITLE)
     # Hidden where there are no snapshots (one position; Gradio wants a slider's minimum below its maximum).
     position = gr.Slider(1, max(run.positions, 2), value=run.positions, step=1, label="Training progress (snapshot)",
                          visible=not run.problem, elem_id=f"{prefix}-training-position")
     if run.problem:
         gr.Markdown(run.problem, elem_id=f"{prefix}-training-note")
-    live_grid(f"{prefix}-training", prefix, "training", config.depth, config.heads,
-              "where [CLS] looked in every layer and head at this point of training", ask=[ask_snapshot(model)],
-              visible=not run.problem, positions=str(run.positions), note=live_view.caption_html(trained_note(run)))
+    training_grid(prefix, config, run, [ask_snapshot(model)], visible=not run.problem)
     position.change(None, position, None, js=TRAIN_JS.format(prefix=prefix))
     return position
