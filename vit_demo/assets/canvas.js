@@ -32,10 +32,11 @@ function usePageModel() {
   // WebAssembly, a failed download), the server goes on answering.
   const described = PAD.dataset.pageModel;
   const forced = new URLSearchParams(window.location.search).get("model") === "server";
-  if (!described || forced || typeof WebAssembly !== "object" || typeof DecompressionStream !== "function") return;
+  if (!described || forced) return;
   const { source, model } = JSON.parse(described);
   import(new URL(source, document.baseURI).href)
-    .then(async ({ pageSource }) => {
+    .then(async ({ available, pageSource }) => {
+      if (!available()) return;
       const page = pageSource(model, document.baseURI);
       await page.ready();
       answerer = page;

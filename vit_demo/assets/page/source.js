@@ -1,12 +1,15 @@
 // Where a tab's numbers come from when the page runs the model itself: the same answers the app's server functions
-// give (vit_demo/ui: digit_tab.stroke, attention_view.ask_query, training_view.ask_snapshot), in the same format
-// (vit_demo/live_view.py), made from the page's own graph (model.js) and preprocessing (preprocess.js). The views
-// (live_view.js) and the canvas (canvas.js) call these as they call the server: they cannot tell which answered.
+// give (vit_demo/ui: digit_tab.stroke, attention_view.ask_query, training_view.ask_snapshot, heads_view's knockout
+// and lens, explanation_view.ask_relevance), in the same format (vit_demo/live_view.py), made from the page's own
+// graphs (model.js) and preprocessing (preprocess.js). The views (live_view.js) and the canvas (canvas.js) call these
+// as they call the server: they cannot tell which answered.
 //
-// ``model``: a tab's model as vit_demo/static_space.py describes it (models.json): its shape, classes, temperature,
-// unfamiliar rule, graph and snapshot graphs (addresses relative to ``base``), and its captions with {fields}.
+// ``model``: a tab's model as vit_demo/ui/page_model.py describes it: its shape, classes, temperature, unfamiliar
+// rule, graphs (addresses relative to ``base``), and its captions with {fields}.
 import { InputError, NothingDrawn, preprocessDrawing, preprocessPhoto } from "./preprocess.js";
 import * as graph from "./model.js";
+
+export { available } from "./model.js"; // whether this browser can run the page's model
 import { argmax, base64, fill, gridPayload, imageKey, mapPayload, payload, percent, reading, rollout, roundHalfEven,
          softmax } from "./numbers.js";
 
