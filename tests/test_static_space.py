@@ -140,7 +140,9 @@ def test_draws_offline_in_the_page(static_folder, browser):
             clear_and_draw(page, *strokes)
             wait_for_label(page, expected)
         assert page.evaluate("document.querySelector('#digit-selected canvas').dataset.drawn") == "6/mean"
-        page.wait_for_load_state("networkidle")  # the training snapshots' graphs, loaded after the model's
+        # The relevance graph and the 6 snapshots' graphs, which the page loads a second after the first drawing.
+        page.wait_for_function("""() => performance.getEntriesByType('resource').filter((e) => e.responseEnd > 0
+            && /(relevance|epoch-[0-9]+)[.]onnx$/.test(e.name)).length === 7""", timeout=30_000)
         server.terminate()
         server.wait(timeout=10)
         for strokes, expected in (([SEVEN], "7"), ([ONE], "1")):
@@ -149,6 +151,8 @@ def test_draws_offline_in_the_page(static_folder, browser):
         page.evaluate("""() => { const s = document.querySelector('#digit-training-position input');
                                  s.value = 2; s.dispatchEvent(new Event('input')); }""")  # an earlier model, offline
         page.wait_for_function("document.querySelector('#digit-training canvas').dataset.drawn === 'snapshot 2'")
+        page.locator("#digit-relevance").scroll_into_view_if_needed()  # why this class, offline
+        page.wait_for_function("document.querySelector('#digit-relevance canvas').dataset.drawn === 'relevance 1'")
         assert page.outside_requests == []
         assert page.console_errors == []
 
