@@ -22,6 +22,7 @@ import argparse
 import contextlib
 import gzip
 import json
+import statistics
 import subprocess
 import sys
 import tempfile
@@ -35,6 +36,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from common import REPO, free_port, p50_p95, serving  # noqa: E402  (benchmarks/ is on sys.path: scripts run from it)
 
 from vit_demo.static_space import write_static  # noqa: E402
+from vit_demo.ui import photo_tab  # noqa: E402
 
 CHROMIUM_ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
                  "--disable-background-networking", "--disable-component-update", "--disable-sync"]
@@ -51,9 +53,10 @@ RECORDER = """(panel) => {
     const live = window.vdLive[panel];
     for (const view of live.views) {
         const draw = view.draw;
-        view.draw = (...args) => { const out = draw(...args);
-            window.__draws.push([performance.now(), live.reading ? null : live.state?.key ?? null,
-                                 view.prediction || live.onScreen.has(view.name)]); return out; };
+        view.draw = (...args) => { const begun = performance.now(), out = draw(...args), now = performance.now();
+            window.__draws.push([now, live.reading ? null : live.state?.key ?? null,
+                                 view.prediction || live.onScreen.has(view.name), view.element.id, now - begun]);
+            return out; };
     }
 }"""
 KEY = "(panel) => { const live = window.vdLive[panel]; return live.reading ? null : live.state?.key ?? null; }"
@@ -82,13 +85,14 @@ def draw(page, points) -> None:
     page.mouse.up()
 
 
-def latencies(page, panel: str, count: int, act, settle: float) -> tuple[list[float], list[float], int]:
+def latencies(page, panel: str, count: int, act, settle: float) -> tuple[list[float], list[float], int, dict]:
     """Mouse-up (or click) to the views on screen drawn, and to every view drawn, for ``count`` actions, each giving
-    a new image; and the requests they made."""
+    a new image; the requests they made; and where the time went: {"numbers": mouse-up to the first view's draw
+    (the image's numbers ready), view id: its draws' ms}."""
     page.evaluate(RECORDER, panel)
     requests = []  # to the server's functions and queue: not the files a page loads (graphs, scripts, pictures)
     page.on("request", lambda r: requests.append(r.url) if "/gradio_api/" in r.url and "/file=" not in r.url else None)
-    seen, times = [], []
+    seen, times, spent = [], [], {}
     for i in range(count):
         before = page.evaluate(KEY, panel)
         act(i)
@@ -96,19 +100,23 @@ def latencies(page, panel: str, count: int, act, settle: float) -> tuple[list[fl
                                timeout=60000)
         page.wait_for_timeout(settle * 1000)  # the last answer lands, and the views it redraws
         start, draws, key = page.evaluate(f"[window.__starts.at(-1), window.__draws, ({KEY})({panel!r})]")
-        times.append(max(t for t, k, _ in draws if k == key and t >= start) - start)
-        seen.append(max(t for t, k, shown in draws if k == key and t >= start and shown) - start)
-    return seen, times, len(requests)
+        drawn = [(t, shown, view, ms) for t, k, shown, view, ms in draws if k == key and t >= start]
+        times.append(max(t for t, *_ in drawn) - start)
+        seen.append(max(t for t, shown, *_ in drawn if shown) - start)
+        spent.setdefault("numbers", []).append(min(t - ms for t, _, _, ms in drawn) - start)
+        for _, _, view, ms in drawn:
+            spent.setdefault(view, []).append(ms)
+    return seen, times, len(requests), spent
 
 
-def stroke_times(page, strokes: int, settle: float) -> tuple[list[float], int]:
+def stroke_times(page, strokes: int, settle: float) -> tuple[list[float], list[float], int, dict]:
     def act(i):
         page.click("#canvas .vd-clear")
         draw(page, STROKES[i % len(STROKES)])
     return latencies(page, "digit", strokes, act, settle)
 
 
-def photo_times(page, photos: int, settle: float, open_tab) -> tuple[list[float], int]:
+def photo_times(page, photos: int, settle: float, open_tab) -> tuple[list[float], list[float], int, dict]:
     open_tab(page)
     buttons = page.locator(".vd-photo .vd-examples button, .gallery button")  # the static page's, Gradio's
     return latencies(page, "photo", photos, lambda i: buttons.nth(i % 10).click(), settle)
@@ -182,8 +190,10 @@ def main() -> None:
             page = browser.new_page(viewport={"width": 1400, "height": 1000})
             page.goto(url)
             page.wait_for_selector("#canvas canvas.vd-draw[data-ready]")
-            rows.append(("static page", *stroke_times(page, args.strokes, args.settle),
-                         *photo_times(page, args.photos, args.settle, lambda pg: pg.click("[data-tab=photo]"))))
+            strokes = stroke_times(page, args.strokes, args.settle)
+            rows.append(("static page", *strokes[:3],
+                         *photo_times(page, args.photos, args.settle, lambda pg: pg.click("[data-tab=photo]"))[:3]))
+            spent = strokes[3]
             page.close()
         with serving(REPO / "app.py") as server:
             for name, query in (("app, page's model", ""), ("app, server's model", "?model=server")):
@@ -194,8 +204,8 @@ def main() -> None:
                     page.wait_for_selector("#canvas canvas.vd-draw[data-model=page]", timeout=60000)
                 strokes = stroke_times(page, args.strokes, args.settle)
                 photos = photo_times(page, args.photos, args.settle,
-                                     lambda pg: pg.get_by_role("tab", name="Upload a photo (CIFAR-10)").click())
-                rows.append((name, *strokes, *photos))
+                                     lambda pg: pg.get_by_role("tab", name=photo_tab.LABEL).click())
+                rows.append((name, *strokes[:3], *photos[:3]))
                 page.close()
         browser.close()
     print("| path | stroke: mouse-up to the views on screen drawn, median ms | to every view drawn, median ms | p95 ms "
@@ -207,6 +217,9 @@ def main() -> None:
         f50, f95 = p50_p95(photos)
         print(f"| {name} | {p50_p95(stroke_seen)[0]:.1f} | {s50:.1f} | {s95:.1f} | {stroke_requests / args.strokes:.1f} "
               f"| {p50_p95(photo_seen)[0]:.1f} | {f50:.1f} | {f95:.1f} | {photo_requests / args.photos:.1f} |")
+    print("\nWhere a stroke's time goes in the static page (median ms): mouse-up to the numbers ready "
+          f"{statistics.median(spent.pop('numbers')):.1f}; drawing each view: "
+          + ", ".join(f"{view} {statistics.median(ms):.1f}" for view, ms in sorted(spent.items())))
     d, ph = weight["digit_tab"], weight["photo_tab_adds"]
     print(f"\nStatic page, first visit: the digit tab downloads {d['files']} files, {d['bytes'] / 1e6:.2f} MB as "
           f"served ({d['gzip_bytes'] / 1e6:.2f} MB gzipped) before its first prediction; opening the photo tab adds "
