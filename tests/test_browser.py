@@ -328,8 +328,8 @@ def settled(page, panel: str = "digit", quiet: float = 1.5, timeout: float = 20)
 
 
 def wait_for_live(page, elem_id: str, shows: str, timeout: float = 20000) -> None:
-    """Wait until a view the page draws itself (live_view.js) shows layer/head ``shows``, e.g. "6/mean", looked at
-    as a user would: scrolled into view where it is shown (the relevance view asks for its numbers only then)."""
+    """Wait until a view the page draws itself (assets/page/live.js) shows layer/head ``shows``, e.g. "6/mean", looked
+    at as a user would: scrolled into view where it is shown (the relevance view asks for its numbers only then)."""
     page.evaluate(f"() => {{ const view = document.querySelector('#{elem_id}'); "
                   "if (view?.offsetParent) view.scrollIntoView({block: 'nearest'}); }")
     page.wait_for_function(f"() => document.querySelector('#{elem_id} canvas')?.dataset.drawn === {shows!r}",

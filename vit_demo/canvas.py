@@ -54,7 +54,7 @@ def drawing_canvas(examples: list[Path], stroke: Callable[[dict], dict], first: 
                    elem_id: str = "canvas", panel: str = "digit", page_model: dict | None = None) -> gr.HTML:
     """The canvas component. As the pen moves and when it lifts, it hands the drawing (as base64, see
     :func:`decode_drawing`) to the page's own model (``page_model``, where given and the browser can run it) or to
-    its server function ``stroke``, and the answer to tab ``panel``'s views (``assets/live_view.js``). ``first``: the
+    its server function ``stroke``, and the answer to tab ``panel``'s views (``assets/page/live.js``). ``first``: the
     example it shows at the start, until the pen touches it."""
     return gr.HTML(
         value="",

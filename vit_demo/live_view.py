@@ -1,4 +1,4 @@
-"""Views the browser draws itself: the numbers of one image's maps, compact, for ``assets/live_view.js``.
+"""Views the browser draws itself: the numbers of one image's maps, compact, for ``assets/page/live.js``.
 
 A pen stroke's answer carries, once per image, the input (its 8-bit pixels: exactly what the model read), each
 layer's [CLS] map for every head and the heads' mean, quantised to uint8 (each map scaled to its own maximum, as

@@ -4,11 +4,11 @@ the visitor's browser.
 Since 2026 a free account can host static Spaces only (docs/spaces.md). This folder needs no server of ours: the page
 runs the exported graphs (vit_demo/onnx_export.py) with the vendored onnxruntime-web (WebAssembly) and preprocesses
 drawings and photos as vit_demo/preprocess.py does (assets/page/preprocess.js). Its views are the app's own: the same
-templates and scripts as the Gradio components (assets/live_view.js, assets/canvas.js), mounted by
+templates and scripts as the Gradio components (assets/page/live.js, assets/canvas.js), mounted by
 assets/page/static.js as Gradio mounts a ``gr.HTML``, and asking the page's model (assets/page/source.js) where the
 app's views ask its server. The canvas is ``canvas.vd-draw``, the top class ``#digit-label .vd-top-class``, as in the
-app. What needs the Python server (the faithfulness chart, export for slides, patching one image into another) is
-named on the page, with where to find it.
+app. What needs the Python server (the faithfulness chart, export for slides) is named on the page, with where to
+find it.
 
 The folder holds index.html, the page's JS and CSS, the graphs of both models (and the digit model's training
 snapshots), README.md with the Space's front matter, and a .gitattributes that puts every binary through LFS/Xet.
@@ -28,7 +28,7 @@ from vit_demo import live_view
 from vit_demo.canvas import ASSETS, pad_html
 from vit_demo.space import README, REPO, accuracy_note, needs_lfs, replace_folder, write_gitattributes
 from vit_demo.ui import attention_view, digit_tab, explanation_view, heads_view, page_model, photo_tab, training_view
-from vit_demo.ui.components import LIVE_VIEW_JS, live_canvas, live_prediction
+from vit_demo.ui.components import live_canvas, live_prediction
 from vit_demo.ui.demo import TALK_FROM_ADDRESS, TALK_KEYS, TALK_TOGGLE
 from vit_demo.ui.models import classifier, model_config, model_problem, starting_example, training_run, weights_folder
 from vit_demo.ui.panel import starting_numbers
@@ -57,11 +57,10 @@ TABS = (Tab("digit", digit_tab.LABEL, digit_tab.MODEL, digit_tab.DRAW_PROMPT, di
             digit_tab.FIRST_EXAMPLE, "digits"),
         Tab("photo", photo_tab.LABEL, photo_tab.MODEL, photo_tab.UPLOAD_PROMPT, photo_tab.BLANK_PHOTO,
             photo_tab.FIRST_EXAMPLE, "photos"))
-PAGE_SCRIPTS = ("numbers.js", "model.js", "preprocess.js", "source.js", "static.js")  # assets/page/
 STYLES = ("app.css", "canvas.css", "heads_view.css", "page/static.css")  # assets/
 VENDOR = "vendor/onnxruntime-web"  # assets/: the page's runtime, with its licence note and checksums
-SERVER_ONLY = ("How far to trust each map (faithfulness scores), export for slides and patching one image into "
-               "another run in the Python app: start it with the README's first command, or open the Gradio Space.")
+SERVER_ONLY = ("How far to trust each map (faithfulness scores) and export for slides run in the Python app: start it "
+               "with the README's first command, or open the Gradio Space.")
 
 
 class StaticError(ValueError):
@@ -78,11 +77,11 @@ def model_description(tab: Tab) -> dict:
     return page_model.description(tab.model, tab.prompt, tab.blank, relative(weights_folder(tab.model)))
 
 
-def view(component, prefix: str, kind: str, value: str = "", heads: bool = False) -> dict:
+def view(component, prefix: str, kind: str, value: str = "") -> dict:
     """A live view of the app (a ``gr.HTML`` made by vit_demo/ui/components.py) as the page mounts it: its element,
-    template, and the live_view.js view it runs (``heads``: one of assets/heads_view.js's, which runs in its scope)."""
+    template, and the view of assets/page/live.js it runs."""
     return {"id": component.elem_id, "classes": " ".join(component.elem_classes), "template": component.html_template,
-            "prefix": prefix, "view": kind, "value": value or component.value or "", "heads": heads}
+            "prefix": prefix, "view": kind, "value": value or component.value or ""}
 
 
 def section(markdown: str, classes: str = "") -> str:
@@ -98,7 +97,7 @@ def mount_point(spec: dict) -> str:
 
 
 def controls(prefix: str, layers: int, heads: int) -> str:
-    """The layer and head controls of the large view, shaped as the app's (live_view.js reads the layer from
+    """The layer and head controls of the large view, shaped as the app's (page/views/selected.js reads the layer from
     ``#<prefix>-layer input[type=number]`` and the head from ``#<prefix>-head input:checked``)."""
     choices = [attention_view.MEAN] + [f"head {h + 1}" for h in range(heads)]
     radios = "".join(f'<label><input type="radio" name="{prefix}-head" value="{html.escape(c)}"'
@@ -110,7 +109,7 @@ def controls(prefix: str, layers: int, heads: int) -> str:
 
 
 def class_picker(prefix: str, model: str) -> str:
-    """The class the relevance view explains, as the app's picker offers them (live_view.js: ``live.explain``)."""
+    """The class the relevance view explains, as the app's picker offers them (page/views/selected.js: ``live.explain``)."""
     choices = [explanation_view.PREDICTED_CHOICE, *classifier(model).classes]
     options = "".join(f'<option value="{html.escape(c)}">{html.escape(c)}</option>' for c in choices)
     return (f'<label class="vd-control">Explain the class <select id="{prefix}-explain-class">{options}</select>'
@@ -138,8 +137,8 @@ def tab_html(tab: Tab, views: list[dict]) -> str:
     examples = sorted((EXAMPLES / tab.examples).glob("*.png"))
     first, analysis = starting_example(model, examples, tab.first_example)
 
-    def add(component, kind: str, value: str = "", heads: bool = False) -> str:
-        views.append(view(component, prefix, kind, value, heads))
+    def add(component, kind: str, value: str = "") -> str:
+        views.append(view(component, prefix, kind, value))
         return mount_point(views[-1])
 
     if prefix == "digit":
@@ -175,12 +174,15 @@ def tab_html(tab: Tab, views: list[dict]) -> str:
         '<h2 class="vd-heads-title">What each head does</h2><div class="vd-row"><div>'
         + section(heads_view.KNOCKOUT_TITLE)
         + add(heads_view.heads_html(prefix, "board", heads_view.board_template(prefix, config, means), [],
-                                    f"{prefix}-board"), "board", heads=True)
+                                    f"{prefix}-board"), "board")
         + f'<p class="vd-note">{live_view.caption_html(heads_view.KNOCKOUT_NOTE)}</p></div><div>'
         + section(heads_view.LENS_TITLE)
         + add(heads_view.heads_html(prefix, "lens", heads_view.lens_template(config), [], f"{prefix}-lens"),
-              "lens", heads=True)
-        + f'<p class="vd-note">{live_view.caption_html(heads_view.LENS_NOTE)}</p></div></div></div>')
+              "lens")
+        + f'<p class="vd-note">{live_view.caption_html(heads_view.LENS_NOTE)}</p></div></div>'
+        + section(heads_view.PATCHING_TITLE)
+        + add(heads_view.heads_html(prefix, "patching", heads_view.patching_template(config), [],
+                                    f"{prefix}-patching"), "patching") + "</div>")
     hidden = "" if tab is TABS[0] else " hidden"  # the first tab shows at the start
     return f'<section class="vd-tab" id="tab-{prefix}" data-panel="{prefix}"{hidden}>{top}{detail}</section>'
 
@@ -252,20 +254,17 @@ def build(target: Path) -> None:
     models = {tab.prefix: model_description(tab) for tab in TABS}
     for tab in TABS:
         graph, relevance, snapshots = page_model.graph_files(tab.model)
-        for path in (graph, relevance, *snapshots):
+        for path in (graph, relevance, *page_model.patching_files(tab.model).values(), *snapshots):
             copy = target / relative(weights_folder(tab.model))(path)
             copy.parent.mkdir(parents=True, exist_ok=True)
             shutil.copy2(path, copy)
-    (target / "page").mkdir()
-    for name in PAGE_SCRIPTS:
-        shutil.copy2(ASSETS / "page" / name, target / "page" / name)
+    shutil.copytree(ASSETS / "page", target / "page")  # the page's modules: its model, its views, its host
     for name in STYLES:
         shutil.copy2(ASSETS / name, target / name)
     shutil.copytree(ASSETS / VENDOR, target / VENDOR)
     shutil.copytree(EXAMPLES / "photos", target / "examples" / "photos")  # the digits' are in the canvas' HTML
     canvas = {"script": (ASSETS / "canvas.js").read_text(encoding="utf-8")}
-    page = {"models": models, "views": views, "liveView": LIVE_VIEW_JS, "headsView": heads_view.HEADS_JS,
-            "canvas": canvas, "talk": {"keys": TALK_KEYS, "toggle": TALK_TOGGLE, "fromAddress": TALK_FROM_ADDRESS}}
+    page = {"models": models, "views": views, "canvas": canvas, "talk": {"keys": TALK_KEYS, "toggle": TALK_TOGGLE, "fromAddress": TALK_FROM_ADDRESS}}
     (target / PAGE).write_text(index_html(page, body), encoding="utf-8")
     (target / README).write_text(space_readme(), encoding="utf-8")
     write_gitattributes(target)

@@ -1,5 +1,5 @@
 // A light drawing canvas: draws locally and hands the drawing, downsampled to SMALL x SMALL pixels (ink = 255), as
-// base64 to whatever answers it, then hands the answer to its tab's views (vit_demo/assets/live_view.js:
+// base64 to whatever answers it, then hands the answer to its tab's views (vit_demo/assets/page/live.js:
 // window.vdLive[panel].receive). What answers: the page's own model (assets/page/source.js, where the pad names it in
 // data-page-model and the browser runs WebAssembly), or else its server function (server.stroke: one small request,
 // outside Gradio's queue). A drawing is read while a stroke is in progress (as often as the pointer moves with the
@@ -28,7 +28,7 @@ let answerer = server; // what reads a drawing: the page's model once it is load
 
 function usePageModel() {
   // Load the page's model where the pad names it (the app's ?model=server keeps the server); once it is ready it reads
-  // every drawing, and answers the views' questions it can (live_view.js asks live.ask). Where it can't load (no
+  // every drawing, and answers the views' questions it can (page/store.js asks live.ask). Where it can't load (no
   // WebAssembly, a failed download), the server goes on answering.
   const described = PAD.dataset.pageModel;
   const forced = new URLSearchParams(window.location.search).get("model") === "server";
@@ -42,6 +42,7 @@ function usePageModel() {
       answerer = page;
       const live = ((window.vdLive ??= {})[PANEL] ??= {});
       for (const kind of ["query", "snapshot", "knockout", "lens", "relevance"]) (live.ask ??= {})[kind] = page[kind];
+      live.inPage = true; // the views say they work it out here, not that they ask the server
       canvas.dataset.model = "page"; // for tests and scripts: drawings are read in the page
     })
     .catch((error) => console.warn("The model runs on the server:", error));
@@ -63,8 +64,11 @@ function encode() {
 }
 
 function deliver(answer) {
-  // The tab's views take the answer (live_view.js); "" is a cleared canvas, answered in the page.
-  window.vdLive?.[PANEL]?.receive?.(answer);
+  // The tab's views take the answer (page/views/selected.js); "" is a cleared canvas, answered in the page. Views
+  // still loading find it kept (live.undelivered) when they mount.
+  const live = ((window.vdLive ??= {})[PANEL] ??= {});
+  if (live.receive) live.receive(answer);
+  else live.undelivered = answer;
 }
 
 async function post(drawing, views) {

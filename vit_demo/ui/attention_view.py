@@ -164,7 +164,7 @@ def build_patches(prefix: str, config: ViTConfig) -> None:
 
 def build_selected(prefix: str, config: ViTConfig, numbers: str = "") -> tuple[gr.Slider, gr.Radio, gr.HTML]:
     """A column: one layer and head (or the layer's mean) large, with its controls; talk mode's one view. The page
-    draws it (``assets/live_view.js``), so its controls cost no request. Its value is the tab's ``numbers``, which
+    draws it (``assets/page/views/selected.js``), so its controls cost no request. Its value is the tab's ``numbers``, which
     every view draws from (JSON; "" for none)."""
     gr.Markdown(LARGE_TITLE, elem_classes="vd-detail")
     layer = gr.Slider(1, config.depth, value=config.depth, step=1, label="Layer", elem_id=f"{prefix}-layer",

@@ -28,7 +28,8 @@ LARGE = 336  # pixels a side of the large views
 THUMB = 96  # pixels a side of a layer x head grid's tiles (render.attention_grid's default)
 VIEW_BUTTONS = ["fullscreen", "download"]  # no "share": nothing leaves the server
 VIEW_FORMAT = "jpeg"  # encodes in ~1 ms where WebP (Gradio's default) took ~30 ms for the layer x head grid
-LIVE_VIEW_JS = (Path(__file__).resolve().parents[1] / "assets" / "live_view.js").read_text(encoding="utf-8")
+ASSETS = Path(__file__).resolve().parents[1] / "assets"
+LIVE_VIEWS = ASSETS / "page" / "live.js"  # the live views' module: every view the page draws itself
 
 
 class UndecodedImage(gr.Image):
@@ -109,8 +110,8 @@ def colour_scale(low: str = "none", high: str = "most (each map's own maximum)")
 def live_canvas(elem_id: str, prefix: str, view: str, description: str, width: int = LARGE, height: int = LARGE,
                 scale: bool = True, extra: str = "", style: str = "", ask: list[Callable[[dict], dict]] | None = None,
                 visible: bool = True, grid: bool = False, value: str = "", **data: str) -> gr.HTML:
-    """A view the page draws itself from the tab's numbers (``vit_demo/live_view.py``, ``assets/live_view.js``, which
-    lists the ``view``s) in tab ``prefix``: a caption, a canvas ``width`` x ``height``, and the colour scale
+    """A view the page draws itself from the tab's numbers (``vit_demo/live_view.py``, ``assets/page/live.js``,
+    which lists the ``view``s) in tab ``prefix``: a caption, a canvas ``width`` x ``height``, and the colour scale
     (``scale``). ``description``: what it shows, for screen readers; ``extra``: more HTML after the canvas;
     ``style``: the canvas' CSS; ``ask``: the server functions that answer what the view lacks (``live_asker``);
     ``grid``: a layer x head grid, as wide as its column; ``value``: the view's value (the large view's: the tab's
@@ -124,11 +125,18 @@ def live_canvas(elem_id: str, prefix: str, view: str, description: str, width: i
                    elem_id=elem_id, elem_classes=["vd-view", "vd-live"], padding=False, visible=visible)
 
 
-def live_script(prefix: str, view: str, more: str = "") -> str:
-    """``assets/live_view.js`` for one view of tab ``prefix``; ``more``: the script of more views (their ``draws``),
-    which runs in its scope (``assets/heads_view.js``)."""
-    script = LIVE_VIEW_JS.replace("/* __MORE_VIEWS__ */", more)
-    return script.replace("__PREFIX__", prefix).replace("__VIEW__", view)
+def served(path: Path) -> str:
+    """Where the app serves a file of its assets or of a weights folder (``gr.set_static_paths``, ui/page_model.py):
+    Gradio's file route, relative to the page."""
+    return f"gradio_api/file={path.resolve().as_posix()}"
+
+
+def live_script(prefix: str, view: str) -> str:
+    """A live view's js_on_load: view ``view`` of tab ``prefix``, mounted by ``assets/page/live.js`` (which lists the
+    views, one module each) with what Gradio hands the script."""
+    address = json.dumps(served(LIVE_VIEWS))
+    return (f"import(new URL({address}, document.baseURI).href).then(({{ mount }}) => "
+            f"mount({{ element, props, server, watch }}, {json.dumps(prefix)}, {json.dumps(view)}));")
 
 
 def live_prediction(prefix: str, prompt: str) -> gr.HTML:

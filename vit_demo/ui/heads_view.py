@@ -1,8 +1,8 @@
 """What each head does, for the image in hand (``vit_demo/heads.py`` in the page): a board of toggles that switches
 heads off, the answer forming layer by layer (the logit lens), and two-image activation patching.
 
-The page draws all of it itself (``assets/heads_view.js``, which runs inside ``assets/live_view.js``'s scope, on
-the tab's ``window.vdLive`` state), from the answers of three server functions, each one small request outside
+The page draws all of it itself (``assets/page/views/``: board.js, lens.js, patching.js, on the tab's store,
+``assets/page/store.js``), from the answers of three server functions, each one small request outside
 Gradio's queue computed from the pixels the page sends back, and kept in the page:
 
 - ``knockout``: the image with the heads the board switched off (mean- or zero-ablated), one batched forward pass
@@ -38,7 +38,6 @@ from vit_demo.weights import WeightsError
 from vit_demo.zerogpu import model_work
 
 ASSETS = Path(__file__).resolve().parents[1] / "assets"
-HEADS_JS = (ASSETS / "heads_view.js").read_text(encoding="utf-8")
 HEADS_CSS = (ASSETS / "heads_view.css").read_text(encoding="utf-8")
 LENS_TILE = 64  # pixels a side of each layer's per-patch lens map
 PATCHING = threading.BoundedSemaphore(1)  # one patching grid at a time: a photo's can take seconds
@@ -224,16 +223,16 @@ def diverging_scale() -> str:
 
 
 def heads_html(prefix: str, view: str, template: str, ask: list[Callable[[dict], dict]], elem_id: str) -> gr.HTML:
-    """One of the section's views: ``template``'s HTML, drawn by ``assets/heads_view.js`` inside the tab's live views'
-    script (``view``), with its server functions ``ask``."""
-    return gr.HTML("", html_template=template, server_functions=ask, js_on_load=live_script(prefix, view, HEADS_JS),
+    """One of the section's views: ``template``'s HTML, drawn by the live view ``view`` (``assets/page/views/``),
+    with its server functions ``ask``."""
+    return gr.HTML("", html_template=template, server_functions=ask, js_on_load=live_script(prefix, view),
                    css_template=HEADS_CSS, elem_id=elem_id, elem_classes=["vd-view", "vd-live", "vd-heads"],
                    padding=False)
 
 
 def board_template(prefix: str, config: ViTConfig, means: bool) -> str:
-    """The board's HTML: a toggle per head and layer (heads_view.js draws them), mean or zero ablation (mean only
-    where the weights have ``means``), all heads on, and the logit difference."""
+    """The board's HTML: a toggle per head and layer (assets/page/views/board.js draws them), mean or zero ablation
+    (mean only where the weights have ``means``), all heads on, and the logit difference."""
     return (f'<div class="vd-board" data-layers="{config.depth}" data-heads="{config.heads}" '
             f'data-means="{str(means).lower()}" role="group" aria-label="switch heads off"></div>'
             '<div class="vd-board-bar"><label><input type="radio" name="vd-mode-' + prefix + '" value="mean"'
@@ -267,7 +266,13 @@ def build_heads(prefix: str, model: str, config: ViTConfig) -> None:
             heads_html(prefix, "lens", lens_template(config), [ask_lens(model)], f"{prefix}-lens")
             gr.Markdown(LENS_NOTE, elem_classes="vd-note")
     gr.Markdown(PATCHING_TITLE)
-    heads_html(prefix, "patching", (
+    heads_html(prefix, "patching", patching_template(config), [ask_patching(model)], f"{prefix}-patching")
+
+
+def patching_template(config: ViTConfig) -> str:
+    """The patching view's HTML: the two images kept (clean and corrupt), the status, the residual stream's button
+    (where its grid doesn't come with the heads' at once: ``residual_at_once``), how to read it, and the grids."""
+    return (
         f'<div class="vd-patching" data-residual="{str(residual_at_once(config)).lower()}">'
         '<div class="vd-patching-pair">'
         + "".join(f'<div class="vd-slot" data-slot="{slot}"><canvas class="vd-slot-image" width="96" height="96" '
@@ -275,11 +280,11 @@ def build_heads(prefix: str, model: str, config: ViTConfig) -> None:
                   f'<div class="vd-slot-label">none yet</div><button type="button" class="vd-use" '
                   f'data-slot="{slot}">Use this image as {slot}</button></div></div>' for slot in ("clean", "corrupt"))
         + '</div><div class="vd-caption vd-patching-status" aria-live="polite"></div>'
-        '<button type="button" class="vd-residual" hidden>Patch the residual stream too (some seconds of server '
-        "time)</button>"
+        '<button type="button" class="vd-residual" hidden>Patch the residual stream too (it takes some seconds)'
+        "</button>"
         f'<div class="vd-note vd-patching-how">{live_view.caption_html(PATCHING_HOW)}</div>'
         '<div class="vd-patching-grids"></div>'
-        f'{diverging_scale()}</div>'), [ask_patching(model)], f"{prefix}-patching")
+        f'{diverging_scale()}</div>')
 
 
 def ablation_means_or_none(model: str) -> torch.Tensor | None:

@@ -16,7 +16,7 @@ from pathlib import Path
 from vit_demo import live_view, render
 from vit_demo.onnx_export import MODEL_FILE, RELEVANCE_FILE, expected_metadata, stale_graphs
 from vit_demo.ui import attention_view, training_view
-from vit_demo.ui.components import LARGE
+from vit_demo.ui.components import LARGE, served
 from vit_demo.ui.explanation_view import RELEVANCE_WHY, RELEVANCE_WHY_NOT
 from vit_demo.ui.heads_view import KNOCKOUT_TEXT
 from vit_demo.ui.models import classifier, model_config, training_run, weights_folder
@@ -68,11 +68,6 @@ def description(model: str, prompt: str, blank: str, address: Callable[[Path], s
             "reading": READING_TEXT, "knockout": KNOCKOUT_TEXT, "why": RELEVANCE_WHY, "why_not": RELEVANCE_WHY_NOT,
         }.items()},
     }
-
-
-def served(path: Path) -> str:
-    """Where the app serves a file of ``SERVED`` or of a weights folder: Gradio's file route, relative to the page."""
-    return f"gradio_api/file={path.resolve().as_posix()}"
 
 
 def app_description(model: str, prompt: str, blank: str) -> dict | None:

@@ -1,15 +1,16 @@
 // The static page's host (vit_demo/static_space.py writes the page and its data, #vd-page). It mounts the app's own
-// views as Gradio mounts a gr.HTML (the template, then its js_on_load called with element, trigger, props, server,
-// upload and watch), with the page's model (source.js) in place of the server, and wires what Gradio's components do
+// views (live.js) and canvas as Gradio mounts a gr.HTML (the template, then its script, with element, props, server
+// and watch), with the page's model (source.js) in place of the server, and wires what Gradio's components do
 // in the app: the tabs, the layer and head controls, the training slider, and the photo upload with its examples.
+import { mount as mountView } from "./live.js";
 import { available, session } from "./model.js";
+import { readPhoto } from "./photo.js";
 import { pageSource } from "./source.js";
 
 const page = JSON.parse(document.getElementById("vd-page").textContent);
 const status = document.getElementById("vd-status");
 const sources = Object.fromEntries(Object.entries(page.models).map(([prefix, model]) =>
   [prefix, guarded(pageSource(model, document.baseURI))]));
-const MAX_PIXELS = 40_000_000; // vit_demo/preprocess.py MAX_PIXELS: refused before decoding, as the app refuses it
 
 function guarded(source) {
   // A source whose every answer is an answer: a model that fails to load or run is said in place of a prediction.
@@ -26,8 +27,8 @@ function guarded(source) {
     [name, typeof value === "function" ? guard(name, value) : value]));
 }
 
-function mount(element, script, server, value = "") {
-  // A gr.HTML's js_on_load, with what Gradio hands it (vit_demo/ui/components.py makes the app's).
+function mountScript(element, script, server, value = "") {
+  // A gr.HTML's js_on_load, with what Gradio hands it (the canvas': vit_demo/canvas.py).
   const props = { value };
   const upload = async () => { throw new Error("upload is not available in this page"); };
   try {
@@ -46,15 +47,17 @@ if (!available()) {
 }
 
 for (const spec of page.views) {
-  // components.live_script: live_view.js for one view of one tab.
+  // As components.live_script mounts them in the app, with the page's model in place of the server.
   const element = document.getElementById(spec.id);
   element.innerHTML = spec.template;
-  const script = page.liveView.replaceAll("/* __MORE_VIEWS__ */", spec.heads ? page.headsView : "")
-    .replaceAll("__PREFIX__", spec.prefix)
-    .replaceAll("__VIEW__", spec.view);
-  mount(element, script, sources[spec.prefix], spec.value);
+  try {
+    mountView({ element, props: { value: spec.value }, server: sources[spec.prefix], watch: () => {} }, spec.prefix,
+              spec.view);
+  } catch (error) {
+    console.error(`Error mounting #${spec.id}:`, error);
+  }
 }
-mount(document.getElementById("canvas"), page.canvas.script, sources.digit);
+mountScript(document.getElementById("canvas"), page.canvas.script, sources.digit);
 
 for (const prefix of Object.keys(page.models)) {
   // The large view's layer and head, and the training slider: as the app's gr.Slider and gr.Radio change events.
@@ -92,26 +95,15 @@ warm("digit");
 const photo = document.querySelector(".vd-photo");
 
 async function classifyPhoto(blob) {
-  const receive = (answer) => live("photo")?.receive(answer);
-  const refuse = (why) => receive({ message: page.models.photo.texts.unreadable.replace("{why}", why) });
   const shown = photo.querySelector(".vd-photo-shown");
   photo.classList.add("vd-reading"); // the views dim until the new photo's numbers are in
   try {
-    let bitmap;
-    try {
-      bitmap = await createImageBitmap(blob, { imageOrientation: "from-image", premultiplyAlpha: "none",
-                                                colorSpaceConversion: "none" });
-    } catch {
-      return refuse("this file is not an image that can be read (PNG, JPEG, GIF, BMP, WebP...)");
+    const answer = await readPhoto(sources.photo, blob, page.models.photo.texts.unreadable);
+    if (!answer.message) {
+      if (shown.src.startsWith("blob:")) URL.revokeObjectURL(shown.src);
+      shown.src = URL.createObjectURL(blob);
     }
-    const { width, height } = bitmap;
-    if (width * height > MAX_PIXELS)
-      return refuse(`the image is too large (${width}x${height}); the limit is ${MAX_PIXELS.toLocaleString("en")} pixels`);
-    if (shown.src.startsWith("blob:")) URL.revokeObjectURL(shown.src);
-    shown.src = URL.createObjectURL(blob);
-    const canvas = new OffscreenCanvas(width, height), context = canvas.getContext("2d");
-    context.drawImage(bitmap, 0, 0);
-    receive(await sources.photo.photo(context.getImageData(0, 0, width, height).data, width, height));
+    live("photo")?.receive(answer);
   } finally {
     photo.classList.remove("vd-reading");
   }

@@ -1,0 +1,43 @@
+// What a live view draws on: its element (the gr.HTML's, or the static page's mount point), the tab's store, and the
+// steps every view shares: its canvas, clearing it with a caption, and saying that heads are switched off.
+import { asking } from "./store.js";
+
+export const percent = (p) => `${(100 * p).toFixed(1)}%`;
+export const plural = (n, word) => `${n} ${word}${n === 1 ? "" : "s"}`;
+export const escape = (text) =>
+  String(text).replace(/[&<>"]/g, (c) => ({ "&": "&amp;", "<": "&lt;", ">": "&gt;", '"': "&quot;" })[c]);
+
+export class View {
+  constructor(element, live, prefix, name) {
+    Object.assign(this, { element, live, prefix, name });
+  }
+
+  get canvas() {
+    // Looked up each time: a new value of the gr.HTML redraws its template.
+    return this.element.querySelector("canvas.vd-live-canvas");
+  }
+
+  get onScreen() {
+    return this.live.onScreen.has(this.name);
+  }
+
+  clear(drawn, caption) {
+    // This view's canvas, cleared, and its caption; the context to draw on, or null when there is nothing to draw.
+    // canvas.dataset.drawn says what it shows, for tests ("" nothing).
+    const { state } = this.live, canvas = this.canvas, context = canvas.getContext("2d");
+    context.clearRect(0, 0, canvas.width, canvas.height);
+    canvas.dataset.drawn = state && drawn ? drawn : "";
+    const box = this.element.querySelector(".vd-caption");
+    if (box) box.innerHTML = state ? caption ?? "" : "";
+    return state && drawn ? context : null;
+  }
+
+  knockedCaption(knocked, own = false) {
+    // What a view that follows the knockout adds to its caption, and what its canvas says it shows (data-ablated);
+    // ``own``: the view drew an answer of its own, asked for with these heads off (not the board's answer).
+    this.canvas.dataset.ablated = knocked && (own || knocked.reply) ? knocked.id : "";
+    if (!knocked) return "";
+    if (!own && !knocked.reply) return ` · <i>switching heads off: ${knocked.error ?? asking(this.live)}</i>`;
+    return ` · <b class="vd-knocked">with ${plural(knocked.count, "head")} off</b>`;
+  }
+}

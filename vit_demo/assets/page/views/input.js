@@ -1,0 +1,9 @@
+// The input alone, as the model reads it.
+import { overlay } from "../picture.js";
+
+export default {
+  draw(view) {
+    const context = view.clear("input");
+    if (context) overlay(context, view.live.state, null, view.live.state.numbers.grid, view.canvas.width, 0, 0);
+  },
+};

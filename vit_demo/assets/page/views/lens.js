@@ -1,0 +1,34 @@
+// The logit lens (nostalgebraist 2020): what [CLS] would answer after each layer (a strip) and, per patch, the
+// probability of the final answer after each layer (a map per layer, on one scale). Asked for once per image, and
+// only while the view is on screen, so that a stroke costs nothing more.
+import { decode, overlay } from "../picture.js";
+import { knockoutNow, viewAnswer, waiting } from "../store.js";
+import { escape, percent } from "../view.js";
+
+export default {
+  knockout: true,
+  draw(view) {
+    const { live, element } = view, strip = element.querySelector(".vd-lens-strip");
+    if (!live.state) {
+      strip.innerHTML = "";
+      return view.clear(null);
+    }
+    const reply = viewAnswer(live, "lens", "strip");
+    if (!reply) {
+      strip.innerHTML = "";
+      view.canvas.dataset.ablated = "";
+      return view.clear(null, view.onScreen ? waiting(live, "lens", "strip", {}) : ""); // asks once in view
+    }
+    const knocked = view.knockedCaption(knockoutNow(live), true);
+    const context = view.clear("lens", `What [CLS] would answer after each layer${knocked}; the bar: its probability ` +
+                                       `of the final answer, <b>${escape(reply.label)}</b>`);
+    strip.style.gridTemplateColumns = `repeat(${reply.layers.length}, minmax(0, 1fr))`;
+    strip.innerHTML = reply.layers.map((layer, i) =>
+      `<div class="vd-lens-cell${layer.label === reply.label ? " vd-lens-final" : ""}"><span>layer ${i + 1}</span>` +
+      `<b>${escape(layer.label)}</b><span>${percent(layer.probability)}</span><span class="vd-prob"><span ` +
+      `style="width: ${percent(layer.answer)}"></span></span></div>`).join("");
+    const levels = (reply.levels ??= decode(reply.maps)), g = reply.grid, tile = view.canvas.height;
+    reply.layers.forEach((_, i) =>
+      overlay(context, live.state, levels.subarray(i * g * g, (i + 1) * g * g), g, tile, i * (tile + 6), 0));
+  },
+};

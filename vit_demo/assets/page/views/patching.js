@@ -1,0 +1,169 @@
+// Activation patching (Heimersheim & Nanda 2024): two images kept from the tab (clean and corrupt), and for them, the
+// share of the logit difference each head and each position of the residual stream restores, both directions
+// ("patching": the server function, or the page's model), as diverging heatmaps.
+import { decode } from "../picture.js";
+import { asking } from "../store.js";
+import { escape } from "../view.js";
+
+function diverging(value) {
+  // -1 blue, 0 white (the corrupt run), 1 red (the clean run); beyond, the ends.
+  const t = Math.max(-1, Math.min(1, value)), end = t >= 0 ? [178, 24, 43] : [33, 102, 172], a = Math.abs(t);
+  return `rgb(${end.map((c) => Math.round(255 + a * (c - 255))).join(",")})`;
+}
+
+function drawKept(canvas, kept) {
+  // An image kept for patching, its pixels as the model read them, filling the canvas.
+  const context = canvas.getContext("2d");
+  context.clearRect(0, 0, canvas.width, canvas.height);
+  if (!kept) return;
+  const bytes = decode(kept.image), small = document.createElement("canvas");
+  small.width = kept.width;
+  small.height = kept.height;
+  const picture = small.getContext("2d").createImageData(kept.width, kept.height);
+  for (let p = 0; p < kept.width * kept.height; p++) {
+    for (let c = 0; c < 3; c++) picture.data[p * 4 + c] = bytes[p * kept.channels + (kept.channels === 1 ? 0 : c)];
+    picture.data[p * 4 + 3] = 255;
+  }
+  small.getContext("2d").putImageData(picture, 0, 0);
+  context.imageSmoothingEnabled = kept.smooth;
+  context.drawImage(small, 0, 0, canvas.width, canvas.height);
+}
+
+function headsGrid(canvas, values) {
+  // (L, H) restored shares as a heatmap, each written in its cell; layers down, heads across.
+  const L = values.length, H = values[0].length, left = 62, top = 20, w = 46, h = 26;
+  canvas.width = left + H * w;
+  canvas.height = top + L * h;
+  const context = canvas.getContext("2d");
+  context.font = "12px sans-serif";
+  context.textBaseline = "middle";
+  context.textAlign = "center";
+  context.fillStyle = "#444";
+  for (let head = 0; head < H; head++) context.fillText(`head ${head + 1}`, left + head * w + w / 2, top / 2);
+  for (let layer = 0; layer < L; layer++) {
+    context.textAlign = "right";
+    context.fillStyle = "#444";
+    context.fillText(`layer ${layer + 1}`, left - 6, top + layer * h + h / 2);
+    context.textAlign = "center";
+    for (let head = 0; head < H; head++) {
+      const value = values[layer][head], x = left + head * w, y = top + layer * h;
+      context.fillStyle = diverging(value);
+      context.fillRect(x + 1, y + 1, w - 2, h - 2);
+      context.fillStyle = Math.abs(value) > 0.6 ? "#fff" : "#111";
+      context.fillText(Math.abs(value) < 0.005 ? "0.00" : value.toFixed(2), x + w / 2, y + h / 2); // no "-0.00"
+    }
+  }
+}
+
+function residualGrid(canvas, values, grid) {
+  // (L, T) restored shares: per layer, [CLS] as a bar over the patches laid out as in the image.
+  const L = values.length, cell = grid <= 7 ? 7 : 6, tile = grid * cell, gap = 8, top = 16, bar = 10;
+  canvas.width = L * (tile + gap) - gap;
+  canvas.height = top + bar + 2 + tile;
+  const context = canvas.getContext("2d");
+  context.font = "12px sans-serif";
+  context.textAlign = "center";
+  context.textBaseline = "middle";
+  for (let layer = 0; layer < L; layer++) {
+    const x = layer * (tile + gap), row = values[layer];
+    context.fillStyle = "#444";
+    context.fillText(`layer ${layer + 1}`, x + tile / 2, top / 2);
+    context.fillStyle = diverging(row[0]);
+    context.fillRect(x, top, tile, bar);
+    for (let patch = 0; patch < grid * grid; patch++) {
+      context.fillStyle = diverging(row[1 + patch]);
+      context.fillRect(x + (patch % grid) * cell, top + bar + 2 + Math.floor(patch / grid) * cell, cell, cell);
+    }
+    context.strokeStyle = "#bbb";
+    context.strokeRect(x + 0.5, top + bar + 2.5, tile - 1, tile - 1);
+  }
+}
+
+function askPatching(view, id, residual) {
+  // The patching grids for the two images kept, once per pair (and with or without the residual stream); a failure
+  // is kept, and said, until another image is kept.
+  const { live } = view, kept = live.patching;
+  if (kept.replies[id] || kept.pending[id] || !live.ask.patching) return;
+  kept.pending[id] = true;
+  live.ask.patching({ clean: kept.clean.image, corrupt: kept.corrupt.image, residual })
+    .catch(() => null)
+    .then((reply) => {
+      if (reply && !reply.error) {
+        kept.replies[id] = reply;
+        delete kept.pending[id];
+      } else kept.pending[id] = reply?.error ? `The server says: ${reply.error}.` : "The server did not answer.";
+      view.draw(); // this view's own: only it shows the grids
+    });
+}
+
+function drawSlots(root, live) {
+  for (const slot of ["clean", "corrupt"]) {
+    const box = root.querySelector(`.vd-slot[data-slot="${slot}"]`), image = live.patching[slot];
+    box.querySelector(".vd-slot-label").innerHTML = image ? `read as <b>${escape(image.label)}</b>` : "none yet";
+    drawKept(box.querySelector("canvas"), image);
+    box.querySelector("button.vd-use").disabled = !live.state;
+  }
+}
+
+function drawGrids(grids, reply) {
+  const [clean, corrupt] = reply.classes.map(escape);
+  const directions = [["clean_into_corrupt", `Clean into corrupt: the ${corrupt}'s run, given one part of the ` +
+                       `${clean}'s`], ["corrupt_into_clean", `Corrupt into clean: the ${clean}'s run, given one ` +
+                       `part of the ${corrupt}'s`]];
+  grids.innerHTML = directions.map(([name, title]) => `<div class="vd-direction" data-direction="${name}">` +
+    `<div class="vd-caption"><b>${title}</b></div><canvas class="vd-patch-heads" role="img" aria-label="${title}: ` +
+    `each head"></canvas>${reply.residual ? '<div class="vd-caption">The residual stream after each layer: ' +
+    "[CLS] (bar), then each patch where it sits</div>" + '<canvas class="vd-patch-residual" role="img" ' +
+    `aria-label="${title}: each position of the residual stream"></canvas>` : ""}</div>`).join("");
+  for (const [name] of directions) {
+    const block = grids.querySelector(`[data-direction="${name}"]`);
+    headsGrid(block.querySelector("canvas.vd-patch-heads"), reply[name].heads);
+    if (reply.residual) residualGrid(block.querySelector("canvas.vd-patch-residual"), reply[name].residual,
+                                     Math.round(Math.sqrt(reply[name].residual[0].length - 1)));
+  }
+}
+
+export default {
+  draw(view) {
+    const { live, element } = view, root = element.querySelector(".vd-patching"), kept = live.patching;
+    drawSlots(root, live);
+    const status = root.querySelector(".vd-patching-status"), grids = root.querySelector(".vd-patching-grids");
+    const more = root.querySelector("button.vd-residual");
+    more.hidden = true;
+    root.dataset.drawn = "";
+    const none = (text) => ((grids.innerHTML = ""), (status.innerHTML = text));
+    if (!kept.clean || !kept.corrupt)
+      return none(kept.clean || kept.corrupt ? "Now keep a second image, one the model reads as another class." :
+        "Draw or pick an image, keep it as clean; then another, and keep it as corrupt.");
+    if (kept.clean.label === kept.corrupt.label)
+      return none(`The model reads both images as <b>${escape(kept.clean.label)}</b>: keep two it tells apart.`);
+    const pair = `${kept.clean.key}/${kept.corrupt.key}`, atOnce = root.dataset.residual === "true";
+    const wanted = atOnce || kept.residual === pair; // the photos' residual grid: asked for on a button
+    askPatching(view, `${pair}/${wanted}`, wanted);
+    const reply = kept.replies[`${pair}/${wanted}`] ?? kept.replies[`${pair}/${!wanted}`];
+    const asked = kept.pending[`${pair}/${wanted}`];
+    if (!reply)
+      return none(typeof asked === "string" ? escape(asked) : `Patching every head and position: ${asking(live)}`);
+    const [clean, corrupt] = reply.classes.map(escape);
+    const took = `${reply.ms} ms ${reply.where ?? "on the server"}`; // the page's model says "in this page"
+    status.innerHTML = `Logit difference ${clean} − ${corrupt}: <b>${reply.logit_diff.clean.toFixed(2)}</b> for the ` +
+      `clean image, <b>${reply.logit_diff.corrupt.toFixed(2)}</b> for the corrupt one (${took})` +
+      (typeof asked === "string" ? `. ${escape(asked)}` : asked ? `. The residual stream: ${asking(live)}` : ".");
+    more.hidden = reply.residual || asked === true;
+    drawGrids(grids, reply);
+    root.dataset.drawn = `${pair}/${reply.residual}`;
+  },
+  setup(view) {
+    view.element.addEventListener("click", (event) => {
+      const button = event.target.closest("button"), { live } = view, kept = live.patching;
+      if (button?.classList.contains("vd-use") && live.state) {
+        const { image, key, label, height, width, channels, smooth } = live.state.numbers;
+        kept[button.dataset.slot] = { image, key, label, height, width, channels, smooth };
+        for (const [id, value] of Object.entries(kept.pending)) if (typeof value === "string") delete kept.pending[id];
+      } else if (button?.classList.contains("vd-residual") && kept.clean && kept.corrupt) {
+        kept.residual = `${kept.clean.key}/${kept.corrupt.key}`;
+      } else return;
+      view.draw();
+    });
+  },
+};

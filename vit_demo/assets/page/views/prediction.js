@@ -1,0 +1,44 @@
+// The prediction: the top class large, the top three's probabilities as bars, the info line under them, the notice
+// above an image the model should not be trusted with, and which heads are switched off (or the message, or the
+// tab's prompt). While the pen is down it shows the reading alone.
+import { asking, knockoutNow, setKnockout } from "../store.js";
+import { percent, plural } from "../view.js";
+
+function ablatedText(live, knocked) {
+  const count = live.knockout.off.length, heads = plural(count, "head");
+  const reset = '<button type="button" class="vd-heads-reset">All heads on</button>';
+  if (!count) return "";
+  if (knocked?.reply)
+    return `<b>${heads} switched off</b> (${knocked.mode}-ablation)<span class="vd-ablated-which">: every view shows ` +
+      `the model without them</span>. ${reset}`;
+  if (knocked) return `<b>Switching ${heads} off:</b> ${knocked.error ?? asking(live)} ${reset}`;
+  return `<b>${heads} switched off</b>: ${live.reading ? "their answer follows when the pen lifts" :
+    "for the next image"}. ${reset}`;
+}
+
+export default {
+  knockout: true,
+  prediction: true,
+  draw({ element, live }) {
+    const knocked = live.reading ? null : knockoutNow(live);
+    const numbers = live.reading ?? knocked?.reply ?? live.state?.numbers;
+    const about = live.reading ?? live.state?.numbers; // the image's own notice (unfamiliar), with heads off too
+    const notice = element.querySelector(".vd-notice"), info = element.querySelector(".vd-info");
+    notice.innerHTML = about?.notice ?? "";
+    notice.hidden = !about?.notice;
+    const ablated = element.querySelector(".vd-ablated");
+    ablated.hidden = !live.knockout.off.length;
+    ablated.innerHTML = ablatedText(live, knocked);
+    element.querySelector(".vd-top-class").textContent = numbers?.label ?? "";
+    const ranked = Object.entries(numbers?.probs ?? {}).sort((a, b) => b[1] - a[1]).slice(0, 3);
+    element.querySelector(".vd-probs").innerHTML = ranked.map(([name, p]) =>
+      `<div class="vd-prob-row"><span class="vd-prob-name">${name}</span><span class="vd-prob"><span ` +
+      `style="width: ${percent(p)}"></span></span><span class="vd-prob-share">${percent(p)}</span></div>`).join("");
+    info.innerHTML = numbers?.info ?? live.message ?? info.dataset.prompt;
+  },
+  setup({ element, live }) {
+    element.addEventListener("click", (event) => {
+      if (event.target.closest(".vd-heads-reset")) setKnockout(live, []);
+    });
+  },
+};

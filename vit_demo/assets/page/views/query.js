@@ -1,0 +1,21 @@
+// Where the query patch (chosen on the patch grid) looks, in every layer and head: asked for once per patch (and
+// per set of heads switched off).
+import { decode, drawTiles, greyOff } from "../picture.js";
+import { knockoutNow, viewAnswer, waiting } from "../store.js";
+
+export default {
+  knockout: true,
+  draw(view) {
+    const { live } = view;
+    if (!live.state) return view.clear(null);
+    const knocked = knockoutNow(live), reply = viewAnswer(live, "query", live.patch);
+    if (!reply) {
+      view.canvas.dataset.ablated = "";
+      return view.clear(null, `Where patch ${live.patch} looks: ${waiting(live, "query", live.patch,
+                                                                         { patch: live.patch })}`);
+    }
+    const context = view.clear(`query ${live.patch}`, reply.title + view.knockedCaption(knocked, true));
+    drawTiles(view.canvas, context, live.state, (reply.levels ??= decode(reply.maps)));
+    if (knocked) greyOff(view.canvas, context, live.state.numbers.heads, knocked.off);
+  },
+};

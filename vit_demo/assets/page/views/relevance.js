@@ -1,0 +1,25 @@
+// Why this class: the relevance of the class the picker shows (the predicted one by default), of the model as the
+// board has it. While it is off screen (below the fold, or in talk mode) the canvas does not ask for it with a
+// drawing; it asks for itself once it comes into view.
+import { decode, overlay } from "../picture.js";
+import { knockoutNow, viewAnswer, waiting } from "../store.js";
+
+export default {
+  knockout: true,
+  draw(view) {
+    const { live } = view, canvas = view.canvas;
+    if (!live.state) return view.clear(null);
+    const knocked = knockoutNow(live);
+    canvas.dataset.ablated = "";
+    canvas.dataset.numbers = "";
+    if (knocked && !knocked.reply) return view.clear(null, `Why this class?${view.knockedCaption(knocked)}`);
+    const predicted = knocked?.reply.label ?? live.state.numbers.label; // the class the model as it is now says
+    const label = !live.choice || live.choice === canvas.dataset.predicted ? predicted : live.choice;
+    const reply = viewAnswer(live, "relevance", label);
+    if (!reply && !view.onScreen) return view.clear(null, `Why ${label}?`); // asked for once it is in view
+    if (!reply) return view.clear(null, `Why ${label}? ${waiting(live, "relevance", label, { label })}`);
+    canvas.dataset.numbers = JSON.stringify({ grid: reply.grid, map: reply.map }); // for tests
+    overlay(view.clear(`relevance ${label}`, reply.title + view.knockedCaption(knocked, true)), live.state,
+            (reply.levels ??= decode(reply.map)), reply.grid, canvas.width, 0, 0);
+  },
+};
