@@ -223,7 +223,12 @@ def test_a_photo_unlike_any_class_is_flagged_above_the_label(page, tmp_path):
 
 
 def test_upload_a_photo(page):
+    """The page reads an upload with its own model once the photo tab has opened (the photo model loads then): no
+    event reaches the server's queue; the upload itself is Gradio's, to show the photo."""
     page.get_by_role("tab", name="Upload a photo (CIFAR-10)").click()
+    page.wait_for_function("window.vdLive?.photo?.readPhoto", timeout=60000)
+    asked = []
+    page.on("request", lambda r: asked.append(r.url) if "/queue/" in r.url or "component_server" in r.url else None)
     page.locator("#photo-input input[type='file']").set_input_files(str(PHOTOS / "ship.png"))
     if not (REPO / "weights" / "cifar10" / "config.json").is_file():
         # The tab says plainly that the model is not trained yet, and nothing fails.
@@ -236,6 +241,8 @@ def test_upload_a_photo(page):
     for view, shows in (("photo-rollout", "map"), ("photo-relevance", "relevance ship")):  # drawn in the page
         wait_for_live(page, view, shows)
     wait_for_text(page, "photo-relevance", "Why ship?")
+    assert "ms in this page" in page.locator("#photo-info").inner_text()
+    assert asked == [], asked
     # The 32x32 upload fills its box (Gradio's "scale-down" shows it at 32 pixels).
     assert page.evaluate("() => getComputedStyle(document.querySelector('#photo-input img')).objectFit") == "contain"
     assert page.outside_requests == []
@@ -245,6 +252,7 @@ def test_a_bad_upload_says_why_and_the_next_photo_works(page, tmp_path):
     if not (REPO / "weights" / "cifar10" / "config.json").is_file():
         pytest.skip("no CIFAR-10 weights: the upload tab only says how to train them")
     page.get_by_role("tab", name="Upload a photo (CIFAR-10)").click()
+    page.wait_for_function("window.vdLive?.photo?.readPhoto", timeout=60000)  # read in the page, as in the static one
     upload = page.locator("#photo-input input[type='file']")
     info = page.locator("#photo-info")
     bad = {"notes.png": (b"this is not an image", "this file is not an image"),
@@ -764,7 +772,8 @@ def test_the_page_reads_drawings_with_its_own_model(page):
 
 
 def test_without_webassembly_the_server_reads_the_drawings(browser, app_url):
-    """A browser that can't run the page's model: the canvas' server function reads every stroke, as before."""
+    """A browser that can't run the page's model: the canvas' server function reads every stroke, and the upload's
+    event every photo, as before."""
     with app_page(browser, app_url, init_script="delete globalThis.WebAssembly;") as page:
         asked = len(page.requests_made)
         draw(page, [(0.25, 0.2), (0.75, 0.2), (0.45, 0.85)])  # a 7
@@ -772,6 +781,10 @@ def test_without_webassembly_the_server_reads_the_drawings(browser, app_url):
         assert page.evaluate("document.querySelector('#canvas canvas.vd-draw').dataset.model") is None
         assert "ms on" in page.locator("#digit-info").inner_text()  # the server's model
         assert any("gradio_api" in url for url in page.requests_made[asked:])
+        page.get_by_role("tab", name="Upload a photo (CIFAR-10)").click()  # a photo: the upload's event asks it
+        page.locator("#photo-input input[type='file']").set_input_files(str(PHOTOS / "ship.png"))
+        wait_for_label(page, "ship", panel="photo")
+        assert "ms on" in page.locator("#photo-info").inner_text()
         assert page.console_errors == []
 
 

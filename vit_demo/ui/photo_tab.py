@@ -2,14 +2,17 @@
 
 from __future__ import annotations
 
+import html
+import json
 from pathlib import Path
 
 import gradio as gr
 
 from vit_demo.data import dataset_spec
-from vit_demo.ui.components import LARGE, UndecodedImage, live_canvas
+from vit_demo.ui.components import ASSETS, LARGE, UndecodedImage, live_canvas, served
 from vit_demo.ui.explanation_view import PREDICTED_CHOICE, explain_label
 from vit_demo.ui.models import analyse_batch, model_problem, starting_example
+from vit_demo.ui.page_model import app_description
 from vit_demo.ui.panel import Panel, api_answer, build_panel, page_answer
 from vit_demo.ui.serving import SHARED_WORKERS
 
@@ -43,6 +46,13 @@ READS_NOTE = (f"**What the model reads:** {dataset_spec(MODEL).image_size} x {da
               "pixels, the photo's shorter side scaled down and the centre square kept: a wide or tall photo loses "
               "its edges.")
 READS_SIZE = 128  # pixels a side of the picture of what the model reads
+# The upload's change event where the page runs the model: the page reads the photo (assets/page/photo.js), or, where
+# it can't, asks the server by clicking the hidden button whose event does (#photo-server-read).
+READ_IN_PAGE_JS = """(photo) => {
+    const live = window.vdLive?.photo;
+    if (live?.readPhoto) live.readPhoto(photo?.url ?? null);
+    else document.querySelector("#photo-server-read")?.click();
+}"""
 
 
 def photo_input(examples: list[Path], first: Path | None) -> gr.Image:
@@ -59,12 +69,30 @@ def photo_input(examples: list[Path], first: Path | None) -> gr.Image:
     return photo
 
 
+def photo_reader(described: dict) -> gr.HTML:
+    """What reads the photos in the page: the page's model (``described``: ui/page_model.py's ``app_description``),
+    loaded by assets/page/photo.js."""
+    address = json.dumps(served(ASSETS / "page" / "photo.js"))
+    return gr.HTML("", html_template=f'<div hidden data-page-model="{html.escape(json.dumps(described))}"></div>',
+                   js_on_load=f"import(new URL({address}, document.baseURI).href)"
+                              ".then(({ usePhotoModel }) => usePhotoModel(element, 'photo'));",
+                   elem_id="photo-reader", elem_classes=["vd-hidden"], padding=False)
+
+
 def build_photo_tab(examples: list[Path]) -> Panel:
     first, analysis = starting_example(MODEL, examples, FIRST_EXAMPLE)  # shown with the numbers that come with the page
     photos, photo = build_panel("photo", MODEL, UPLOAD_PROMPT, lambda: photo_input(examples, first), analysis)
-    # One event per new photo: its numbers, the large view's value, which every view draws from.
-    photo.change(on_photo, [photo, photos.explanation.explain_class], photos.numbers, api_visibility="private",
-                 show_progress="minimal", **SHARED_WORKERS)
+    # One event per new photo: its numbers, the large view's value, which every view draws from. Where the page can
+    # run the model it reads the photo itself, and the server only where the page can't (the hidden button's event).
+    read = dict(fn=on_photo, inputs=[photo, photos.explanation.explain_class], outputs=photos.numbers,
+                api_visibility="private", show_progress="minimal", **SHARED_WORKERS)
+    described = None if model_problem(MODEL) else app_description(MODEL, UPLOAD_PROMPT, BLANK_PHOTO)
+    if described is None:
+        photo.change(**read)
+    else:
+        photo_reader(described)
+        gr.Button("Read on the server", elem_id="photo-server-read", elem_classes=["vd-hidden"]).click(**read)
+        photo.change(None, photo, None, js=READ_IN_PAGE_JS)
     # API only: a photo file for scripts.
     api_photo = UndecodedImage(type="filepath", visible=False)
     api_photo.change(predict_image, api_photo, photos.api_outputs, api_name="predict_image", **SHARED_WORKERS)

@@ -6,10 +6,23 @@ import { available, pageSource } from "./source.js";
 
 const MAX_PIXELS = 40_000_000; // vit_demo/preprocess.py MAX_PIXELS: refused before decoding, as the app refuses it
 
+async function claimedPixels(blob) {
+  // The pixels a PNG, GIF or BMP file's header claims (null for other kinds): read before decoding, as
+  // vit_demo/preprocess.py does, so that a file claiming billions of pixels is refused without the browser trying.
+  const head = new DataView(await blob.slice(0, 26).arrayBuffer()), bytes = new Uint8Array(head.buffer);
+  const starts = (...magic) => magic.every((b, i) => bytes[i] === b);
+  if (head.byteLength >= 24 && starts(0x89, 0x50, 0x4e, 0x47)) return head.getUint32(16) * head.getUint32(20);
+  if (head.byteLength >= 10 && starts(0x47, 0x49, 0x46)) return head.getUint16(6, true) * head.getUint16(8, true);
+  if (head.byteLength >= 26 && starts(0x42, 0x4d)) return Math.abs(head.getInt32(18, true) * head.getInt32(22, true));
+  return null;
+}
+
 export async function readPhoto(source, blob, unreadable) {
   // The tab's answer for a photo (a Blob): its numbers, or a message saying why it can't be read (``unreadable``:
   // the model's template, with {why}).
   const refuse = (why) => ({ message: unreadable.replace("{why}", why) });
+  if ((await claimedPixels(blob)) > MAX_PIXELS)
+    return refuse(`the image has too many pixels (more than ${MAX_PIXELS.toLocaleString("en")})`);
   let bitmap;
   try {
     bitmap = await createImageBitmap(blob, { imageOrientation: "from-image", premultiplyAlpha: "none",
