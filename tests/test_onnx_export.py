@@ -1,6 +1,7 @@
 """The ONNX graphs the page runs (vit_demo/onnx_export.py), run in onnxruntime on the CPU against the PyTorch model:
-the shipped models and their training snapshots, intact, with heads switched off and through the logit lens; and
-each committed graph in sync with the weights it was exported from."""
+the shipped models and their training snapshots, intact, with heads switched off and through the logit lens; the
+relevance and patching graphs against explain.py and heads.py; and each committed graph in sync with the weights it
+was exported from."""
 
 import json
 import shutil
@@ -15,8 +16,9 @@ from PIL import Image
 from vit_demo import explain, heads
 from vit_demo.data import load_split
 from vit_demo.heads import HEAD_MEANS_FILE
-from vit_demo.onnx_export import (INPUTS, INTERFACE, MODEL_FILE, OUTPUTS, RELEVANCE_FILE, RELEVANCE_OUTPUTS,
-                                  read_metadata, stale_graphs)
+from vit_demo import onnx_patching
+from vit_demo.onnx_export import (INPUTS, INTERFACE, MODEL_FILE, OUTPUTS, PATCHING_FILES, RELEVANCE_FILE,
+                                  RELEVANCE_OUTPUTS, read_metadata, stale_graphs)
 from vit_demo.weights import CONFIG_FILE, WEIGHTS_FILE, WEIGHTS_ROOT, load_snapshots, load_weights, update_config
 
 ort = pytest.importorskip("onnxruntime", reason="onnxruntime is not installed (pip install -r requirements-dev.txt)")
@@ -221,6 +223,68 @@ def test_relevance_graph_matches_explain_on_100_real_test_images(name, shipped, 
     assert max_diff(out["relevance"], run_relevance(session, x[:1], 3)["relevance"]) > 1e-6  # it changed something
 
 
+PATCHING_PAIRS = 4
+PATCHING_TOL = 1e-4  # of the logit difference between the two runs: the grids' own scale, 0 corrupt to 1 clean
+
+
+def different_pairs(model, x: torch.Tensor, count: int) -> list[tuple[int, int]]:
+    """``count`` pairs (i, j) of images in x that the model reads as different classes, each image in one pair."""
+    with torch.no_grad():
+        classes = model(x).argmax(-1).tolist()
+    pairs, used = [], set()
+    for i in range(len(x)):
+        j = next((j for j in range(i + 1, len(x)) if j not in used and classes[j] != classes[i]), None)
+        if i in used or j is None:
+            continue
+        used |= {i, j}
+        pairs.append((i, j))
+        if len(pairs) == count:
+            return pairs
+    raise AssertionError(f"fewer than {count} pairs read as different classes")
+
+
+@pytest.mark.parametrize("name", SHIPPED)
+def test_patching_graphs_match_heads_patching_grid_on_real_pairs(name, shipped, sessions, images):
+    """The patching graphs (every head; every residual-stream position) against heads.patching_grid, both directions,
+    on real test images the model reads as different classes (CIFAR-10's from different classes' folders)."""
+    info, model, _ = shipped[name]
+    x = images(name)[:: PARITY_IMAGES // 20].float() / 255  # 20 images, spread over CIFAR-10's classes
+    K = info.config.num_classes
+    worst = {kind: 0.0 for kind in PATCHING_FILES}
+    for i, j in different_pairs(model, x, PATCHING_PAIRS):
+        grid = heads.patching_grid(model, x[i], x[j])
+        feeds = {"clean": x[i : i + 1].numpy(), "corrupt": x[j : j + 1].numpy(),
+                 "classes": np.eye(K, dtype=np.float32)[list(grid["classes"])]}
+        for kind, file in PATCHING_FILES.items():
+            out = dict(zip(onnx_patching.OUTPUTS, sessions(info.folder / file).run(None, feeds)))
+            expected = [grid["logit_diff"]["clean"], grid["logit_diff"]["corrupt"]]
+            assert max_diff(out["logit_diff"], expected) <= LOGITS_TOL, (kind, i, j)
+            for direction in ("clean_into_corrupt", "corrupt_into_clean"):
+                assert out[direction].shape == tuple(grid[direction][kind].shape)
+                worst[kind] = max(worst[kind], max_diff(out[direction], grid[direction][kind]))
+    print(f"{name}: {PATCHING_PAIRS} pairs, max |grid diff| {worst}")
+    assert max(worst.values()) <= PATCHING_TOL, worst
+
+
+@pytest.mark.parametrize("name", SHIPPED)
+def test_patching_graphs_interface(name, shipped):
+    info, _, _ = shipped[name]
+    c = info.config
+    shapes = {"heads": [c.depth, c.heads], "residual": [c.depth, c.num_tokens]}
+    for kind, file in PATCHING_FILES.items():
+        graph = onnx.load(str(info.folder / file)).graph
+        dims = {value.name: [d.dim_param or d.dim_value for d in value.type.tensor_type.shape.dim]
+                for value in (*graph.input, *graph.output)}
+        assert [value.name for value in graph.input] == list(onnx_patching.INPUTS)
+        assert [value.name for value in graph.output] == list(onnx_patching.OUTPUTS)
+        image = [1, c.in_channels, c.image_size, c.image_size]
+        assert [dims[name] for name in (*onnx_patching.INPUTS, *onnx_patching.OUTPUTS)] == [
+            image, image, [2, c.num_classes], [2], shapes[kind], shapes[kind]]
+        large = [tensor.raw_data for tensor in graph.initializer if len(tensor.raw_data) >= 1024]
+        assert len(large) == len(set(large))  # one copy of each weight, however many patched runs read it
+        assert str(REPO).encode() not in (info.folder / file).read_bytes()
+
+
 @pytest.mark.parametrize("name", SHIPPED)
 def test_committed_graphs_are_in_sync_with_their_weights(name):
     # A graph exported from other weights (or head means, or temperature) fails here: export again with
@@ -266,7 +330,7 @@ def test_graph_interface(name, shipped):
 def test_a_stale_graph_is_told_apart(tmp_path):
     folder = tmp_path / "mnist"
     folder.mkdir()
-    for file in (CONFIG_FILE, WEIGHTS_FILE, HEAD_MEANS_FILE, MODEL_FILE, RELEVANCE_FILE):
+    for file in (CONFIG_FILE, WEIGHTS_FILE, HEAD_MEANS_FILE, MODEL_FILE, RELEVANCE_FILE, *PATCHING_FILES.values()):
         shutil.copy(WEIGHTS_ROOT / "mnist" / file, folder / file)
     assert stale_graphs(folder) == []
     update_config(folder, temperature=0.75)
@@ -275,5 +339,8 @@ def test_a_stale_graph_is_told_apart(tmp_path):
     (folder / HEAD_MEANS_FILE).unlink()  # now the graph's means belong to no file: zeros were expected
     problems = stale_graphs(folder)
     assert len(problems) == 4 and "head_means_sha256" in problems[0] and "temperature" in problems[1]
+    update_config(folder, weights_sha256="0" * 64)  # other weights: every graph, the patching graphs too
+    assert {problem.split(":")[0] for problem in stale_graphs(folder)} == {
+        MODEL_FILE, RELEVANCE_FILE, *PATCHING_FILES.values()}
     (folder / MODEL_FILE).unlink()
     assert stale_graphs(folder)[0] == "model.onnx: missing"

@@ -149,8 +149,9 @@ def build_parser() -> argparse.ArgumentParser:
 
     graphs = commands.add_parser(
         "onnx", help="export a weights folder's model and training snapshots to ONNX, for the page that runs them",
-        description="Export the model (model.onnx beside its weights, with its head means and temperature) and each "
-                    "training snapshot in snapshots.json (snapshots/epoch-XXXX.onnx) to ONNX through torch.onnx's "
+        description="Export the model (model.onnx beside its weights, with its head means and temperature), its "
+                    "relevance and patching graphs (relevance.onnx, patching_heads.onnx, patching_residual.onnx) and "
+                    "each training snapshot in snapshots.json (snapshots/epoch-XXXX.onnx) to ONNX through torch.onnx's "
                     "exporter, with the checksum of the weights each was made from (vit_demo/onnx_export.py says "
                     "what the graphs take and give). One JSON line per file written.")
     graphs.add_argument("--model", action="append",

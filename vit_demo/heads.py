@@ -419,41 +419,66 @@ def patching_grid(model: VisionTransformer, clean: torch.Tensor, corrupt: torch.
     ``corrupt_into_clean`` (the clean run with one part from the corrupt run: what is needed), a dict with
     ``heads`` (L, H) and, with ``residual``, ``residual`` (L, T): restored fractions, float32 on the CPU.
     """
-    c = model.config
-    L, H, T = c.depth, c.heads, c.num_tokens
-    device = next(model.parameters()).device
-    pair = torch.cat([_one(clean), _one(corrupt)])  # (2, C, H, W)
-    base = run(model, pair, capture=True)  # logits (2, classes), heads (2, L, H, T, Dh), resid (2, L, T, D)
+    base = patching_base(model, clean, corrupt)  # logits (2, classes): the clean image's, then the corrupt one's
     if classes is None:
         classes = int(base.logits[0].argmax()), int(base.logits[1].argmax())
         if classes[0] == classes[1]:
             raise ValueError(f"the model reads both images as class {classes[0]}: patching needs two images "
                              "it tells apart (or name the two classes)")
     a, b = classes
-    diff_clean, diff_corrupt = (base.logits[:, a] - base.logits[:, b]).tolist()
+    direction = torch.zeros(base.logits.shape[-1], device=base.logits.device)
+    direction[a] += 1.0  # the logit difference is logits @ direction (zero where the classes are the same)
+    direction[b] -= 1.0
+    diffs = base.logits @ direction  # (2,)
+    diff_clean, diff_corrupt = diffs.tolist()
     if diff_clean == diff_corrupt:
         raise ValueError("the two images have the same logit difference: nothing to restore")
+    grids = restored_fractions(model, base, direction, kinds=("heads", "residual") if residual else ("heads",))
+    return {"classes": (a, b), "logit_diff": {"clean": diff_clean, "corrupt": diff_corrupt},
+            **{name: {kind: values.float().cpu() for kind, values in grid.items()} for name, grid in grids.items()}}
+
+
+def patching_base(model: VisionTransformer, clean: torch.Tensor, corrupt: torch.Tensor) -> Run:
+    """The clean and the corrupt image (one each, (C, H, W) or (1, C, H, W)) in one forward pass, every head's output
+    and the residual stream captured: what ``restored_fractions`` patches from."""
+    return run(model, torch.cat([_one(clean), _one(corrupt)]), capture=True)
+
+
+def restored_fractions(model: VisionTransformer, base: Run, direction: torch.Tensor,
+                       kinds: tuple[str, ...] = ("heads", "residual")) -> dict[str, dict[str, torch.Tensor]]:
+    """``patching_grid``'s patched runs, in tensors alone (no Python number is read from a tensor, so that an exporter
+    traces it: vit_demo/onnx_patching.py exports this very function).
+
+    ``base``: ``patching_base``'s run of the clean and the corrupt image; ``direction`` (classes,): +1 at the clean
+    class, -1 at the corrupt one (the logit difference is ``logits @ direction``); ``kinds``: "heads", "residual"
+    or both. Returns {"clean_into_corrupt": {kind: ...}, "corrupt_into_clean": {kind: ...}}, heads (L, H) and
+    residual (L, T): (patched - corrupt) / (clean - corrupt) of the logit difference (Heimersheim & Nanda, 2024).
+    """
+    c = model.config
+    L, H, T = c.depth, c.heads, c.num_tokens
+    device = base.logits.device
+    diff_clean, diff_corrupt = (base.logits @ direction).unbind()  # two 0-d tensors
 
     # Each patch runs only the blocks it can change: a head of block l from the stream entering block l, the residual
     # stream after block l from block l + 1 on. One batch per layer and kind: H rows (one per head), T (one per token).
     entering = torch.cat([base.embedded[:, None], base.resid[:, :-1]], 1)  # (2, L, T, D): the stream entering block l
     one_head = torch.eye(H, dtype=torch.bool, device=device)  # (H, H): row h patches head h
     one_token = torch.eye(T, dtype=torch.bool, device=device)[:, :, None]  # (T, T, 1): row t patches token t
-    result = {"classes": (a, b), "logit_diff": {"clean": diff_clean, "corrupt": diff_corrupt}}
+    result = {}
     for name, into, source in (("clean_into_corrupt", 1, 0), ("corrupt_into_clean", 0, 1)):
-        diffs = {"heads": [], "residual": []}
+        diffs = {kind: [] for kind in kinds}
         for layer in range(L):
-            mask = torch.zeros(H, L, H, dtype=torch.bool, device=device)
-            mask[:, layer] = one_head
-            with _hooks(model, Edits(head_mask=mask, head_values=base.heads[source]), capture=False):
-                logits = _blocks_from(model, entering[into, layer].expand(H, -1, -1), layer)  # (H, classes)
-            diffs["heads"].append(logits[:, a] - logits[:, b])
-            if residual:
+            if "heads" in diffs:
+                mask = torch.zeros(H, L, H, dtype=torch.bool, device=device)
+                mask[:, layer] = one_head
+                with _hooks(model, Edits(head_mask=mask, head_values=base.heads[source]), capture=False):
+                    logits = _blocks_from(model, entering[into, layer].expand(H, -1, -1), layer)  # (H, classes)
+                diffs["heads"].append(logits @ direction)
+            if "residual" in diffs:
                 x = torch.where(one_token, base.resid[source, layer], base.resid[into, layer])  # (T, T, D)
-                logits = _blocks_from(model, x, layer + 1)  # (T, classes)
-                diffs["residual"].append(logits[:, a] - logits[:, b])
-        result[name] = {kind: ((torch.stack(values) - diff_corrupt) / (diff_clean - diff_corrupt)).float().cpu()
-                        for kind, values in diffs.items() if values}  # heads (L, H), residual (L, T)
+                diffs["residual"].append(_blocks_from(model, x, layer + 1) @ direction)  # (T,)
+        result[name] = {kind: (torch.stack(values) - diff_corrupt) / (diff_clean - diff_corrupt)
+                        for kind, values in diffs.items()}  # heads (L, H), residual (L, T)
     return result
 
 

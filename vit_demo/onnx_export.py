@@ -27,6 +27,10 @@ patch's class-specific relevance, ``explain.relevance_maps`` (Chefer et al., 202
 The backward pass is traced into plain operators (``make_fx`` over ``torch.autograd.grad``, as AOTAutograd builds a
 joint graph) and that graph exported: the ONNX runtime needs no autograd.
 
+The patching graphs (``PATCHING_FILES``: one for the heads, one for the residual stream) give two-image activation
+patching (Heimersheim & Nanda, 2024), ``heads.patching_grid``'s grids: vit_demo/onnx_patching.py says what they take
+and give.
+
 Knockout is that of ``heads.switched_off`` and ``heads.knockout``: a head's output, its attention-weighted values
 before the output projection, is replaced at every token. The graph goes through the model's own forward pass
 (``VisionTransformer.forward_edited``, the explicit attention path) with the replacement at the hook point
@@ -36,7 +40,8 @@ Metadata (the model's ``metadata_props``, all strings): ``vit_demo.interface`` (
 version, torch's, the exporter and opset), ``weights_file`` (relative to the weights folder) and ``weights_sha256``
 (its SHA-256: config.json's ``weights_sha256``, or the snapshot's in snapshots.json), ``head_means_sha256`` (of the
 head_means.safetensors baked in, or "none" for zeros), ``dataset``, ``classes`` (a JSON list), ``temperature``
-(repr of the float), ``epoch`` (snapshots only) and ``vit`` (the architecture, JSON). ``stale_graphs`` reads them
+(repr of the float), ``epoch`` (snapshots only) and ``vit`` (the architecture, JSON); the patching graphs, which
+use neither head means nor temperature, have neither. ``stale_graphs`` reads them
 back to tell whether a folder's graphs match its weights.
 
 The exporter is torch.onnx.export's dynamo one (``dynamo=True``, needs onnxscript): the default since PyTorch 2.9,
@@ -74,6 +79,7 @@ EXPORTER_VERSION = "1"  # this module's way of exporting (a change that alters t
 OPSET = 18  # LayerNormalization needs 17; 18 is the dynamo exporter's own default from torch 2.8 on
 MODEL_FILE = "model.onnx"  # in a weights folder, beside model.safetensors
 RELEVANCE_FILE = "relevance.onnx"  # beside it: the class-specific relevance, gradients traced in
+PATCHING_FILES = {"heads": "patching_heads.onnx", "residual": "patching_residual.onnx"}  # beside it: patching
 INPUTS = ("image", "heads_off", "mean_ablation")
 OUTPUTS = ("logits", "attention", "lens")
 RELEVANCE_INPUTS = (*INPUTS, "target")
@@ -138,7 +144,7 @@ def to_onnx(model: VisionTransformer, means: torch.Tensor | None, temperature: f
             dynamic_shapes=({0: torch.export.Dim("batch")}, None, None), external_data=False, optimize=True,
             verbose=False, artifacts_dir=tmp)
         proto = program.model_proto
-    return _finish(proto, metadata)
+    return finish(proto, metadata)
 
 
 class _Traced(nn.Module):
@@ -171,10 +177,10 @@ def relevance_onnx(model: VisionTransformer, means: torch.Tensor | None, tempera
             output_names=list(RELEVANCE_OUTPUTS), external_data=False, optimize=True, verbose=False,
             artifacts_dir=tmp)
         proto = program.model_proto
-    return _finish(proto, metadata)
+    return finish(proto, metadata)
 
 
-def _finish(proto: onnx.ModelProto, metadata: dict[str, str]) -> onnx.ModelProto:
+def finish(proto: onnx.ModelProto, metadata: dict[str, str]) -> onnx.ModelProto:
     _strip_provenance(proto)
     _store_exact_halves(proto)
     onnx.helper.set_model_props(proto, {"vit_demo.interface": INTERFACE, "exporter": exporter_name(), **metadata})
@@ -234,8 +240,8 @@ def _save(proto: onnx.ModelProto, path: Path) -> int:
 
 def expected_metadata(folder: str | Path) -> dict[str, dict[str, str]]:
     """What each graph of a weights folder should say about the weights it was exported from: {path relative to the
-    folder: metadata}, for ``MODEL_FILE``, ``RELEVANCE_FILE`` and each snapshot listed in snapshots.json. Checks
-    nothing itself."""
+    folder: metadata}, for ``MODEL_FILE``, ``RELEVANCE_FILE``, the ``PATCHING_FILES`` and each snapshot listed in
+    snapshots.json. Checks nothing itself."""
     folder = resolve_weights_folder(folder)
     info, checksum = read_weights_info(folder)
     common = {"dataset": info.dataset.name, "classes": json.dumps(list(info.dataset.classes)),
@@ -246,6 +252,8 @@ def expected_metadata(folder: str | Path) -> dict[str, dict[str, str]]:
     trained = {"weights_file": WEIGHTS_FILE, "weights_sha256": checksum, "head_means_sha256": means_sha,
                "temperature": repr(info.temperature), **common}
     expected = {MODEL_FILE: trained, RELEVANCE_FILE: trained}
+    for name in PATCHING_FILES.values():  # raw logits, nothing ablated: no temperature, no head means
+        expected[name] = {"weights_file": WEIGHTS_FILE, "weights_sha256": checksum, **common}
     index = folder / SNAPSHOTS_INDEX
     if index.is_file():
         for entry in json.loads(index.read_text(encoding="utf-8")):
@@ -284,10 +292,11 @@ def stale_graphs(folder: str | Path) -> list[str]:
 
 def write_onnx(folder: str | Path) -> list[dict]:
     """Write a weights folder's graphs: ``model.onnx`` and ``relevance.onnx`` beside its weights (with its head means
-    and temperature), and
+    and temperature), the ``PATCHING_FILES`` (vit_demo/onnx_patching.py), and
     ``snapshots/epoch-XXXX.onnx`` for each snapshot in snapshots.json (its own temperature, zeros for the means).
     Snapshot graphs no longer listed there are removed. Returns one record per file: its path (as users see it),
     bytes, and what it was exported from."""
+    from vit_demo.onnx_patching import patching_onnx  # it builds on this module
     from vit_demo.weights import shown_path
 
     folder = resolve_weights_folder(folder)
@@ -299,13 +308,18 @@ def write_onnx(folder: str | Path) -> list[dict]:
               export=to_onnx) -> None:
         path = folder / name
         size = _save(export(model, means, temperature, expected[name]), path)
-        records.append({"file": str(shown_path(path)), "bytes": size, "weights": expected[name]["weights_file"],
-                        "temperature": temperature,
-                        "ablation": "zeros" if expected[name]["head_means_sha256"] == "none" else "mean"})
+        record = {"file": str(shown_path(path)), "bytes": size, "weights": expected[name]["weights_file"]}
+        if "temperature" in expected[name]:
+            record.update(temperature=temperature,
+                          ablation="zeros" if expected[name]["head_means_sha256"] == "none" else "mean")
+        records.append(record)
 
     means = read_head_means(folder, model)
     write(MODEL_FILE, model, means, info.temperature)
     write(RELEVANCE_FILE, model, means, info.temperature, relevance_onnx)
+    for kind, name in PATCHING_FILES.items():
+        write(name, model, None, info.temperature,
+              lambda model, _means, _temperature, metadata, kind=kind: patching_onnx(model, kind, metadata))
     snapshots = load_snapshots(folder, "cpu")
     for snapshot in snapshots:
         write(f"{SNAPSHOTS_DIR}/epoch-{snapshot.epoch:04d}.onnx", snapshot.model, None, snapshot.temperature)

@@ -14,7 +14,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 from vit_demo import live_view, render
-from vit_demo.onnx_export import MODEL_FILE, RELEVANCE_FILE, expected_metadata, stale_graphs
+from vit_demo.onnx_export import MODEL_FILE, PATCHING_FILES, RELEVANCE_FILE, expected_metadata, stale_graphs
 from vit_demo.ui import attention_view, training_view
 from vit_demo.ui.components import LARGE, served
 from vit_demo.ui.explanation_view import RELEVANCE_WHY, RELEVANCE_WHY_NOT
@@ -39,8 +39,16 @@ def graph_files(model: str) -> tuple[Path, Path, list[Path]]:
     if stale:
         raise GraphsMissing(f"The {model} graphs are missing or older than the weights ({', '.join(stale)}): make "
                             f"them with `python -m vit_demo onnx --model {model}`.")
-    snapshots = [folder / name for name in expected_metadata(folder) if name not in (MODEL_FILE, RELEVANCE_FILE)]
+    trained = (MODEL_FILE, RELEVANCE_FILE, *PATCHING_FILES.values())
+    snapshots = [folder / name for name in expected_metadata(folder) if name not in trained]
     return folder / MODEL_FILE, folder / RELEVANCE_FILE, snapshots
+
+
+def patching_files(model: str) -> dict[str, Path]:
+    """A model's patching graphs (vit_demo/onnx_patching.py), {"heads": path, "residual": path}, checked as
+    ``graph_files`` checks them."""
+    folder = graph_files(model)[0].parent
+    return {kind: folder / name for kind, name in PATCHING_FILES.items()}
 
 
 def description(model: str, prompt: str, blank: str, address: Callable[[Path], str]) -> dict:
@@ -58,6 +66,7 @@ def description(model: str, prompt: str, blank: str, address: Callable[[Path], s
         "large": LARGE, "alpha": render.HEAT_ALPHA,
         "colormap": base64.b64encode(render.colormap("inferno").astype("uint8").tobytes()).decode(),
         "graph": address(graph), "relevance": address(relevance),
+        "patching": {kind: address(path) for kind, path in patching_files(model).items()},  # loaded when asked
         "snapshots": [{"graph": address(path),
                        "note": live_view.caption_html(training_view.snapshot_note(run, i + 1, "{label}", "{percent}"))}
                       for i, path in enumerate(snapshots)],
