@@ -227,6 +227,23 @@ def test_the_pages_answers_match_the_servers(static_folder, browser):
         assert abs(levels(page_query) - levels(server_query)).max() <= 1
 
 
+def test_patching_in_the_page(static_folder, browser):
+    """Keep a 3 as clean and an 8 as corrupt: the page's model patches one into the other, heads and residual stream
+    (its patching graphs, loaded when the view first asks; tests/test_page_patching.py holds its numbers against the
+    server's), with no server of ours."""
+    with serving(static_folder) as (url, _), static_page(browser, url) as page:
+        for digit, slot in (("3", "clean"), ("8", "corrupt")):
+            page.click(f"#canvas .vd-examples button[title='example: {digit}']")
+            wait_for_label(page, digit)
+            page.click(f"#digit-patching button.vd-use[data-slot='{slot}']")
+        page.wait_for_function("() => document.querySelector('#digit-patching .vd-patching').dataset.drawn"
+                               ".endsWith('/true')", timeout=60_000)
+        text = page.inner_text("#digit-patching")
+        assert "Logit difference 3 − 8" in text and "ms in this page" in text
+        assert page.locator("#digit-patching canvas.vd-patch-residual").count() == 2
+        assert page.outside_requests == [] and page.console_errors == []
+
+
 def test_a_host_that_unpacks_the_runtime_itself_works_too(static_folder, browser):
     """A host may send the runtime's .gz with Content-Encoding: gzip, so that the browser unpacks it before the page
     does: the page takes the binary as it comes."""

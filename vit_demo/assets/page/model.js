@@ -1,7 +1,8 @@
 // The model in the page: graphs exported from the PyTorch model itself (vit_demo/onnx_export.py: the model's, with
-// inputs image, heads_off, mean_ablation and outputs logits divided by the temperature, attention, lens; and the
-// relevance graph, with its gradients traced in), run by onnxruntime-web's WebAssembly backend (vendored:
-// ../vendor/onnxruntime-web, never a CDN). One session per graph, made on first use.
+// inputs image, heads_off, mean_ablation and outputs logits divided by the temperature, attention, lens; the
+// relevance graph, with its gradients traced in; the two patching graphs, vit_demo/onnx_patching.py), run by
+// onnxruntime-web's WebAssembly backend (vendored: ../vendor/onnxruntime-web, never a CDN). One session per graph,
+// made on first use.
 import * as ort from "../vendor/onnxruntime-web/ort.wasm.bundle.min.mjs";
 
 // Threads need a cross-origin isolated page (COOP/COEP headers); elsewhere one thread, without trying a worker.
@@ -76,6 +77,20 @@ export async function relevance(url, model, pixels, target, { off = [], mode = "
   const out = await graph.run({ image: inputTensor([pixels], model), ...knockout(model, off, mode),
                                 target: new ort.Tensor("float32", onehot, [1, K]) });
   return { logits: out.logits.data, relevance: out.relevance.data };
+}
+
+export async function patching(url, model, clean, corrupt, classes) {
+  // Two images' activation patching through the patching graph at ``url`` (vit_demo/onnx_patching.py: the heads' or
+  // the residual stream's), ``classes`` [clean, corrupt] the two class indices compared: {logitDiff: the raw logit
+  // difference of the clean and of the corrupt run (2), cleanIntoCorrupt and corruptIntoClean: (L, H) or (L, T)}.
+  const graph = await session(url), K = model.classes.length;
+  const onehot = new Float32Array(2 * K);
+  onehot[classes[0]] = 1;
+  onehot[K + classes[1]] = 1;
+  const out = await graph.run({ clean: inputTensor([clean], model), corrupt: inputTensor([corrupt], model),
+                                classes: new ort.Tensor("float32", onehot, [2, K]) });
+  return { logitDiff: out.logit_diff.data, cleanIntoCorrupt: out.clean_into_corrupt.data,
+           corruptIntoClean: out.corrupt_into_clean.data };
 }
 
 export async function run(url, model, images, { off = [], mode = "mean" } = {}) {

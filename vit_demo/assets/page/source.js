@@ -1,8 +1,8 @@
 // Where a tab's numbers come from when the page runs the model itself: the same answers the app's server functions
-// give (vit_demo/ui: digit_tab.stroke, attention_view.ask_query, training_view.ask_snapshot, heads_view's knockout
-// and lens, explanation_view.ask_relevance), in the same format (vit_demo/live_view.py), made from the page's own
-// graphs (model.js) and preprocessing (preprocess.js). The views (live_view.js) and the canvas (canvas.js) call these
-// as they call the server: they cannot tell which answered.
+// give (vit_demo/ui: digit_tab.stroke, attention_view.ask_query, training_view.ask_snapshot, heads_view's knockout,
+// lens and patching, explanation_view.ask_relevance), in the same format (vit_demo/live_view.py), made from the
+// page's own graphs (model.js) and preprocessing (preprocess.js). The views (live.js) and the canvas (canvas.js) call
+// these as they call the server: they cannot tell which answered.
 //
 // ``model``: a tab's model as vit_demo/ui/page_model.py describes it: its shape, classes, temperature, unfamiliar
 // rule, graphs (addresses relative to ``base``), and its captions with {fields}.
@@ -32,7 +32,12 @@ function refusal(model, error) {
 export function pageSource(model, base) {
   const address = (file) => new URL(file, base).href;
   const image = (request) => {
-    const pixels = decode(String(request.image ?? ""));
+    let pixels;
+    try {
+      pixels = decode(String(request.image ?? ""));
+    } catch {
+      throw new Error("the image is not base64"); // live_view.read_image's words
+    }
     if (pixels.length !== model.height * model.width * model.channels)
       throw new Error(`the image has ${pixels.length} bytes where this model reads ${model.height * model.width * model.channels}`);
     return pixels;
@@ -168,6 +173,44 @@ export function pageSource(model, base) {
                          { label, percent: percent(probs[target]), predicted });
       return mapPayload(run.relevance, { label, title });
     }),
+
+    async patching(request) {
+      // heads_view.ask_patching: {clean, corrupt: pixels as the page keeps them, residual} -> patching_answer, two-image
+      // activation patching (Heimersheim & Nanda, 2024) from the patching graphs, loaded when first asked: each head's
+      // and (with residual) each residual-stream position's share of the logit difference restored, both directions.
+      try {
+        if (typeof request !== "object" || request === null || Array.isArray(request))
+          throw new Error("a request is a JSON object");
+        const [clean, corrupt] = ["clean", "corrupt"].map((name) => image({ image: request[name] }));
+        const residual = request.residual ?? true;
+        if (typeof residual !== "boolean") throw new Error("'residual' is true or false");
+        const graphs = [model.patching.heads, ...(residual ? [model.patching.residual] : [])].map(address);
+        await Promise.all([address(model.graph), ...graphs].map((url) => graph.session(url))); // loaded, not timed
+        const start = performance.now();
+        const runs = await graph.run(address(model.graph), model, [clean, corrupt]);
+        const classes = runs.map((run) => argmax(run.logits)); // what the model reads each image as
+        if (classes[0] === classes[1])
+          throw new Error(`the model reads both images as class ${classes[0]}: patching needs two images it tells ` +
+                          "apart (or name the two classes)");
+        const grids = [];
+        for (const url of graphs) grids.push(await graph.patching(url, model, clean, corrupt, classes));
+        const [diffClean, diffCorrupt] = grids[0].logitDiff;
+        if (diffClean === diffCorrupt)
+          throw new Error("the two images have the same logit difference: nothing to restore");
+        const rows = (values, width) => Array.from({ length: values.length / width }, (_, i) => // np.round(x, 3)
+          Array.from(values.subarray(i * width, (i + 1) * width), (v) => roundHalfEven(v * 1000) / 1000));
+        const direction = (name) => Object.fromEntries(grids.map((grid, i) =>
+          i === 0 ? ["heads", rows(grid[name], model.heads)] : ["residual", rows(grid[name], model.tokens)]));
+        return {
+          clean: imageKey(clean), corrupt: imageKey(corrupt), residual, classes: classes.map((c) => model.classes[c]),
+          logit_diff: { clean: Number(diffClean.toFixed(4)), corrupt: Number(diffCorrupt.toFixed(4)) },
+          clean_into_corrupt: direction("cleanIntoCorrupt"), corrupt_into_clean: direction("corruptIntoClean"),
+          ms: Number((performance.now() - start).toFixed(1)), where: "in this page",
+        };
+      } catch (error) {
+        return { error: String(error.message ?? error) };
+      }
+    },
 
     snapshot: answering(async (pixels, request) => {
       // training_view.ask_snapshot: where [CLS] looked at an earlier point of training.

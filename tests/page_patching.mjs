@@ -1,0 +1,32 @@
+// Node runner for the page's patching answer (vit_demo/assets/page/source.js: pageSource(...).patching, which runs
+// the patching graphs with the page's own onnxruntime-web, WebAssembly, one thread), for tests/test_page_patching.py
+// and benchmarks/page_patching.py.
+// Usage: node tests/page_patching.mjs IN.json OUT.json
+// IN: {model: a tab's model as vit_demo/ui/page_model.py describes it, its graphs' addresses file: URLs,
+//      requests: [{clean, corrupt, residual}] as the view asks, repeat: how many times each is asked (default 1)}
+// OUT: [{answer: the last answer, ms: [each answer's own ms]}], one per request.
+import { readFile, writeFile } from "node:fs/promises";
+import { fileURLToPath, pathToFileURL } from "node:url";
+
+// The page fetches its runtime's binary and its graphs; Node's fetch reads no file: URL, so this one does.
+const fetchOnline = globalThis.fetch;
+globalThis.fetch = async (url, init) => {
+  const href = String(url instanceof Request ? url.url : url);
+  if (href.startsWith("file:")) return new Response(await readFile(fileURLToPath(href)));
+  return fetchOnline(url, init);
+};
+
+const { pageSource } = await import("../vit_demo/assets/page/source.js");
+const { model, requests, repeat = 1 } = JSON.parse(await readFile(process.argv[2], "utf8"));
+const source = pageSource(model, pathToFileURL(process.cwd() + "/").href);
+const out = [];
+for (const request of requests) {
+  const ms = [];
+  let answer;
+  for (let i = 0; i < repeat; i++) {
+    answer = await source.patching(request);
+    ms.push(answer.ms);
+  }
+  out.push({ answer, ms });
+}
+await writeFile(process.argv[3], JSON.stringify(out));
