@@ -280,8 +280,8 @@ def patching_template(config: ViTConfig) -> str:
                   f'<div class="vd-slot-label">none yet</div><button type="button" class="vd-use" '
                   f'data-slot="{slot}">Use this image as {slot}</button></div></div>' for slot in ("clean", "corrupt"))
         + '</div><div class="vd-caption vd-patching-status" aria-live="polite"></div>'
-        '<button type="button" class="vd-residual" hidden>Patch the residual stream too (it takes some seconds)'
-        "</button>"
+        '<button type="button" class="vd-residual" hidden>Patch the residual stream too (a few seconds on the '
+        "server, some 15 in the page)</button>"
         f'<div class="vd-note vd-patching-how">{live_view.caption_html(PATCHING_HOW)}</div>'
         '<div class="vd-patching-grids"></div>'
         f'{diverging_scale()}</div>')
