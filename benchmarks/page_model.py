@@ -89,6 +89,7 @@ def latencies(page, panel: str, count: int, act, settle: float) -> tuple[list[fl
     """Mouse-up (or click) to the views on screen drawn, and to every view drawn, for ``count`` actions, each giving
     a new image; the requests they made; and where the time went: {"numbers": mouse-up to the first view's draw
     (the image's numbers ready), view id: its draws' ms}."""
+    page.wait_for_function("(panel) => window.vdLive?.[panel]?.receive", arg=panel, timeout=60000)  # views mounted
     page.evaluate(RECORDER, panel)
     requests = []  # to the server's functions and queue: not the files a page loads (graphs, scripts, pictures)
     page.on("request", lambda r: requests.append(r.url) if "/gradio_api/" in r.url and "/file=" not in r.url else None)
@@ -203,8 +204,12 @@ def main() -> None:
                 if not query:
                     page.wait_for_selector("#canvas canvas.vd-draw[data-model=page]", timeout=60000)
                 strokes = stroke_times(page, args.strokes, args.settle)
-                photos = photo_times(page, args.photos, args.settle,
-                                     lambda pg: pg.get_by_role("tab", name=photo_tab.LABEL).click())
+
+                def open_tab(pg, in_page=not query):
+                    pg.get_by_role("tab", name=photo_tab.LABEL).click()
+                    if in_page:  # the photo model loads once the tab opens
+                        pg.wait_for_function("window.vdLive?.photo?.readPhoto", timeout=60000)
+                photos = photo_times(page, args.photos, args.settle, open_tab)
                 rows.append((name, *strokes[:3], *photos[:3]))
                 page.close()
         browser.close()

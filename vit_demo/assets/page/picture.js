@@ -2,7 +2,7 @@
 // bicubic for photos), the map upsampled bicubic as torch's F.interpolate does it (align_corners=False, A = -0.75,
 // edges clamped), coloured through the server's lookup table and blended as PIL's Image.blend does (truncated).
 // Made for speed: a stroke redraws some 100 of these, 1.3 million pixels, within a frame. Each output pixel is four
-// taps of a row already resized vertically, and the colour and the blend are one table lookup per channel.
+// taps of rows already resized across, and the colour and the blend one table lookup (a digit's) or three.
 
 export function decode(text) {
   // base64 -> bytes.
@@ -39,50 +39,71 @@ function taps(n, size, smooth) {
   return made;
 }
 
-function resizeRows(values, h, w, size, smooth) {
-  // (h, w) -> (size, w): each output row four weighted input rows.
-  const { index, weight } = taps(h, size, smooth), out = new Float32Array(size * w);
-  for (let i = 0; i < size; i++) {
-    const t = i * 4, o = i * w;
-    const r0 = index[t] * w, r1 = index[t + 1] * w, r2 = index[t + 2] * w, r3 = index[t + 3] * w;
+function resizeColumns(values, h, w, size, smooth) {
+  // (h, w) -> (h, size): each output column four weighted input columns (a small pass: h is the map's grid).
+  const { index, weight } = taps(w, size, smooth), out = new Float32Array(h * size);
+  for (let j = 0; j < h; j++)
+    for (let x = 0, t = 0; x < size; x++, t += 4) {
+      const row = j * w;
+      out[j * size + x] = values[row + index[t]] * weight[t] + values[row + index[t + 1]] * weight[t + 1] +
+        values[row + index[t + 2]] * weight[t + 2] + values[row + index[t + 3]] * weight[t + 3];
+    }
+  return out;
+}
+
+function resize(values, h, w, size, smooth) {
+  // (h, w) -> (size, size) floats: the columns resized (resizeColumns), then each output row four weighted rows of
+  // them, the weights and rows fixed along the row.
+  const columns = resizeColumns(values, h, w, size, smooth), { index, weight } = taps(h, size, smooth);
+  const out = new Float32Array(size * size);
+  for (let i = 0, t = 0, p = 0; i < size; i++, t += 4) {
+    const r0 = index[t] * size, r1 = index[t + 1] * size, r2 = index[t + 2] * size, r3 = index[t + 3] * size;
     const w0 = weight[t], w1 = weight[t + 1], w2 = weight[t + 2], w3 = weight[t + 3];
-    for (let k = 0; k < w; k++)
-      out[o + k] = w0 * values[r0 + k] + w1 * values[r1 + k] + w2 * values[r2 + k] + w3 * values[r3 + k];
+    for (let x = 0; x < size; x++, p++)
+      out[p] = w0 * columns[r0 + x] + w1 * columns[r1 + x] + w2 * columns[r2 + x] + w3 * columns[r3 + x];
   }
   return out;
 }
 
+const byte = (v) => (v <= 0 ? 0 : v >= 255 ? 255 : Math.round(v));
+const level = (v) => (v <= 0 ? 0 : v >= 255 ? 255 : v | 0); // truncated, as render.overlay's uint8 cast
+
 function base(state, size) {
-  // The tab's input as a (size, size, 3) picture, as render.base_picture makes it; kept with the image's numbers.
+  // The tab's input at size x size, as render.base_picture makes it, kept with the image's numbers: its channels
+  // ((size * size) bytes each: one for a grey input, a digit), and as RGBA words to put as they are.
   const { numbers, image } = state, bases = (state.bases ??= {});
   if (bases[size]) return bases[size];
-  const { height: h, width: w, channels } = numbers, picture = new Uint8Array(size * size * 3);
-  const { index, weight } = taps(w, size, numbers.smooth), channel = new Float32Array(h * w);
-  for (let c = 0; c < 3; c++) {
-    for (let p = 0; p < h * w; p++) channel[p] = image[p * channels + (channels === 1 ? 0 : c)];
-    const rows = resizeRows(channel, h, w, size, numbers.smooth);
-    for (let i = 0, p = 0; i < size; i++)
-      for (let x = 0, t = 0; x < size; x++, t += 4, p++) {
-        const r = i * w, v = rows[r + index[t]] * weight[t] + rows[r + index[t + 1]] * weight[t + 1] +
-          rows[r + index[t + 2]] * weight[t + 2] + rows[r + index[t + 3]] * weight[t + 3];
-        picture[p * 3 + c] = Math.round(Math.min(Math.max(v, 0), 255));
-      }
+  const { height: h, width: w, channels: C, smooth } = numbers, planes = [], channel = new Float32Array(h * w);
+  for (let c = 0; c < C; c++) {
+    for (let p = 0; p < h * w; p++) channel[p] = image[p * C + c];
+    const values = resize(channel, h, w, size, smooth), plane = new Uint8Array(size * size);
+    for (let p = 0; p < size * size; p++) plane[p] = byte(values[p]);
+    planes.push(plane);
   }
-  return (bases[size] = picture);
+  const [r, g = r, b = r] = planes, words = new Uint32Array(size * size); // little-endian RGBA
+  for (let p = 0; p < size * size; p++) words[p] = 0xff000000 | (b[p] << 16) | (g[p] << 8) | r[p];
+  return (bases[size] = { planes, words });
 }
 
+const blendsMade = new Map(); // "colormap/alpha" -> the tables, made once a page
+
 function blendTables(state) {
-  // Per channel, (256 levels, 256 inputs) -> the blended byte: Math.trunc(below + alpha * (colour - below)), PIL's.
-  if (state.blend) return state.blend;
-  const { colormap, numbers } = state, alpha = numbers.alpha;
-  state.blend = [0, 1, 2].map((c) => {
-    const table = new Uint8Array(256 * 256);
-    for (let level = 0; level < 256; level++)
-      for (let below = 0; below < 256; below++)
-        table[(level << 8) | below] = Math.trunc(below + alpha * (colormap[level * 3 + c] - below));
-    return table;
-  });
-  return state.blend;
+  // (256 levels, 256 inputs) -> the blended byte per channel, Math.trunc(below + alpha * (colour - below)) as PIL's
+  // Image.blend, and for a grey input the whole RGBA word.
+  const { colormap, numbers } = state, alpha = numbers.alpha, id = `${numbers.colormap}/${alpha}`;
+  if (!blendsMade.has(id)) {
+    const channels = [0, 1, 2].map((c) => {
+      const table = new Uint8Array(256 * 256);
+      for (let at = 0; at < 256; at++)
+        for (let below = 0; below < 256; below++)
+          table[(at << 8) | below] = Math.trunc(below + alpha * (colormap[at * 3 + c] - below));
+      return table;
+    });
+    const [r, g, b] = channels, grey = new Uint32Array(256 * 256);
+    for (let k = 0; k < grey.length; k++) grey[k] = 0xff000000 | (b[k] << 16) | (g[k] << 8) | r[k];
+    blendsMade.set(id, { channels, grey });
+  }
+  return blendsMade.get(id);
 }
 
 const scratch = new Map(); // size -> an ImageData to fill and put (putImageData copies it)
@@ -92,36 +113,44 @@ export function overlay(context, state, map, grid, size, x, y) {
   // map null: the input alone.
   const under = base(state, size);
   if (!scratch.has(size)) scratch.set(size, context.createImageData(size, size));
-  const picture = scratch.get(size), out = new Uint32Array(picture.data.buffer); // RGBA bytes, little-endian words
-  if (!map) {
-    for (let p = 0; p < size * size; p++)
-      out[p] = 0xff000000 | (under[p * 3 + 2] << 16) | (under[p * 3 + 1] << 8) | under[p * 3];
-    return context.putImageData(picture, x, y);
-  }
-  const rows = resizeRows(map, grid, grid, size, true), { index, weight } = taps(grid, size, true); // (size, grid)
-  const [red, green, blue] = blendTables(state);
-  for (let i = 0, p = 0; i < size; i++) {
-    const r = i * grid;
-    for (let x = 0, t = 0; x < size; x++, t += 4, p++) {
-      const heat = rows[r + index[t]] * weight[t] + rows[r + index[t + 1]] * weight[t + 1] +
-        rows[r + index[t + 2]] * weight[t + 2] + rows[r + index[t + 3]] * weight[t + 3];
-      const level = (heat <= 0 ? 0 : heat >= 255 ? 255 : heat | 0) << 8, q = p * 3;
-      out[p] = 0xff000000 | (blue[level | under[q + 2]] << 16) | (green[level | under[q + 1]] << 8) | red[level | under[q]];
+  const picture = scratch.get(size), out = new Uint32Array(picture.data.buffer);
+  if (!map) out.set(under.words);
+  else {
+    const heat = resize(map, grid, grid, size, true), tables = blendTables(state), pixels = size * size;
+    if (under.planes.length === 1) {
+      const [grey] = under.planes, blended = tables.grey;
+      for (let p = 0; p < pixels; p++) out[p] = blended[(level(heat[p]) << 8) | grey[p]];
+    } else {
+      const [r, g, b] = under.planes, [red, green, blue] = tables.channels;
+      for (let p = 0; p < pixels; p++) {
+        const at = level(heat[p]) << 8;
+        out[p] = 0xff000000 | (blue[at | b[p]] << 16) | (green[at | g[p]] << 8) | red[at | r[p]];
+      }
     }
   }
   context.putImageData(picture, x, y);
 }
 
+const tilesDrawn = new WeakMap(); // maps -> the canvas whose tiles show them, for another grid of them to copy
+
 export function drawTiles(canvas, context, state, maps) {
-  // A tile per layer and head (and each layer's mean), at the origins render.attention_grid_layout gave.
-  const g = state.numbers.grid, thumb = Number(canvas.dataset.thumb);
+  // A tile per layer and head (and each layer's mean), at the origins render.attention_grid_layout gave. Maps that
+  // another grid of the same layout shows as they are (the training view's trained model is the [CLS] grid's) are
+  // copied from it. A canvas says which maps it shows (``showing``, which View.clear and greyOff reset).
+  const g = state.numbers.grid, thumb = Number(canvas.dataset.thumb), drawn = tilesDrawn.get(maps);
+  canvas.showing = maps;
+  if (drawn && drawn !== canvas && drawn.showing === maps && drawn.width === canvas.width &&
+      drawn.height === canvas.height && drawn.dataset.thumb === canvas.dataset.thumb)
+    return context.drawImage(drawn, 0, 0);
   (canvas.origins ??= JSON.parse(canvas.dataset.origins)).forEach(([x, y], tile) =>
     overlay(context, state, maps.subarray(tile * g * g, (tile + 1) * g * g), g, thumb, x, y));
+  tilesDrawn.set(maps, canvas);
 }
 
 export function greyOff(canvas, context, heads, off) {
   // Over a grid of tiles (drawTiles), the heads switched off (layer * heads + head) greyed and marked "off".
   const thumb = Number(canvas.dataset.thumb), origins = (canvas.origins ??= JSON.parse(canvas.dataset.origins));
+  canvas.showing = null; // no longer the maps alone
   context.font = "bold 20px sans-serif";
   context.textAlign = "center";
   context.textBaseline = "middle";

@@ -26,6 +26,7 @@ export class View {
     // canvas.dataset.drawn says what it shows, for tests ("" nothing).
     const { state } = this.live, canvas = this.canvas, context = canvas.getContext("2d");
     context.clearRect(0, 0, canvas.width, canvas.height);
+    canvas.showing = null; // what picture.drawTiles drew on it, gone
     canvas.dataset.drawn = state && drawn ? drawn : "";
     const box = this.element.querySelector(".vd-caption");
     if (box) box.innerHTML = state ? caption ?? "" : "";
