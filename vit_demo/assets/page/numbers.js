@@ -55,11 +55,11 @@ export function quantise(maps, size) {
 export function rollout(attention, layers, heads, tokens) {
   // Attention rollout (Abnar and Zuidema, 2020; explain.attention_rollout): each layer's head-averaged attention mixed
   // half-and-half with the identity, rows renormalised, the layers multiplied in order; [CLS]'s row over the patches,
-  // summing to 1. (L, H, T, T) -> Float64Array (g * g).
+  // summing to 1. (L, H, T, T) -> Float64Array (g * g). Only [CLS]'s row of the product is needed: it is carried from
+  // the last layer down (row 0 of M_L, times M_(L-1), ..., times M_1), T * T a layer where the whole product costs T^3.
   const T = tokens;
-  let joint = new Float64Array(T * T);
-  for (let i = 0; i < T; i++) joint[i * T + i] = 1;
-  for (let l = 0; l < layers; l++) {
+  let row = null;
+  for (let l = layers - 1; l >= 0; l--) {
     const mixed = new Float64Array(T * T);
     for (let h = 0; h < heads; h++) {
       const at = (l * heads + h) * T * T;
@@ -73,15 +73,17 @@ export function rollout(attention, layers, heads, tokens) {
       }
       for (let j = 0; j < T; j++) mixed[i * T + j] /= sum;
     }
-    const next = new Float64Array(T * T); // mixed @ joint
-    for (let i = 0; i < T; i++)
+    if (!row) row = mixed.slice(0, T); // row 0 of the last layer's
+    else {
+      const next = new Float64Array(T); // row @ mixed
       for (let k = 0; k < T; k++) {
-        const m = mixed[i * T + k];
-        if (m !== 0) for (let j = 0; j < T; j++) next[i * T + j] += m * joint[k * T + j];
+        const r = row[k];
+        for (let j = 0; j < T; j++) next[j] += r * mixed[k * T + j];
       }
-    joint = next;
+      row = next;
+    }
   }
-  const map = joint.slice(1, T);
+  const map = row.slice(1, T);
   const total = map.reduce((a, b) => a + b, 0);
   return map.map((v) => v / total);
 }
