@@ -366,6 +366,27 @@ def wait_for_label(page, expected: str, timeout: float = 20, panel: str = "digit
     return time.perf_counter() - started
 
 
+CURVE_COLOURS = {"attention": (31, 119, 180), "rollout": (255, 127, 14), "relevance": (44, 160, 44),
+                 "random": (127, 127, 127)}  # assets/page/views/faithfulness.js: figures.py's colours
+
+
+def assert_curves_drawn(page, elem_id: str) -> None:
+    """The faithfulness view ``elem_id`` shows its chart: every kind's curve in its colour in both panels (deletion
+    above, insertion below), a key row per kind with its two areas, and the verdict in words."""
+    import base64
+    import io
+
+    url = page.evaluate(f"() => document.querySelector('#{elem_id} canvas').toDataURL('image/png')")
+    pixels = np.asarray(Image.open(io.BytesIO(base64.b64decode(url.split(",", 1)[1]))).convert("RGB"), dtype=int)
+    half = pixels.shape[0] // 2
+    for kind, colour in CURVE_COLOURS.items():
+        near = np.abs(pixels - colour).sum(axis=2) < 40
+        assert near[:half].sum() > 30 and near[half:].sum() > 30, kind
+    rows = page.locator(f"#{elem_id} .vd-faithfulness-key li[data-kind]")
+    assert rows.count() == 4 and "mean of 8" in rows.nth(3).inner_text()
+    assert page.locator(f"#{elem_id} .vd-faithfulness-verdict").inner_text().strip()
+
+
 def node_major() -> int:
     """The major version of the Node.js on the PATH (0: none). The page's modules run under 20 or later, and so does
     Gradio's server-side rendering."""

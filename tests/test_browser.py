@@ -6,8 +6,8 @@ import time
 from pathlib import Path
 
 import pytest
-from conftest import (CHROMIUM, PHOTOS, REPO, app_page, draw, label_text, pixel_bomb_png, read_live_map,
-                      read_live_payload, serving, views_label, wait_for_label)
+from conftest import (CHROMIUM, PHOTOS, REPO, app_page, assert_curves_drawn, draw, label_text, pixel_bomb_png,
+                      read_live_map, read_live_payload, serving, views_label, wait_for_label)
 
 from vit_demo.preprocess import MAX_FILE_BYTES
 
@@ -370,14 +370,19 @@ def test_why_this_class_why_not_another_and_how_far_to_trust_the_maps(page):
         page.get_by_role("option", name=choice, exact=True).click()
         wait_for_live(page, "digit-relevance", shows)
     assert page.requests_made[before:] == []
-    page.locator("#digit-score").click()
-    wait_for_text(page, "digit-faithfulness-note", "random rankings of this image")  # the verdict, with its noise
-    wait_for_picture(page, "digit-faithfulness")
-    assert page.locator("#digit-faithfulness img").evaluate("img => img.naturalWidth") > 500
+    # How far to trust each map: scored in the page (some 200 forward passes of its own model), no request.
+    before = len(page.requests_made)
+    page.locator("#digit-faithfulness button.vd-score").click()
+    wait_for_live(page, "digit-faithfulness", "curves", timeout=60000)
+    wait_for_text(page, "digit-faithfulness", "random rankings of this image")  # the verdict, with its noise
+    assert "in this page" in page.locator("#digit-faithfulness .vd-caption").inner_text()
+    assert page.requests_made[before:] == []
+    assert_curves_drawn(page, "digit-faithfulness")
     # A new stroke explains the picked class for the new drawing, and the old chart goes.
     draw(page, [(0.3, 0.9), (0.7, 0.9)])
-    wait_for_text(page, "digit-faithfulness-note", "Press")
-    assert not page.locator("#digit-faithfulness").is_visible()
+    wait_for_text(page, "digit-faithfulness", "Press")
+    assert not page.locator("#digit-faithfulness canvas").is_visible()
+    assert page.locator("#digit-faithfulness .vd-faithfulness-verdict").inner_text() == ""
     wait_for_live(page, "digit-relevance", "relevance 8")
     assert "Why not 8?" in page.locator("#digit-relevance").inner_text()
     assert page.outside_requests == [] and page.console_errors == []

@@ -171,10 +171,17 @@ def test_cli_calibrate_fits_and_records_a_copy_of_the_weights(tmp_path):
 # ---- Which map to trust --------------------------------------------------------------------------------------
 
 
-def flat_curves(deletion: dict[str, float], insertion: dict[str, float], noise: float) -> dict[str, Curves]:
-    """Curves whose AUCs are the given numbers (a flat curve's area is its height), random with ``noise``."""
-    found = {kind: Curves(np.full((1, STEPS + 1), deletion[kind]), np.full((1, STEPS + 1), insertion[kind]))
-             for kind in deletion}
+def level(height: float, swing: float = 0.04) -> np.ndarray:
+    """A curve whose area is ``height``: level at it but for a rise and an equal fall (so it moves: not flat)."""
+    curve = np.full((1, STEPS + 1), height)
+    curve[0, 1:3] += [swing, -swing]
+    return curve
+
+
+def flat_curves(deletion: dict[str, float], insertion: dict[str, float], noise: float,
+                swing: float = 0.04) -> dict[str, Curves]:
+    """Curves whose AUCs are the given numbers (``level``), random with ``noise``."""
+    found = {kind: Curves(level(deletion[kind], swing), level(insertion[kind], swing)) for kind in deletion}
     random = found["random"]
     found["random"] = Curves(random.deletion, random.insertion, np.array([noise]), np.array([noise]))
     return found
@@ -185,24 +192,45 @@ def test_a_map_wins_only_where_it_leads_on_both_curves_by_more_than_the_noise():
     won = faithfulness.verdict(flat_curves({"attention": 0.3, "rollout": 0.2, "relevance": 0.1, "random": 0.6},
                                            {"attention": 0.7, "rollout": 0.8, "relevance": 0.9, "random": 0.6}, 0.03))
     assert won.winner == "relevance"
-    assert "**relevance** is the map to trust" in explanation_view.verdict_text(won)
+    assert "**relevance** is the map to trust" in explanation_view.verdict_text(won, "7")
     # Last issue's drawn 3: rollout best on deletion by 0.005, relevance clearly best on insertion: no winner.
     three = faithfulness.verdict(flat_curves({"attention": 0.3, "rollout": 0.150, "relevance": 0.155, "random": 0.6},
                                              {"attention": 0.7, "rollout": 0.77, "relevance": 0.86, "random": 0.6},
                                              0.03))
     assert three.winner is None and three.deletion_leader is None and three.insertion_leader == "relevance"
-    text = explanation_view.verdict_text(three)
+    text = explanation_view.verdict_text(three, "3")
     assert text.startswith("No map wins") and "**relevance** leads on insertion" in text and "deletion the maps tie" in text
     # A misread photo at the floor: 0.01 apart, within the noise: a tie.
     tie = faithfulness.verdict(flat_curves({"attention": 0.05, "rollout": 0.04, "relevance": 0.05, "random": 0.06},
                                            {"attention": 0.10, "rollout": 0.11, "relevance": 0.10, "random": 0.09},
                                            0.02))
-    assert tie.winner is None and explanation_view.verdict_text(tie).startswith("The maps tie")
+    assert tie.winner is None and explanation_view.verdict_text(tie, "7").startswith("The maps tie")
     # Each leads on its own curve.
     split = faithfulness.verdict(flat_curves({"attention": 0.3, "rollout": 0.1, "relevance": 0.2, "random": 0.6},
                                              {"attention": 0.7, "rollout": 0.8, "relevance": 0.9, "random": 0.6}, 0.03))
     assert (split.deletion_leader, split.insertion_leader, split.winner) == ("rollout", "relevance", None)
-    assert "**rollout** leads on deletion" in explanation_view.verdict_text(split)
+    assert "**rollout** leads on deletion" in explanation_view.verdict_text(split, "7")
+
+
+def test_flat_curves_say_the_maps_cant_be_told_apart():
+    """Issue 30: a drawn 1 whose blank image still reads 1. Every curve stays between 99.7% and 99.8%, the maps' areas
+    a hair apart, the random rankings' spread smaller still: the rules named a leader by that hair (rollout on
+    deletion); the verdict must say that the maps can't be told apart, and why."""
+    one = flat_curves({"attention": 0.9972, "rollout": 0.9970, "relevance": 0.9971, "random": 0.9975},
+                      {"attention": 0.9976, "rollout": 0.9976, "relevance": 0.9976, "random": 0.9976}, 0.00001,
+                      swing=0.0004)
+    found = faithfulness.verdict(one)
+    assert found.deletion_flat and found.insertion_flat
+    assert found.deletion_leader is found.insertion_leader is found.winner is None
+    text = explanation_view.verdict_text(found, "1")
+    assert text.startswith("The maps can't be told apart on this image") and "leads" not in text
+    assert "the blank image still reads **1** at 99.8%" in text and "between 99.7% and 99.8%" in text
+    # The same hair on curves that move (the prediction falls): then it is a lead, as before.
+    moving = faithfulness.verdict(flat_curves({"attention": 0.30, "rollout": 0.10, "relevance": 0.11, "random": 0.5},
+                                              {"attention": 0.7, "rollout": 0.7, "relevance": 0.7, "random": 0.6},
+                                              0.001))
+    assert not moving.deletion_flat and moving.deletion_leader == "rollout"
+    assert "**rollout** leads on deletion" in explanation_view.verdict_text(moving, "1")
 
 
 def test_the_noise_is_the_spread_of_the_images_random_rankings():

@@ -21,7 +21,8 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from conftest import draw, files_in, free_port, git_binaries, label_text, lfs_filters, wait_for_label
+from conftest import (assert_curves_drawn, draw, files_in, free_port, git_binaries, label_text, lfs_filters,
+                      wait_for_label)
 from vit_demo import static_space
 from vit_demo.space import front_matter, needs_lfs
 from vit_demo.ui.models import classifier
@@ -153,6 +154,11 @@ def test_draws_offline_in_the_page(static_folder, browser):
         page.wait_for_function("document.querySelector('#digit-training canvas').dataset.drawn === 'snapshot 2'")
         page.locator("#digit-relevance").scroll_into_view_if_needed()  # why this class, offline
         page.wait_for_function("document.querySelector('#digit-relevance canvas').dataset.drawn === 'relevance 1'")
+        page.click("#digit-faithfulness button.vd-score")  # how far to trust each map, offline: forward passes
+        page.wait_for_function("document.querySelector('#digit-faithfulness canvas').dataset.drawn === 'curves'",
+                               timeout=60_000)
+        assert "in this page" in page.inner_text("#digit-faithfulness .vd-caption")
+        assert_curves_drawn(page, "digit-faithfulness")
         assert page.outside_requests == []
         assert page.console_errors == []
 

@@ -195,12 +195,20 @@ def test_why_this_class_and_why_not_another():
 
 def test_scoring_the_maps_of_the_image_in_hand():
     analysis = drawn(SEVEN)
-    chart, note = explanation_view.on_score(analysis)
-    # The note is the verdict on this image's own curves, against the spread of its random rankings.
-    verdict = faithfulness.verdict(explanation_view.map_curves(analysis))
-    assert chart["visible"] and chart["value"].width > 500 and note == explanation_view.verdict_text(verdict)
-    assert f"±{verdict.deletion_noise:.2f}" in note and f"±{verdict.insertion_noise:.2f}" in note
-    assert explanation_view.on_score(None)[0]["value"] is None
+    image = digit_tab.on_drawing(canvas_value(SEVEN))["image"]
+    reply = explanation_view.ask_faithfulness("mnist")({"image": image})
+    # The verdict on this image's own curves, against the spread of its random rankings, with the curves drawn.
+    curves = explanation_view.map_curves(analysis)
+    verdict = faithfulness.verdict(curves)
+    assert reply["key"] == live_view.image_key(analysis.input) and reply["label"] == "7"
+    assert reply["text"] == live_view.caption_html(explanation_view.verdict_text(verdict, "7"))
+    assert f"±{verdict.deletion_noise:.2f}" in reply["text"] and f"±{verdict.insertion_noise:.2f}" in reply["text"]
+    for kind, found in curves.items():
+        np.testing.assert_allclose(reply["curves"][kind]["deletion"], found.deletion[0], rtol=1e-6)
+        assert reply["curves"][kind]["insertion_auc"] == pytest.approx(float(found.insertion_auc[0]), rel=1e-6)
+    assert reply["noise"] == {"deletion": verdict.deletion_noise, "insertion": verdict.insertion_noise}
+    assert reply["where"] == "on the server" and reply["ms"] > 0
+    assert "error" in explanation_view.ask_faithfulness("mnist")({"image": "@@"})
 
 
 def test_the_training_slider_shows_the_model_as_it_was(snapshot_weights, monkeypatch):

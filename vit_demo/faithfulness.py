@@ -9,7 +9,10 @@ image and adds the patches in the same order: higher is better. A random ranking
 
 Which map to trust for one image (``verdict``): a map wins only where it leads the others on both curves by
 more than the noise, measured as the spread (standard deviation) of the AUC over several random rankings of
-the same image: a smaller gap could come from the luck of one ranking.
+the same image: a smaller gap could come from the luck of one ranking. Where a curve can't move at all (a
+blank image still reads the class as surely as the image itself: deletion has nowhere to fall, insertion
+nowhere to rise), every ranking draws the same flat line and no map leads on it, whatever the noise says: its
+AUCs differ by float noise, not by what the maps found.
 """
 
 from __future__ import annotations
@@ -27,6 +30,7 @@ from vit_demo.calibration import probabilities
 MAP_KINDS = ("attention", "rollout", "relevance", "random")
 STEPS = 10  # patches removed or added 10% at a time
 RANDOM_RANKINGS = 8  # random rankings per image in the app: their mean is the floor drawn, their spread the noise
+FLAT = 0.05  # curves that all stay within this band of probability are flat: no ranking moved the prediction
 
 
 @dataclasses.dataclass(frozen=True)
@@ -137,7 +141,8 @@ def faithfulness(model: nn.Module, images: torch.Tensor, dataset: str, seed: int
 
 @dataclasses.dataclass(frozen=True)
 class Verdict:
-    """Which map to trust for one image: the map that leads on each curve by more than the noise (None: a tie)."""
+    """Which map to trust for one image: the map that leads on each curve by more than the noise (None: a tie, or
+    a flat curve)."""
 
     deletion_leader: str | None
     insertion_leader: str | None
@@ -145,11 +150,24 @@ class Verdict:
     insertion_auc: dict[str, float]
     deletion_noise: float
     insertion_noise: float
+    # The lowest and highest probability on every curve of a kind (random included): within FLAT, the curve is flat.
+    deletion_band: tuple[float, float] = (0.0, 1.0)
+    insertion_band: tuple[float, float] = (0.0, 1.0)
+    whole: float = 1.0  # the predicted class's probability for the image itself
+    blank: float = 0.0  # ... and for the blank image (every patch removed)
 
     @property
     def winner(self) -> str | None:
         """The map that leads on both curves, or None."""
         return self.deletion_leader if self.deletion_leader == self.insertion_leader else None
+
+    @property
+    def deletion_flat(self) -> bool:
+        return self.deletion_band[1] - self.deletion_band[0] < FLAT
+
+    @property
+    def insertion_flat(self) -> bool:
+        return self.insertion_band[1] - self.insertion_band[0] < FLAT
 
 
 def leader(scores: dict[str, float], noise: float, lower_is_better: bool) -> str | None:
@@ -159,16 +177,25 @@ def leader(scores: dict[str, float], noise: float, lower_is_better: bool) -> str
     return best if abs(scores[best] - scores[second]) > noise else None
 
 
+def band(curves_of: dict[str, Curves], field: str, image_index: int = 0) -> tuple[float, float]:
+    """The lowest and highest point of every kind's ``field`` curve ("deletion" or "insertion") for one image."""
+    points = np.concatenate([getattr(c, field)[image_index] for c in curves_of.values()])
+    return float(points.min()), float(points.max())
+
+
 def verdict(curves_of: dict[str, Curves], image_index: int = 0) -> Verdict:
     """Which map leads on each curve for one image, against the noise of its random rankings (the random curves
-    must carry their spread: ``faithfulness(..., random_rankings >= 2)``)."""
+    must carry their spread: ``faithfulness(..., random_rankings >= 2)``); none on a curve that is flat."""
     random = curves_of["random"]
     if random.deletion_noise is None or random.insertion_noise is None:
         raise ValueError("a verdict needs the spread of several random rankings (random_rankings >= 2)")
     deletion = {kind: float(c.deletion_auc[image_index]) for kind, c in curves_of.items()}
     insertion = {kind: float(c.insertion_auc[image_index]) for kind, c in curves_of.items()}
     noise = float(random.deletion_noise[image_index]), float(random.insertion_noise[image_index])
+    bands = band(curves_of, "deletion", image_index), band(curves_of, "insertion", image_index)
+    flat = [high - low < FLAT for low, high in bands]
     maps = [kind for kind in curves_of if kind != "random"]
-    return Verdict(leader({k: deletion[k] for k in maps}, noise[0], lower_is_better=True),
-                   leader({k: insertion[k] for k in maps}, noise[1], lower_is_better=False),
-                   deletion, insertion, *noise)
+    return Verdict(None if flat[0] else leader({k: deletion[k] for k in maps}, noise[0], lower_is_better=True),
+                   None if flat[1] else leader({k: insertion[k] for k in maps}, noise[1], lower_is_better=False),
+                   deletion, insertion, *noise, *bands, whole=float(random.deletion[image_index, 0]),
+                   blank=float(random.deletion[image_index, -1]))

@@ -7,8 +7,7 @@ drawings and photos as vit_demo/preprocess.py does (assets/page/preprocess.js). 
 templates and scripts as the Gradio components (assets/page/live.js, assets/canvas.js), mounted by
 assets/page/static.js as Gradio mounts a ``gr.HTML``, and asking the page's model (assets/page/source.js) where the
 app's views ask its server. The canvas is ``canvas.vd-draw``, the top class ``#digit-label .vd-top-class``, as in the
-app. What needs the Python server (the faithfulness chart, export for slides) is named on the page, with where to
-find it.
+app. What needs the Python server (export for slides) is named on the page, with where to find it.
 
 The folder holds index.html, the page's JS and CSS, the graphs of both models (and the digit model's training
 snapshots), README.md with the Space's front matter, and a .gitattributes that puts every binary through LFS/Xet.
@@ -59,8 +58,8 @@ TABS = (Tab("digit", digit_tab.LABEL, digit_tab.MODEL, digit_tab.DRAW_PROMPT, di
             photo_tab.FIRST_EXAMPLE, "photos"))
 STYLES = ("app.css", "canvas.css", "heads_view.css", "page/static.css")  # assets/
 VENDOR = "vendor/onnxruntime-web"  # assets/: the page's runtime, with its licence note and checksums
-SERVER_ONLY = ("How far to trust each map (faithfulness scores) and export for slides run in the Python app: start it "
-               "with the README's first command, or open the Gradio Space.")
+SERVER_ONLY = ("Export for slides (a view as a PNG 1600 px wide, or a GIF through the layers) runs in the Python "
+               "app: start it with the README's first command, or open the Gradio Space.")
 
 
 class StaticError(ValueError):
@@ -167,6 +166,8 @@ def tab_html(tab: Tab, views: list[dict]) -> str:
         + add(attention_view.rollout_view(prefix), "rollout")
         + "</div><div>" + section(explanation_view.relevance_title(None, None)) + class_picker(prefix, model)
         + add(explanation_view.relevance_view(prefix), "relevance")
+        + "</div><div>" + section(explanation_view.FAITHFULNESS_TITLE)
+        + add(explanation_view.faithfulness_view(prefix), "faithfulness")
         + '</div></div><div class="vd-row"><div>' + section(attention_view.query_title(None))
         + add(attention_view.query_view(prefix, config), "query")
         + f"</div><div>{training}</div></div><h3>More in the Python app</h3>"

@@ -41,7 +41,7 @@ function usePageModel() {
       await page.ready();
       answerer = page;
       const live = ((window.vdLive ??= {})[PANEL] ??= {});
-      for (const kind of ["query", "snapshot", "knockout", "lens", "relevance", "patching"])
+      for (const kind of ["query", "snapshot", "knockout", "lens", "relevance", "patching", "faithfulness"])
         (live.ask ??= {})[kind] = page[kind];
       live.inPage = true; // the views say they work it out here, not that they ask the server
       canvas.dataset.model = "page"; // for tests and scripts: drawings are read in the page

@@ -14,10 +14,11 @@ from collections.abc import Callable
 from pathlib import Path
 
 from vit_demo import live_view, render
+from vit_demo.faithfulness import FLAT, RANDOM_RANKINGS, STEPS
 from vit_demo.onnx_export import MODEL_FILE, PATCHING_FILES, RELEVANCE_FILE, expected_metadata, stale_graphs
 from vit_demo.ui import attention_view, training_view
 from vit_demo.ui.components import LARGE, served
-from vit_demo.ui.explanation_view import RELEVANCE_WHY, RELEVANCE_WHY_NOT
+from vit_demo.ui.explanation_view import RELEVANCE_WHY, RELEVANCE_WHY_NOT, VERDICT_TEXTS
 from vit_demo.ui.heads_view import KNOCKOUT_TEXT
 from vit_demo.ui.models import classifier, model_config, training_run, weights_folder
 from vit_demo.ui.panel import INFO_TEXT, READING_TEXT, UNREADABLE_TEXT, unfamiliar_text
@@ -75,7 +76,9 @@ def description(model: str, prompt: str, blank: str, address: Callable[[Path], s
             "unreadable": UNREADABLE_TEXT, "query": attention_view.query_title("{patch}"),
             "info": INFO_TEXT.format(label="{label}", percent="{percent}", ms="{ms}", where="in this page"),
             "reading": READING_TEXT, "knockout": KNOCKOUT_TEXT, "why": RELEVANCE_WHY, "why_not": RELEVANCE_WHY_NOT,
+            **{f"verdict_{name}": text for name, text in VERDICT_TEXTS.items()},
         }.items()},
+        "faithfulness": {"steps": STEPS, "rankings": RANDOM_RANKINGS, "flat": FLAT},  # faithfulness.py's protocol
     }
 
 

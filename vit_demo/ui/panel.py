@@ -1,7 +1,7 @@
 """One tab's views of an image: the input beside the prediction, then every view below. A new image is answered
 once, with its prediction and the numbers the page draws every view from (``vit_demo/live_view.py``): a drawing by
 the canvas' server function, an upload by one event. The page keeps them as the large view's value, and sends them
-back with what the server still draws (the faithfulness chart, export), which works from the image's pixels."""
+back with what the server still draws (export), which works from the image's pixels."""
 
 from __future__ import annotations
 
@@ -138,7 +138,7 @@ class Panel:
 
     def wire(self) -> None:
         self.attention.wire(self.prefix)
-        self.explanation.wire(self.model, self.numbers, self.prefix)
+        self.explanation.wire(self.prefix)
         self.export.wire(self.model, self.prefix, self.numbers, self.attention.layer, self.attention.head,
                          self.explanation.explain_class, self.position)
 
@@ -168,7 +168,7 @@ def build_panel(prefix: str, model: str, prompt: str, build_input: Callable[[], 
             with gr.Column(scale=1, min_width=300):
                 explain_class = explanation_view.build_relevance(prefix, model)
             with gr.Column(scale=1, min_width=300):
-                score, faithfulness, faithfulness_note = explanation_view.build_faithfulness(prefix)
+                explanation_view.build_faithfulness(prefix, model)
         with gr.Row(equal_height=False):
             with gr.Column(scale=1, min_width=300):
                 attention_view.build_query(prefix, model, config)
@@ -185,7 +185,7 @@ def build_panel(prefix: str, model: str, prompt: str, build_input: Callable[[], 
     panel = Panel(
         prefix, model,
         AttentionView(layer, head, selected, *api_views, api_query_note),
-        ExplanationView(explain_class, score, faithfulness, faithfulness_note, api_relevance, api_relevance_note),
+        ExplanationView(explain_class, api_relevance, api_relevance_note),
         position,
         export,
         api_label, api_info,

@@ -5,6 +5,7 @@
 // the prediction (``prediction``: the one view redrawn while the pen is down).
 import board from "./views/board.js";
 import cls from "./views/cls.js";
+import faithfulness from "./views/faithfulness.js";
 import input from "./views/input.js";
 import lens from "./views/lens.js";
 import patches from "./views/patches.js";
@@ -18,8 +19,8 @@ import training from "./views/training.js";
 import { redrawAll, tabStore } from "./store.js";
 import { View } from "./view.js";
 
-export const VIEWS = { board, cls, input, lens, patches, patching, prediction, query, relevance, rollout, selected,
-                       training };
+export const VIEWS = { board, cls, faithfulness, input, lens, patches, patching, prediction, query, relevance, rollout,
+                       selected, training };
 const ON_SCREEN_MARGIN = "100px"; // a view this close to the screen counts as on it: its numbers are asked for early
 
 export function mount({ element, props, server, watch }, prefix, name) {

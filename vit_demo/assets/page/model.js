@@ -106,3 +106,13 @@ export async function run(url, model, images, { off = [], mode = "mean" } = {}) 
     lens: slice(out.lens, b, L * T * K),
   }));
 }
+
+export async function logits(url, model, data, count) {
+  // ``count`` images already in the graph's layout, float32 (B, C, H, W) in [0, 1] (faithfulness.js: a photo's
+  // blanked patches hold its mean colour, which no 8-bit image has), through the graph at ``url`` with every head on:
+  // their calibrated logits, (B, K) flat. Only the logits are fetched.
+  const graph = await session(url), { height: H, width: W, channels: C } = model;
+  const image = new ort.Tensor("float32", data, [count, C, H, W]);
+  const out = await graph.run({ image, ...knockout(model, [], "mean") }, ["logits"]);
+  return out.logits.data;
+}

@@ -57,7 +57,7 @@ export async function usePhotoModel(element, prefix) {
   const { model } = JSON.parse(described), source = pageSource(model, document.baseURI);
   await source.ready();
   const live = ((window.vdLive ??= {})[prefix] ??= {});
-  for (const kind of ["query", "snapshot", "knockout", "lens", "relevance", "patching"])
+  for (const kind of ["query", "snapshot", "knockout", "lens", "relevance", "patching", "faithfulness"])
     (live.ask ??= {})[kind] = source[kind];
   live.inPage = true;
   let latest = null; // the address read last: an earlier photo's answer is not shown over a later one

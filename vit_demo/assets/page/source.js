@@ -8,6 +8,7 @@
 // rule, graphs (addresses relative to ``base``), and its captions with {fields}.
 import { InputError, NothingDrawn, preprocessDrawing, preprocessPhoto } from "./preprocess.js";
 import * as graph from "./model.js";
+import { scoreMaps, verdictText } from "./faithfulness.js";
 
 export { available } from "./model.js"; // whether this browser can run the page's model
 import { argmax, base64, fill, gridPayload, imageKey, mapPayload, payload, percent, reading, rollout, roundHalfEven,
@@ -221,6 +222,18 @@ export function pageSource(model, base) {
       const probs = softmax(run.logits), top = argmax(probs);
       const note = fill(snapshot.note, { label: model.classes[top], percent: percent(probs[top]) });
       return gridPayload(run.attention, model, 0, { position, note });
+    }),
+
+    faithfulness: answering(async (pixels) => {
+      // explanation_view.ask_faithfulness: each map's deletion and insertion curves, with every head on, and the
+      // verdict (faithfulness.js); its graphs loaded first, not timed.
+      const url = address(model.graph), relevance = address(model.relevance);
+      await Promise.all([url, relevance].map((file) => graph.session(file)));
+      const start = performance.now(), [run] = await graph.run(url, model, [pixels]);
+      const found = await scoreMaps({ model, pixels, run, logitsOf: (data, n) => graph.logits(url, model, data, n),
+        relevanceOf: async (target) => (await graph.relevance(relevance, model, pixels, target)).relevance });
+      return { ...found, text: verdictText(found, model.texts), ms: Number((performance.now() - start).toFixed(1)),
+               where: "in this page" };
     }),
   };
 }

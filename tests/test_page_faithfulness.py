@@ -1,0 +1,136 @@
+"""How far to trust each map, in the page (vit_demo/assets/page/faithfulness.js through source.js, the graphs run by
+the page's onnxruntime-web under Node) against the server (vit_demo/faithfulness.py and explanation_view's
+faithfulness_answer): the same curves for the three maps on real test images of each dataset, the same answer's
+format, and the same verdict in the same words for the same curves, whichever of its texts says it."""
+
+from __future__ import annotations
+
+import json
+import shutil
+import subprocess
+
+import numpy as np
+import pytest
+
+from conftest import HAS_SHARED_CIFAR, REPO, SHARED_DATA, mnist_test_digits, node_major
+from vit_demo import faithfulness, live_view
+from vit_demo.faithfulness import STEPS, Curves
+from vit_demo.ui import explanation_view, page_model
+from vit_demo.ui.models import classifier
+
+pytestmark = pytest.mark.skipif(node_major() < 20, reason="the page's modules run under Node 20 or later, which is not "
+                                                          "on the PATH")
+TOLERANCE = 1e-4  # the page's graphs against PyTorch: float32 noise, far below it
+MAPS = ("attention", "rollout", "relevance")
+
+
+def page_faithfulness(model: str, tmp_path, requests=(), verdicts=()) -> dict:
+    """The page's answers to ``requests`` and its verdicts in words for ``verdicts``: {answers, texts}."""
+    described = page_model.description(model, "", "", lambda path: path.resolve().as_uri())
+    source, answer = tmp_path / "in.json", tmp_path / "out.json"
+    source.write_text(json.dumps({"model": described, "requests": list(requests), "verdicts": list(verdicts)}))
+    subprocess.run([shutil.which("node"), str(REPO / "tests" / "page_faithfulness.mjs"), str(source), str(answer)],
+                   check=True, timeout=600, cwd=REPO)
+    return json.loads(answer.read_text())
+
+
+def real_images(model: str, mnist_root, n: int) -> list[np.ndarray]:
+    """``n`` real test images, in [0, 1] as the page keeps them."""
+    if model == "mnist":
+        digits, _ = mnist_test_digits(mnist_root, n)
+        return list(digits.astype(np.float32) / 255)
+    if not HAS_SHARED_CIFAR:
+        pytest.skip("the real CIFAR-10 test set is not in ../shared/data")
+    from PIL import Image
+
+    folders = sorted((SHARED_DATA / "cifar10" / "test").iterdir())
+    return [np.asarray(Image.open(min(folder.glob("*.png"))).convert("RGB"), dtype=np.float32) / 255
+            for folder in folders[:: len(folders) // n][:n]]  # the first photo of every other class
+
+
+@pytest.mark.parametrize("model, n", [("mnist", 4), ("cifar10", 3)])
+def test_the_pages_curves_are_the_servers(model, n, mnist_root, tmp_path):
+    images = real_images(model, mnist_root, n)
+    found = page_faithfulness(model, tmp_path, [{"image": live_view.image_text(image)} for image in images])
+    ask = explanation_view.ask_faithfulness(model)
+    for image, page in zip(images, found["answers"]):
+        server = ask({"image": live_view.image_text(image)})
+        assert set(page) == set(server), page.get("error")
+        assert page["where"] == "in this page" and server["where"] == "on the server"
+        for key in ("key", "label", "steps", "rankings", "flat"):
+            assert page[key] == server[key], key
+        assert set(page["curves"]) == set(server["curves"]) == set(faithfulness.MAP_KINDS)
+        for kind in MAPS:  # the maps' rankings are the server's: so are their curves
+            for field, value in server["curves"][kind].items():
+                np.testing.assert_allclose(page["curves"][kind][field], value, atol=TOLERANCE, rtol=0,
+                                           err_msg=f"{model} {kind} {field}")
+        # Random's curves come from the page's own rankings: the same shape, from the same whole and blank images.
+        for field in ("deletion", "insertion"):
+            mine, theirs = page["curves"]["random"][field], server["curves"]["random"][field]
+            assert len(mine) == len(theirs) == STEPS + 1
+            assert mine[0] == pytest.approx(theirs[0], abs=TOLERANCE) and mine[-1] == pytest.approx(theirs[-1],
+                                                                                                   abs=TOLERANCE)
+            assert page["noise"][field] >= 0
+        assert set(page["verdict"]) == set(server["verdict"])
+        assert page["text"] and page["ms"] > 0
+
+
+def curves_with(deletion: list[list[float]], insertion: list[list[float]], noise: tuple[float, float]) -> dict:
+    """{kind: Curves} with these curves for attention, rollout, relevance and random (in that order), random with
+    ``noise`` (deletion, insertion)."""
+    found = {kind: Curves(np.array([d], dtype=np.float32), np.array([i], dtype=np.float32))
+             for kind, d, i in zip(faithfulness.MAP_KINDS, deletion, insertion)}
+    random = found["random"]
+    found["random"] = Curves(random.deletion, random.insertion, np.array([noise[0]]), np.array([noise[1]]))
+    return found
+
+
+def line(start: float, end: float, dip: float = 0.0) -> list[float]:
+    """A curve from ``start`` to ``end`` over STEPS steps, lowered by ``dip`` in the middle."""
+    return [start + (end - start) * k / STEPS - dip * (0 < k < STEPS) for k in range(STEPS + 1)]
+
+
+CASES = {  # one for each of the verdict's texts (explanation_view.VERDICT_TEXTS)
+    "flat": ([line(0.998, 0.997, 0.0003), line(0.998, 0.997, 0.0005), line(0.998, 0.997, 0.0004), line(0.998, 0.997)],
+             [line(0.997, 0.998)] * 4, (0.00001, 0.00001)),  # a drawn 1: a blank image still reads 1
+    "winner": ([line(1, 0, 0.3), line(1, 0, 0.1), line(1, 0, 0.5), line(1, 0)],
+               [line(0, 1, -0.1), line(0, 1, -0.2), line(0, 1, -0.3), line(0, 1)], (0.03, 0.03)),
+    "split": ([line(1, 0, 0.3), line(1, 0, 0.5), line(1, 0, 0.1), line(1, 0)],
+              [line(0, 1, -0.1), line(0, 1, -0.2), line(0, 1, -0.3), line(0, 1)], (0.03, 0.03)),
+    "one": ([line(1, 0, 0.1), line(1, 0, 0.3), line(1, 0, 0.1), line(1, 0)],
+            [line(0, 1, -0.2), line(0, 1, -0.21), line(0, 1, -0.2), line(0, 1)], (0.03, 0.03)),
+    "tie": ([line(1, 0, 0.3), line(1, 0, 0.31), line(1, 0, 0.3), line(1, 0)],
+            [line(0, 1, -0.1), line(0, 1, -0.1), line(0, 1, -0.12), line(0, 1)], (0.05, 0.05)),
+    # The blank reads the class, but half an image reads another: insertion dips, deletion cannot fall.
+    "one_flat": ([line(0.99, 0.98)] * 4, [line(0.98, 0.99, 0.5), line(0.98, 0.99, 0.1), line(0.98, 0.99, 0.3),
+                                          line(0.98, 0.99, 0.6)], (0.01, 0.05)),
+    "tie_flat": ([line(0.99, 0.98, 0.4), line(0.99, 0.98, 0.41), line(0.99, 0.98, 0.4), line(0.99, 0.98, 0.5)],
+                 [line(0.98, 0.99)] * 4, (0.05, 0.01)),
+}
+
+
+def test_the_pages_verdict_is_the_servers_in_the_same_words(tmp_path):
+    given, expected = [], []
+    for name, case in CASES.items():
+        curves = curves_with(*case)
+        answer = explanation_view.faithfulness_answer(curves, "1")
+        assert explanation_view.verdict_parts(faithfulness.verdict(curves), "1")[0] == name  # each case is covered
+        given.append({key: answer[key] for key in ("label", "rankings", "curves", "noise")})
+        expected.append(answer)
+    for name, server, page in zip(CASES, expected, page_faithfulness("mnist", tmp_path, verdicts=given)["texts"]):
+        for key, value in server["verdict"].items():
+            if key == "band":
+                for field, (low, high) in value.items():
+                    assert page["verdict"][key][field] == pytest.approx([low, high], abs=1e-6), (name, field)
+            elif key in ("whole", "blank"):
+                assert page["verdict"][key] == pytest.approx(value, abs=1e-6), (name, key)
+            else:
+                assert page["verdict"][key] == value, (name, key)
+        assert page["text"] == server["text"], name
+
+
+def test_the_page_refuses_what_the_server_refuses(tmp_path):
+    requests = [{"image": "@@"}, {"image": live_view.image_text(np.zeros((20, 20), np.float32))}]
+    ask = explanation_view.ask_faithfulness("mnist")
+    for request, page in zip(requests, page_faithfulness("mnist", tmp_path, requests)["answers"]):
+        assert page == ask(request) and "error" in page
