@@ -777,8 +777,8 @@ def test_the_page_reads_drawings_with_its_own_model(page):
 
 
 def test_without_webassembly_the_server_reads_the_drawings(browser, app_url):
-    """A browser that can't run the page's model: the canvas' server function reads every stroke, and the upload's
-    event every photo, as before."""
+    """A browser that can't run the page's model: the canvas' server function reads every stroke, the faithfulness
+    view's scores the maps, and the upload's event reads every photo, as before."""
     with app_page(browser, app_url, init_script="delete globalThis.WebAssembly;") as page:
         asked = len(page.requests_made)
         draw(page, [(0.25, 0.2), (0.75, 0.2), (0.45, 0.85)])  # a 7
@@ -786,6 +786,10 @@ def test_without_webassembly_the_server_reads_the_drawings(browser, app_url):
         assert page.evaluate("document.querySelector('#canvas canvas.vd-draw').dataset.model") is None
         assert "ms on" in page.locator("#digit-info").inner_text()  # the server's model
         assert any("gradio_api" in url for url in page.requests_made[asked:])
+        page.locator("#digit-faithfulness button.vd-score").click()  # the maps scored by its server function
+        wait_for_live(page, "digit-faithfulness", "curves", timeout=60000)
+        assert "on the server" in page.locator("#digit-faithfulness .vd-caption").inner_text()
+        assert_curves_drawn(page, "digit-faithfulness")
         page.get_by_role("tab", name="Upload a photo (CIFAR-10)").click()  # a photo: the upload's event asks it
         page.locator("#photo-input input[type='file']").set_input_files(str(PHOTOS / "ship.png"))
         wait_for_label(page, "ship", panel="photo")
