@@ -688,6 +688,13 @@ def test_switch_heads_off_and_every_view_follows(page):
     wait_for_live(page, "digit-selected", "6/mean")
     intact = live_pixels(page, "digit-selected")
     page.locator("#digit-board").scroll_into_view_if_needed()
+    # The heads that matter most (head_importance.json) are marked, and the board says what one head alone costs.
+    record = heads.read_head_importance(REPO / "weights" / "mnist")
+    top = sorted(np.argsort(-np.asarray(record["importance"]).ravel(), kind="stable")[:3].tolist())
+    marked = page.evaluate("() => [...document.querySelectorAll('#digit-board .vd-matters')].map((b) => "
+                           "Number(b.dataset.index))")
+    assert sorted(marked) == top
+    assert "matter most" in page.locator("#digit-board .vd-board-status").inner_text()
     before, asked = len(page.requests_made), []
     page.on("request", lambda r: asked.append(json.loads(r.post_data)["fn_name"]) if "component_server" in r.url else None)
     page.locator("#digit-board button.vd-board-layer[data-layer='2']").click()  # the whole of layer 3
@@ -721,6 +728,9 @@ def test_switch_heads_off_and_every_view_follows(page):
     assert shown["ablated"] == pytest.approx(float(expected.ablated_logit_diff[0]), abs=1e-3)
     bars = page.locator("#digit-board .vd-logit-diff").inner_text()
     assert f"{shown['intact']:.2f}" in bars and f"{shown['ablated']:.2f}" in bars
+    holds = page.evaluate(f"() => window.vdLive.digit.answers[{key!r}].knockout[{off!r}]")
+    says = "The answer holds without them" in page.locator("#digit-board .vd-board-status").inner_text()
+    assert says == (holds["label"] == holds["intact"]["label"] and shown["ablated"] >= 0.8 * shown["intact"])
     # All heads on, from the notice over the prediction: the intact views again, drawn from the page's own numbers.
     before = len(page.requests_made)
     page.locator("#digit-ablated button.vd-heads-reset").click()

@@ -174,8 +174,8 @@ def tab_html(tab: Tab, views: list[dict]) -> str:
         f'<p class="vd-note">{html.escape(SERVER_ONLY)}</p>'
         '<h2 class="vd-heads-title">What each head does</h2><div class="vd-row"><div>'
         + section(heads_view.KNOCKOUT_TITLE)
-        + add(heads_view.heads_html(prefix, "board", heads_view.board_template(prefix, config, means), [],
-                                    f"{prefix}-board"), "board")
+        + add(heads_view.heads_html(prefix, "board", heads_view.board_template(
+            prefix, config, means, heads_view.which_heads_matter(model)), [], f"{prefix}-board"), "board")
         + f'<p class="vd-note">{live_view.caption_html(heads_view.KNOCKOUT_NOTE)}</p></div><div>'
         + section(heads_view.LENS_TITLE)
         + add(heads_view.heads_html(prefix, "lens", heads_view.lens_template(config), [], f"{prefix}-lens"),

@@ -35,15 +35,12 @@ function usePageModel() {
   if (!described || forced) return;
   const { source, model } = JSON.parse(described);
   import(new URL(source, document.baseURI).href)
-    .then(async ({ available, pageSource }) => {
+    .then(async ({ available, answerInPage, pageSource }) => {
       if (!available()) return;
       const page = pageSource(model, document.baseURI);
       await page.ready();
       answerer = page;
-      const live = ((window.vdLive ??= {})[PANEL] ??= {});
-      for (const kind of ["query", "snapshot", "knockout", "lens", "relevance", "patching", "faithfulness"])
-        (live.ask ??= {})[kind] = page[kind];
-      live.inPage = true; // the views say they work it out here, not that they ask the server
+      answerInPage(PANEL, page);
       canvas.dataset.model = "page"; // for tests and scripts: drawings are read in the page
     })
     .catch((error) => console.warn("The model runs on the server:", error));

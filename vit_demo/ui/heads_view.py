@@ -19,6 +19,8 @@ A pen stroke's answer is untouched: none of this is computed until the page asks
 
 from __future__ import annotations
 
+import html
+import json
 import threading
 import time
 from collections.abc import Callable
@@ -43,6 +45,7 @@ LENS_TILE = 64  # pixels a side of each layer's per-patch lens map
 PATCHING = threading.BoundedSemaphore(1)  # one patching grid at a time: a photo's can take seconds
 PATCHING_WAIT_S = 15  # how long a patching request waits for the one before it, before it is told to retry
 RESIDUAL_AT_ONCE_WIDTH = 4096  # dim x tokens at most for the residual grid to come with the heads' (see below)
+MARKED_HEADS = 3  # the board marks this many heads: those that matter most by the weights' head_importance.json
 
 
 def residual_at_once(config: ViTConfig) -> bool:
@@ -230,11 +233,26 @@ def heads_html(prefix: str, view: str, template: str, ask: list[Callable[[dict],
                    padding=False)
 
 
-def board_template(prefix: str, config: ViTConfig, means: bool) -> str:
-    """The board's HTML: a toggle per head and layer (assets/page/views/board.js draws them), mean or zero ablation
-    (mean only where the weights have ``means``), all heads on, and the logit difference."""
+def which_heads_matter(model: str) -> dict | None:
+    """What the board says of the heads (from the weights' head_importance.json; None where it was never measured):
+    the MARKED_HEADS most important ("marked", as layer * heads + head) and the most test accuracy one head alone
+    switched off costs ("worst_drop", a share), over how many images ("images")."""
+    record = heads.read_head_importance(classifier(model).info.folder)
+    if record is None:
+        return None
+    importance, accuracy = np.asarray(record["importance"]), np.asarray(record["accuracy"])  # (L, H) each
+    marked = np.argsort(-importance.ravel(), kind="stable")[:MARKED_HEADS]
+    return {"marked": sorted(int(i) for i in marked), "images": record["images"],
+            "worst_drop": round(max(float(record["baseline"] - accuracy.min()), 0.0), 4)}
+
+
+def board_template(prefix: str, config: ViTConfig, means: bool, matter: dict | None = None) -> str:
+    """The board's HTML: a toggle per head and layer (assets/page/views/board.js draws them), the heads that matter
+    (``matter``: which_heads_matter's, marked), mean or zero ablation (mean only where the weights have ``means``),
+    all heads on, and the logit difference."""
+    about = f' data-matter="{html.escape(json.dumps(matter))}"' if matter else ""
     return (f'<div class="vd-board" data-layers="{config.depth}" data-heads="{config.heads}" '
-            f'data-means="{str(means).lower()}" role="group" aria-label="switch heads off"></div>'
+            f'data-means="{str(means).lower()}"{about} role="group" aria-label="switch heads off"></div>'
             '<div class="vd-board-bar"><label><input type="radio" name="vd-mode-' + prefix + '" value="mean"'
             f'{" checked" if means else " disabled"}> mean-ablation</label><label><input type="radio" '
             f'name="vd-mode-{prefix}" value="zero"{"" if means else " checked"}> zero-ablation</label>'
@@ -259,7 +277,8 @@ def build_heads(prefix: str, model: str, config: ViTConfig) -> None:
     with gr.Row(equal_height=False):
         with gr.Column(scale=1, min_width=300):
             gr.Markdown(KNOCKOUT_TITLE)
-            heads_html(prefix, "board", board_template(prefix, config, means), [ask_knockout(model)], f"{prefix}-board")
+            heads_html(prefix, "board", board_template(prefix, config, means, which_heads_matter(model)),
+                       [ask_knockout(model)], f"{prefix}-board")
             gr.Markdown(KNOCKOUT_NOTE, elem_classes="vd-note")
         with gr.Column(scale=1, min_width=300):
             gr.Markdown(LENS_TITLE)

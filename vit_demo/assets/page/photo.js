@@ -2,7 +2,8 @@
 // above MAX_PIXELS as the app refuses it, and classified by the page's model (source.js: photo). The static page
 // (static.js) reads its uploads and examples with it; the app's photo tab with ``usePhotoModel``, falling back to its
 // server where the page can't run the model.
-import { available, pageSource } from "./source.js";
+import { answerInPage, available, pageSource } from "./source.js";
+import { setWaiting } from "./store.js";
 
 const MAX_PIXELS = 40_000_000; // vit_demo/preprocess.py MAX_PIXELS: refused before decoding, as the app refuses it
 
@@ -56,14 +57,17 @@ export async function usePhotoModel(element, prefix) {
   await shown(document.getElementById(`${prefix}-input`)); // the photo model loads when its tab opens, not before
   const { model } = JSON.parse(described), source = pageSource(model, document.baseURI);
   await source.ready();
-  const live = ((window.vdLive ??= {})[prefix] ??= {});
-  for (const kind of ["query", "snapshot", "knockout", "lens", "relevance", "patching", "faithfulness"])
-    (live.ask ??= {})[kind] = source[kind];
-  live.inPage = true;
+  const live = answerInPage(prefix, source);
   let latest = null; // the address read last: an earlier photo's answer is not shown over a later one
   live.readPhoto = async (address) => {
     latest = address;
-    const answer = address ? await readPhoto(source, await (await fetch(address)).blob(), model.texts.unreadable) : "";
+    if (address) setWaiting(live, true); // the views dim until its numbers are in
+    let answer = "";
+    try {
+      if (address) answer = await readPhoto(source, await (await fetch(address)).blob(), model.texts.unreadable);
+    } catch (error) {
+      answer = { message: model.texts.unreadable.replace("{why}", `the page could not read it (${error.message})`) };
+    }
     if (latest === address) live.receive?.(answer);
   };
   element.dataset.model = "page"; // for tests and scripts: photos are read in the page

@@ -11,6 +11,7 @@ import * as graph from "./model.js";
 import { scoreMaps, verdictText } from "./faithfulness.js";
 
 export { available } from "./model.js"; // whether this browser can run the page's model
+export { answerInPage } from "./store.js"; // hand a tab's views this source's answers
 import { argmax, base64, fill, gridPayload, imageKey, mapPayload, payload, percent, reading, rollout, roundHalfEven,
          softmax } from "./numbers.js";
 

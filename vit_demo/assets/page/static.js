@@ -5,6 +5,7 @@
 import { mount as mountView } from "./live.js";
 import { available, session } from "./model.js";
 import { readPhoto } from "./photo.js";
+import { setWaiting } from "./store.js";
 import { pageSource } from "./source.js";
 
 const page = JSON.parse(document.getElementById("vd-page").textContent);
@@ -96,7 +97,7 @@ const photo = document.querySelector(".vd-photo");
 
 async function classifyPhoto(blob) {
   const shown = photo.querySelector(".vd-photo-shown");
-  photo.classList.add("vd-reading"); // the views dim until the new photo's numbers are in
+  setWaiting(live("photo"), true); // the views dim until the new photo's numbers are in
   try {
     const answer = await readPhoto(sources.photo, blob, page.models.photo.texts.unreadable);
     if (!answer.message) {
@@ -105,7 +106,7 @@ async function classifyPhoto(blob) {
     }
     live("photo")?.receive(answer);
   } finally {
-    photo.classList.remove("vd-reading");
+    setWaiting(live("photo"), false); // (an answer ends it too; a failure must as well)
   }
 }
 

@@ -34,6 +34,24 @@ export function tabStore(prefix) {
   return live;
 }
 
+const NOT_ASKED_BY_VIEWS = new Set(["stroke", "photo", "ready"]); // what the canvas and the upload ask a source
+
+export function answerInPage(prefix, source) {
+  // The tab's views take every answer from ``source`` (the page's model, source.js: pageSource) in place of the
+  // server's, and say they work it out in the page.
+  const live = tabStore(prefix);
+  for (const [kind, ask] of Object.entries(source))
+    if (typeof ask === "function" && !NOT_ASKED_BY_VIEWS.has(kind)) live.ask[kind] = ask;
+  live.inPage = true;
+  return live;
+}
+
+export function setWaiting(live, on) {
+  // Dim the tab's views (class vd-waiting) while a new image is read, so that a stale answer never looks current;
+  // the next numbers (read) end it.
+  for (const v of live.views) v.element.classList.toggle("vd-waiting", on);
+}
+
 export function prepare(numbers) {
   // The image's numbers, decoded.
   return { numbers, key: numbers.key, image: decode(numbers.image), maps: decode(numbers.maps),
@@ -145,6 +163,7 @@ export function read(live, value) {
   // answers that came with it, keeping those asked for the same image before (a stroke that changed nothing the model
   // reads); earlier images' answers go.
   const parsed = value ? JSON.parse(value) : null;
+  setWaiting(live, false);
   live.message = parsed?.message ?? null;
   live.state = parsed && !parsed.message ? prepare(parsed) : null;
   const answers = (live.state && live.answers[live.state.key]) || {};

@@ -28,6 +28,8 @@ export class View {
     context.clearRect(0, 0, canvas.width, canvas.height);
     canvas.showing = null; // what picture.drawTiles drew on it, gone
     canvas.dataset.drawn = state && drawn ? drawn : "";
+    const scale = this.element.querySelector(".vd-scale"); // a key with nothing above it says nothing
+    if (scale) scale.style.visibility = state && drawn ? "" : "hidden";
     const box = this.element.querySelector(".vd-caption");
     if (box) box.innerHTML = state ? caption ?? "" : "";
     return state && drawn ? context : null;

@@ -5,19 +5,38 @@
 import { asking, knockoutNow, setKnockout } from "../store.js";
 import { escape, plural } from "../view.js";
 
-function toggles(box, layers, heads) {
-  // The board's buttons, made once.
+function toggles(box, layers, heads, marked) {
+  // The board's buttons, made once; the heads that matter most (``marked``) are marked.
   let cells = "<span></span>";
   for (let head = 0; head < heads; head++) cells += `<span class="vd-board-head">head ${head + 1}</span>`;
   for (let layer = 0; layer < layers; layer++) {
     cells += `<button type="button" class="vd-board-layer" data-layer="${layer}" aria-pressed="false" ` +
       `aria-label="switch off every head of layer ${layer + 1}">layer ${layer + 1}</button>`;
-    for (let head = 0; head < heads; head++)
-      cells += `<button type="button" class="vd-board-toggle" data-index="${layer * heads + head}" ` +
-        `aria-pressed="false" aria-label="switch off head ${head + 1} of layer ${layer + 1}">${head + 1}</button>`;
+    for (let head = 0; head < heads; head++) {
+      const index = layer * heads + head, matters = marked.has(index);
+      cells += `<button type="button" class="vd-board-toggle${matters ? " vd-matters" : ""}" data-index="${index}" ` +
+        `aria-pressed="false" aria-label="switch off head ${head + 1} of layer ${layer + 1}` +
+        `${matters ? " (one of those that matter most)" : ""}">${head + 1}</button>`;
+    }
   }
   box.style.gridTemplateColumns = `auto repeat(${heads}, minmax(0, 1fr))`;
   box.innerHTML = cells;
+}
+
+function aboutHeads(matter) {
+  // What the board says of the heads before any is switched off (heads_view.which_heads_matter's numbers).
+  if (!matter) return "";
+  return ` The marked ones matter most (their importance, measured over ${matter.images} test images); no head ` +
+    `alone costs more than ${(100 * matter.worst_drop).toFixed(1)} points of test accuracy when it is switched ` +
+    "off: the others carry its work.";
+}
+
+function holds(reply) {
+  // Whether the answer survives the heads switched off: then say so, lest the board look broken.
+  const { intact, ablated } = reply.logit_diff;
+  return reply.label === reply.intact.label && ablated >= 0.8 * intact ?
+    " <b>The answer holds without them</b>: other heads carry what they did (switch off more, or the marked " +
+    "ones)." : "";
 }
 
 function logitBars(reply, count) {
@@ -34,7 +53,8 @@ export default {
   draw({ element, live }) {
     const box = element.querySelector(".vd-board"), layers = Number(box.dataset.layers);
     const heads = Number(box.dataset.heads), off = new Set(live.knockout.off);
-    if (!box.childElementCount) toggles(box, layers, heads);
+    const matter = box.dataset.matter ? JSON.parse(box.dataset.matter) : null;
+    if (!box.childElementCount) toggles(box, layers, heads, new Set(matter?.marked ?? []));
     for (const button of box.querySelectorAll(".vd-board-toggle")) {
       const isOff = off.has(Number(button.dataset.index));
       button.setAttribute("aria-pressed", String(isOff));
@@ -50,9 +70,9 @@ export default {
     const knocked = knockoutNow(live), reply = knocked?.reply;
     box.dataset.shown = reply ? knocked.id : "";
     bars.innerHTML = reply ? logitBars(reply, off.size) : "";
-    status.innerHTML = !off.size ? "Every head is on: click one to switch it off." :
+    status.innerHTML = !off.size ? `Every head is on: click one to switch it off.${aboutHeads(matter)}` :
       !live.state ? `${plural(off.size, "head")} off, for the next image.` :
-      !reply ? `${plural(off.size, "head")} off: ${knocked.error ?? asking(live)}` : reply.info;
+      !reply ? `${plural(off.size, "head")} off: ${knocked.error ?? asking(live)}` : reply.info + holds(reply);
   },
   setup({ element, live }) {
     const box = element.querySelector(".vd-board");
