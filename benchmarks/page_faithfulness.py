@@ -1,0 +1,128 @@
+"""What scoring the maps costs when the page does it (vit_demo/assets/page/source.js' faithfulness, with
+assets/page/faithfulness.js: the model and relevance graphs run by the page's own onnxruntime-web, WebAssembly, one
+thread, here under Node), beside the app's server function on the same image in the same run
+(explanation_view.ask_faithfulness, torch, one thread): each map's deletion and insertion curves and random's 8
+rankings, some 200 forward passes in the page (the whole and the blank image run once) and some 240 on the server.
+
+    python benchmarks/page_faithfulness.py [--repeat 3] [--chromium]
+
+Each figure is the answer's own ``ms`` (the page's: from the request to the answer, the graphs already loaded; the
+server's: the function's whole work), the median over the examples and repeats. With ``--chromium``, also the
+static page (``python -m vit_demo static`` into a temporary folder, served by ``python -m http.server``) in headless
+Chromium: each example's first scoring (as a click on Score the maps asks it) and the median of the repeats.
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import json
+import shutil
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+import torch
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+from common import free_port  # noqa: E402  (benchmarks/ is on sys.path: scripts run from it)
+from vit_demo import live_view, load_model  # noqa: E402
+from vit_demo.ui import explanation_view, page_model  # noqa: E402
+
+EXAMPLES = ROOT / "examples"
+# Not the examples the tabs start with (a 2, a horse): in Chromium, a click on each must change the image.
+IMAGES = {"mnist": ("digits/7.png", "digits/1.png"), "cifar10": ("photos/ship.png", "photos/cat.png")}
+RUNNER = ROOT / "tests" / "page_faithfulness.mjs"  # the page's answer under Node
+
+
+def page_times(model: str, requests: list[dict], repeat: int) -> list[float]:
+    """The page's ``ms`` for each request asked ``repeat`` times, after one untimed answer (the runtime warming)."""
+    described = page_model.description(model, "", "", lambda path: path.resolve().as_uri())
+    asked = requests[:1] + [request for request in requests for _ in range(repeat)]
+    with tempfile.TemporaryDirectory() as tmp:
+        source, answer = Path(tmp) / "in.json", Path(tmp) / "out.json"
+        source.write_text(json.dumps({"model": described, "requests": asked}))
+        subprocess.run([shutil.which("node"), str(RUNNER), str(source), str(answer)], check=True, cwd=ROOT)
+        answers = json.loads(answer.read_text())["answers"]
+    for found in answers:
+        if "error" in found:
+            raise SystemExit(f"{model}: the page says {found['error']}")
+    return [found["ms"] for found in answers[1:]]
+
+
+def chromium_times(repeat: int) -> dict[str, tuple[list[float], list[float]]]:
+    """In the static page in headless Chromium, per model: each example's first scoring and its repeats' ``ms``."""
+    from playwright.sync_api import sync_playwright
+
+    from vit_demo.static_space import write_static
+
+    found = {}
+    with tempfile.TemporaryDirectory() as tmp, sync_playwright() as playwright, contextlib.ExitStack() as stack:
+        root, port = Path(tmp) / "static", free_port()
+        write_static(root)
+        server = subprocess.Popen([sys.executable, "-m", "http.server", str(port), "--bind", "127.0.0.1",
+                                   "--directory", str(root)], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        stack.callback(server.terminate)
+        time.sleep(1)
+        browser = playwright.chromium.launch(executable_path="/usr/bin/chromium", args=["--headless", "--no-sandbox"])
+        stack.callback(browser.close)
+        page = browser.new_page(viewport={"width": 1400, "height": 1000})
+        page.goto(f"http://127.0.0.1:{port}/index.html")
+        page.wait_for_selector("#canvas canvas.vd-draw[data-ready]")
+        for name, prefix, paths in (("mnist", "digit", IMAGES["mnist"]), ("cifar10", "photo", IMAGES["cifar10"])):
+            first, warm = [], []
+            if prefix == "photo":
+                page.click("[data-tab=photo]")
+            for path in paths:
+                button = (f"#canvas .vd-examples button[title='example: {Path(path).stem}']" if prefix == "digit"
+                          else f".vd-photo button[data-src='examples/{path}']")
+                key = f"() => window.vdLive.{prefix}?.state?.key ?? ''"
+                before = page.evaluate(key)
+                page.click(button)
+                page.wait_for_function(f"() => ({key})() !== {json.dumps(before)}", timeout=60_000)
+                time.sleep(1)  # the example's last answer in (the canvas reads a drawn example more than once)
+                times = page.evaluate(f"""async (n) => {{ const live = window.vdLive.{prefix}, times = [];
+                    for (let i = 0; i <= n; i++) times.push((await live.ask.faithfulness(
+                        {{ image: live.state.numbers.image }})).ms);
+                    return times; }}""", repeat)
+                first.append(times[0])
+                warm.extend(times[1:])
+            found[name] = first, warm
+    return found
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--repeat", type=int, default=3)
+    parser.add_argument("--chromium", action="store_true", help="also time the static page in headless Chromium")
+    args = parser.parse_args()
+    if not shutil.which("node"):
+        raise SystemExit("Node 20 or later must be on the PATH: the page's modules run under it")
+    torch.set_num_threads(1)  # the app's server functions run on one thread each
+    node = subprocess.run([shutil.which("node"), "--version"], capture_output=True, text=True).stdout.strip()
+    print(f"Node {node} (onnxruntime-web, WebAssembly, 1 thread); torch {torch.__version__}, 1 thread; "
+          f"median of {args.repeat} x {len(IMAGES['mnist'])} examples")
+    print("| model | examples | page median ms | server median ms |")
+    print("|---|---|---:|---:|")
+    for name, paths in IMAGES.items():
+        classifier = load_model(name, device="cpu")
+        requests = [{"image": live_view.image_text(classifier.preprocess(EXAMPLES / path))} for path in paths]
+        page = statistics.median(page_times(name, requests, args.repeat))
+        ask = explanation_view.ask_faithfulness(name)
+        ask(requests[0])  # warm
+        server = statistics.median(ask(request)["ms"] for request in requests for _ in range(args.repeat))
+        print(f"| {name} | {', '.join(Path(path).stem for path in paths)} | {page:.0f} | {server:.0f} |", flush=True)
+    if args.chromium:
+        print("\nThe static page in headless Chromium (WebAssembly, 1 thread: the page is not cross-origin isolated)")
+        print("| model | first scoring ms (each example) | then median ms |")
+        print("|---|---|---:|")
+        for name, (first, warm) in chromium_times(args.repeat).items():
+            print(f"| {name} | {', '.join(f'{ms:.0f}' for ms in first)} | {statistics.median(warm):.0f} |")
+
+
+if __name__ == "__main__":
+    main()
