@@ -17,7 +17,7 @@ from vit_demo.data import dataset_spec
 from vit_demo.faithfulness import FLAT, RANDOM_RANKINGS, STEPS, Curves, Verdict, faithfulness, verdict
 from vit_demo.ui.components import LARGE, live_asker, live_canvas, live_script
 from vit_demo.ui.models import Analysis, analyse_inputs, classifier, heads_off
-from vit_demo.ui.models import relevance
+from vit_demo.ui.models import predict, relevance
 from vit_demo.zerogpu import model_work
 
 PREDICTED_CHOICE = "the predicted class"  # the class picker's default
@@ -182,7 +182,7 @@ def ask_faithfulness(model: str) -> Callable[[dict], dict]:
     (some 240 forward passes), and how long it took (ms) and where."""
     def answer(image: np.ndarray, request: dict) -> dict:
         start = time.perf_counter()
-        label = classifier(model).predict_preprocessed([image], attention=False)[0].label
+        label = predict(model, [image], attention=False)[0].label  # model work, as image_curves
         found = faithfulness_answer(image_curves(model, image), label)
         return {**found, "ms": round(1000 * (time.perf_counter() - start), 1), "where": "on the server"}
     return live_asker("faithfulness", model, answer)
