@@ -2,16 +2,17 @@
 
     python benchmarks/interaction_cost.py [--repeat 6]
 
-It starts the app (app.py) and the do-nothing app (benchmarks/noop_app.py) on local ports. Against the app, a
-Chromium page repeats each interaction ``--repeat`` times: a pen stroke (a new drawing each time), a layer
-change, a head change, a click on a patch whose maps the page has not got yet and on one it has, a class to
-explain, new and seen, and the training slider moved to a snapshot, new and seen. For each it prints the
+It starts the app (app.py) and the do-nothing app (benchmarks/noop_app.py) on local ports. Against the app, with the
+server reading the drawings (``?model=server``, as for a browser without WebAssembly: the page's own model asks the
+server nothing), a Chromium page repeats each interaction ``--repeat`` times: a pen stroke (a new drawing each
+time), a layer change, a head change, a click on a patch whose maps the page has not got yet and on one it has, a
+class to explain, new and seen, and the training slider moved to a snapshot, new and seen. For each it prints the
 requests the page made, the kilobytes it received, the server's CPU (from /proc, less what the same server burns
-over an idle spell as long right after: ``ServerCpu``; the server on a core of its own) and, for strokes, the
-time from the pen's lift until the page's numbers stopped changing (polled every 10 ms). Against the do-nothing
-app, one event, Gradio's own cost, measured two ways (``noop_costs``): from the do-nothing app's own page in
-Chromium, the baseline of the goal (a page's event against a page's stroke), and as benchmarks/crowd.py sends
-it from a Python client, the leanest an event gets. Only the ratios mean anything across machines.
+over an idle spell as long right after: ``ServerCpu``; the server on a core of its own) and, for strokes, the time
+from the pen's lift until the page's numbers stopped changing (polled every 10 ms). Against the do-nothing app, one
+event, Gradio's own cost, measured two ways (``noop_costs``): from the do-nothing app's own page in Chromium, the
+baseline of the goal (a page's event against a page's stroke), and as benchmarks/crowd.py sends it from a Python
+client, the leanest an event gets. Only the ratios mean anything across machines.
 """
 
 from __future__ import annotations
@@ -220,7 +221,7 @@ def browser_page(p, url: str, width: int = 1400):
 
 def app_costs(repeat: int) -> dict[str, list[dict]]:
     with pinned(APPS["app"]) as server, sync_playwright() as p:
-        browser, page = browser_page(p, server.url)
+        browser, page = browser_page(p, server.url + "?model=server")  # with the page's model a stroke asks nothing
         page.wait_for_selector("#canvas canvas.vd-draw[data-ready]")
         stroke(page, 99)  # untimed: the session and the page's first numbers exist
         meter = Meter(page, server.process.pid)
