@@ -1,13 +1,24 @@
 // Node runner for tests/test_page_numbers.py: the page's numbers (vit_demo/assets/page/numbers.js) for attention
 // tensors and pixels that Python wrote, so that the test can hold them against vit_demo/live_view.py's.
 // Usage: node tests/page_numbers.mjs IN.json OUT.json, IN: [{attention: base64 float32 (L, H, T, T), layers, heads,
-// tokens, pixels: base64 uint8}], OUT: [{maps: base64 (L, H + 1, g, g) levels, rollout: [...], key, patch}].
+// tokens, pixels: base64 uint8}], OUT: [{maps: base64 (L, H + 1, g, g) levels, rollout: [...], key, patch}]. A case
+// with a ``rule`` (the unfamiliar rule as config.json keeps it), ``calibrated`` (base64 float32 (K)), ``features``
+// (base64 float32 (L, D)) and ``temperature`` gets {familiarity, unfamiliar} instead.
 import { readFileSync, writeFileSync } from "node:fs";
-import { argmax, gridMaps, imageKey, quantise, rollout } from "../vit_demo/assets/page/numbers.js";
+import { argmax, familiarity, gridMaps, imageKey, quantise, rollout, unfamiliar }
+  from "../vit_demo/assets/page/numbers.js";
 
 const bytes = (text) => Uint8Array.from(Buffer.from(text, "base64"));
+const floats = (text) => {
+  const raw = bytes(text);
+  return new Float32Array(raw.buffer, raw.byteOffset, raw.byteLength / 4);
+};
 const cases = JSON.parse(readFileSync(process.argv[2], "utf8"));
-const out = cases.map(({ attention, layers, heads, tokens, pixels }) => {
+const out = cases.map(({ attention, layers, heads, tokens, pixels, rule, calibrated, features, temperature }) => {
+  if (rule) {
+    const [z, f] = [floats(calibrated), floats(features)];
+    return { familiarity: familiarity(z, temperature, rule, f), unfamiliar: unfamiliar(z, temperature, rule, f) };
+  }
   const raw = bytes(attention);
   const weights = new Float32Array(raw.buffer, raw.byteOffset, raw.byteLength / 4);
   const roll = rollout(weights, layers, heads, tokens);

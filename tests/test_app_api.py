@@ -1,11 +1,12 @@
 """The app's two API endpoints, through gradio_client against the running server."""
 
+import numpy as np
 import pytest
 from conftest import PHOTOS, draw_digit, sketch
 from gradio_client import Client, handle_file
 from PIL import Image
 
-from vit_demo import load_model
+from vit_demo import load_model, sketches
 from vit_demo.outside_photos import outside_photos
 from vit_demo.weights import WEIGHTS_ROOT
 
@@ -103,14 +104,19 @@ def test_classify_answers_json_for_both_models(client, tmp_path):
     assert answer["label"] == "7" and answer["confidence"] == answer["probs"]["7"] > 0.5
     assert list(answer["probs"]) == [str(d) for d in range(10)] and sum(answer["probs"].values()) == pytest.approx(1)
     assert answer["confidence"] == pytest.approx(load_model("mnist", device="cpu").predict(str(seven)).confidence)
+    assert answer["unfamiliar"] is False
+    hashes = tmp_path / "hash.png"  # a "#", drawn as a visitor draws it: no digit
+    make = dict(sketches.non_digit_kinds())["hash/#"]
+    Image.fromarray(255 - sketches.canvas_drawing(make(None), np.random.default_rng(4))).save(hashes)
+    assert client.predict(handle_file(str(hashes)), "mnist", api_name="/classify")["unfamiliar"] is True
     if (WEIGHTS_ROOT / "cifar10" / "config.json").is_file():
         ship = PHOTOS / "ship.png"
         answer = client.predict(handle_file(str(ship)), "cifar10", api_name="/classify")
         assert answer["label"] == "ship" and set(answer) == {"label", "confidence", "probs", "unfamiliar"}
         assert answer["unfamiliar"] is False
-        portrait = tmp_path / "astronaut.png"
-        Image.fromarray(dict(outside_photos())["astronaut.png"]).save(portrait)
-        assert client.predict(handle_file(str(portrait)), "cifar10", api_name="/classify")["unfamiliar"] is True
+        moon = tmp_path / "moon.png"
+        Image.fromarray(dict(outside_photos())["moon.png"]).save(moon)
+        assert client.predict(handle_file(str(moon)), "cifar10", api_name="/classify")["unfamiliar"] is True
 
 
 def test_classify_says_what_is_wrong(client, tmp_path):

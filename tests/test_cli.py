@@ -49,7 +49,9 @@ def test_predict_prints_one_json_line_per_file_in_order(digit_files, bad_files):
         if name in expected_errors:
             assert set(line) == {"file", "error"} and expected_errors[name] in line["error"]
             continue
-        assert set(line) == {"file", "label", "confidence", "top", "unfamiliar"} and line["unfamiliar"] is False
+        # Whether a drawing looks like a digit at all: tests/test_unfamiliar.py checks the rule (MNIST's test digit 8,
+        # a 5 written like an S, is one of the 1.5% of real digits it flags).
+        assert set(line) == {"file", "label", "confidence", "top", "unfamiliar"} and isinstance(line["unfamiliar"], bool)
         assert len(line["top"]) == 3 and line["top"][0] == [line["label"], line["confidence"]]
         probs = [p for _, p in line["top"]]
         assert probs == sorted(probs, reverse=True) and 0 < sum(probs) <= 1.0001

@@ -100,19 +100,22 @@ def test_graph_matches_pytorch_on_1000_real_test_images(name, shipped, sessions,
     info, model, _ = shipped[name]
     session = sessions(info.folder / MODEL_FILE)
     x_all = images(name).float() / 255
-    worst = {"logits": 0.0, "attention": 0.0}
+    worst = {"logits": 0.0, "attention": 0.0, "features": 0.0}
     for x in x_all.split(BATCH):
         out = run_graph(session, x)
         with torch.no_grad():
             logits, attention = model(x, return_attention=True)  # (B, K), (B, L, H, T, T): as the app shows them
+            features = model.forward_features(x)[2]  # (B, L, D): what the unfamiliar rule measures
         worst["logits"] = max(worst["logits"], max_diff(out["logits"], logits / info.temperature))
         worst["attention"] = max(worst["attention"], max_diff(out["attention"], attention))
+        worst["features"] = max(worst["features"], max_diff(out["features"], features))
         assert (out["logits"].argmax(1) == logits.argmax(1).numpy()).all(), "a class differs"
         assert out["lens"].shape == (len(x), info.config.depth, info.config.num_tokens, info.config.num_classes)
     print(f"{name}: {len(x_all)} images, max |logits diff| {worst['logits']:.2e}, "
-          f"max |attention diff| {worst['attention']:.2e}")
+          f"max |attention diff| {worst['attention']:.2e}, max |features diff| {worst['features']:.2e}")
     assert len(x_all) == PARITY_IMAGES
     assert worst["logits"] <= LOGITS_TOL and worst["attention"] <= ATTENTION_TOL, worst
+    assert worst["features"] <= LENS_TOL, worst
     one = run_graph(session, x_all[:1])  # a batch of one, as the page runs a drawing: the same numbers
     assert max_diff(one["logits"], run_graph(session, x_all[:BATCH])["logits"][:1]) <= 1e-5
 
@@ -319,7 +322,7 @@ def test_graph_interface(name, shipped):
     assert dims(heads_off) == [c.depth, c.heads] and dims(mean_ablation) == [1]
     T, K = c.num_tokens, c.num_classes
     assert [dims(value) for value in graph.output] == [[batch, K], [batch, c.depth, c.heads, T, T],
-                                                        [batch, c.depth, T, K]]
+                                                        [batch, c.depth, T, K], [batch, c.depth, c.dim]]
     opset = {entry.domain: entry.version for entry in onnx.load(str(info.folder / MODEL_FILE)).opset_import}
     assert opset[""] >= 17
     model = onnx.load(str(info.folder / MODEL_FILE))

@@ -1,6 +1,7 @@
 """The page's numbers (vit_demo/assets/page/numbers.js, run by Node) against the server's (vit_demo/live_view.py,
-vit_demo/explain.py) for the same attention: [CLS] maps, rollout, the first query patch and the image's key. Real
-test images of both datasets where ../shared/data has them, generated ones otherwise (the fixtures say which)."""
+vit_demo/explain.py) for the same attention: [CLS] maps, rollout, the first query patch and the image's key; and the
+unfamiliar rule (calibration.UnfamiliarRule). Real test images of both datasets where ../shared/data has them,
+generated ones otherwise (the fixtures say which)."""
 
 from __future__ import annotations
 
@@ -13,7 +14,7 @@ import numpy as np
 import pytest
 import torch
 
-from conftest import REPO, mnist_test_digits, node_major
+from conftest import PHOTOS, REPO, mnist_test_digits, node_major
 from vit_demo import explain, live_view
 from vit_demo.ui.models import classifier
 
@@ -60,3 +61,33 @@ def test_photo_numbers_match_the_servers(cifar_root, tmp_path):
     photos, _ = load_split("cifar10", cifar_root, "test", download=False)
     picked = photos[torch.linspace(0, len(photos) - 1, 20).long()]  # (20, 3, 32, 32) uint8, every class
     check("cifar10", picked.permute(0, 2, 3, 1).numpy().astype(np.float32) / 255, tmp_path)
+
+
+@pytest.mark.parametrize("model", ["mnist", "cifar10"])
+def test_the_pages_unfamiliar_rule_is_pythons(model, tmp_path):
+    # The page's rule (numbers.js familiarity, from the graph's calibrated logits and features and the rule as
+    # config.json keeps it) against calibration.UnfamiliarRule.scores, on images it flags and images it does not.
+    from vit_demo import sketches
+    from vit_demo.outside_photos import outside_photos
+
+    clf = classifier(model)
+    rule = clf.info.unfamiliar
+    if model == "mnist":
+        drawings, _ = sketches.non_digit_drawings(24, seed=5)
+        digits, _ = sketches.digit_drawings(24, seed=5)
+        images = torch.from_numpy(np.concatenate([drawings, digits]))[:, None]
+    else:
+        photos = [clf.preprocess(p) for _, p in outside_photos()[::6]] + [clf.preprocess(p) for p in
+                                                                         sorted(PHOTOS.glob("*.png"))]
+        images = torch.from_numpy(np.stack(photos)).permute(0, 3, 1, 2)
+    with torch.no_grad():
+        logits, _, features = clf.model.forward_features(images)
+    scores = rule.scores(logits, clf.temperature, features).numpy()
+    encode = lambda array: base64.b64encode(np.ascontiguousarray(array, dtype=np.float32).tobytes()).decode()  # noqa: E731
+    cases = [{"rule": rule.to_dict(), "temperature": clf.temperature, "calibrated": encode(z / clf.temperature),
+              "features": encode(f)} for z, f in zip(logits.numpy(), features.numpy())]
+    page = page_numbers(cases, tmp_path)
+    np.testing.assert_allclose([p["familiarity"] for p in page], scores, rtol=1e-6, atol=1e-5)
+    clear = np.abs(scores - rule.threshold) > 1e-4  # the float32 logits could tip an image this close either way
+    assert [p["unfamiliar"] for p, c in zip(page, clear) if c] == (scores < rule.threshold)[clear].tolist()
+    assert 0 < (scores < rule.threshold).sum() < len(scores)  # some flagged, some not

@@ -1,10 +1,11 @@
 """Fit and record a weights folder's calibration (the maths is in ``calibration.py``).
 
-What is fitted: the model's temperature, each training snapshot's own, and for photo models the rule that flags
-an image unlike anything the model knows. What is recorded: the temperature and the rule in ``config.json``
-(read with the weights), each snapshot's temperature in ``snapshots.json``, and in ``calibration.json`` what it
-was fitted on and the expected calibration error, negative log-likelihood and reliability bins before and after,
-on images it was not fitted on, drawn as reliability diagrams in ``reliability.png``. ``train.py`` calls it at the
+What is fitted: the model's temperature, each training snapshot's own, and the rule that flags an image unlike
+anything the model knows (chosen by measurement, ``unfamiliar.py``). What is recorded: the temperature and the rule
+in ``config.json`` (read with the weights), each snapshot's temperature in ``snapshots.json``, and in
+``calibration.json`` what it was fitted on and the expected calibration error, negative log-likelihood and
+reliability bins before and after, on images it was not fitted on, drawn as reliability diagrams in
+``reliability.png``, and every candidate rule's rates. ``train.py`` calls it at the
 end of a run, on training images it held out; ``python -m vit_demo calibrate`` calls it for existing weights.
 """
 
@@ -15,15 +16,13 @@ import json
 import sys
 from pathlib import Path
 
-import numpy as np
 import torch
 
-from vit_demo import calibration
+from vit_demo import calibration, unfamiliar
 from vit_demo.atomic import atomic_write, atomic_write_text
 from vit_demo.data import load_split
 from vit_demo.figures import reliability_diagram
-from vit_demo.outside_photos import OutsidePhotosMissing, outside_photos
-from vit_demo.preprocess import preprocess_photo
+from vit_demo.outside_photos import OutsidePhotosMissing
 from vit_demo.weights import (CALIBRATION_FILE, RELIABILITY_FILE, load_snapshots, load_weights, read_metrics,
                               set_snapshot_temperatures, update_config)
 
@@ -80,32 +79,6 @@ def data_for(folder: Path, dataset: str, data_dir: str | Path) -> CalibrationDat
                            f"the other {len(measure):,} test images")
 
 
-def unfamiliar_rule(model: torch.nn.Module, temperature: float, fit_logits: torch.Tensor,
-                    measure_logits: torch.Tensor, measure_labels: torch.Tensor) -> dict:
-    """Choose the score that best tells the outside photos from the measured images (area under the ROC curve),
-    set its threshold to flag ``FLAGGED_SHARE`` of the images fitted on, and measure the rates it gives."""
-    pictures = outside_photos()
-    inputs = torch.from_numpy(np.stack([preprocess_photo(p) for _, p in pictures])).permute(0, 3, 1, 2)  # (N, 3, H, W)
-    with torch.no_grad():
-        outside_logits = model(inputs.to(next(model.parameters()).device)).float().cpu()  # (N, classes)
-    scored = {}
-    for kind in calibration.UNFAMILIAR_SCORES:
-        fit, measure, outside = (calibration.unfamiliarity_score(z, kind, temperature)
-                                 for z in (fit_logits, measure_logits, outside_logits))
-        threshold = calibration.flag_threshold(fit)
-        flagged = measure < threshold  # (N,)
-        right = measure_logits.argmax(1) == measure_labels  # (N,)
-        scored[kind] = {"score": kind, "threshold": round(threshold, 6),
-                        "separation_auc": round(calibration.separation(measure, outside), 4),
-                        "dataset_images_flagged": round(float(flagged.double().mean()), 4),
-                        "accuracy_on_flagged": round(float(right[flagged].double().mean()), 4),
-                        "accuracy_on_the_rest": round(float(right[~flagged].double().mean()), 4),
-                        "outside_photos_flagged": round(float((outside < threshold).double().mean()), 4)}
-    best = max(scored.values(), key=lambda s: s["separation_auc"])
-    return {**best, "flagged_share_fitted": calibration.FLAGGED_SHARE, "outside_photos": len(pictures),
-            "compared": list(scored.values())}
-
-
 def calibrate(folder: str | Path, data_dir: str | Path, device: torch.device | str = "cpu",
               data: CalibrationData | None = None) -> dict:
     """Fit and record ``folder``'s calibration (see the module's docstring); return the report, as written to
@@ -130,12 +103,11 @@ def calibrate(folder: str | Path, data_dir: str | Path, device: torch.device | s
         set_snapshot_temperatures(folder, temperatures)
         report["snapshot_temperatures"] = {str(epoch): t for epoch, t in temperatures.items()}
     rule = None
-    if info.dataset.channels == 3:  # photos
-        try:
-            report["unfamiliar"] = unfamiliar_rule(model, temperature, fit_logits, measure_logits, measure_y)
-            rule = calibration.UnfamiliarRule(report["unfamiliar"]["score"], report["unfamiliar"]["threshold"])
-        except OutsidePhotosMissing as exc:
-            print(f"no rule for unfamiliar photos: {exc}", file=sys.stderr)
+    try:
+        sets = unfamiliar.image_sets(model, info.dataset.name, data_dir, data.fit[0], data.measure)
+        rule, report["unfamiliar"] = unfamiliar.measure(sets, temperature, unfamiliar.FLAGGED_SHARE[info.dataset.name])
+    except OutsidePhotosMissing as exc:
+        print(f"no rule for unfamiliar photos: {exc}", file=sys.stderr)
     update_config(folder, temperature=report["temperature"], unfamiliar=rule and rule.to_dict())
     atomic_write_text(folder / CALIBRATION_FILE, json.dumps(report, indent=2) + "\n")
     diagram = reliability_diagram(report["before"], report["after"], temperature)

@@ -9,22 +9,27 @@ so the accuracy does not change. As ``ModelWithTemperature`` and ``_ECELoss`` in
 error (ECE) bins the top probability into 15 equal bins. Here the fit searches 1/T, in which the
 negative log-likelihood is convex, by golden-section search instead of LBFGS: no step size to tune.
 
-Unfamiliar images: a score that is high for images like the training data (the top calibrated probability,
-Hendrycks and Gimpel, 2017; or the negative energy logsumexp(logits), Liu, Wang, Owens and Li, 2020,
-"Energy-based Out-of-distribution Detection", NeurIPS) and a threshold under which an image is flagged. The
-threshold is chosen so that a set share of the dataset's own test images is flagged (``FLAGGED_SHARE``).
+Unfamiliar images: a score that is high for images like the training data and a threshold under which an image
+is flagged (``UnfamiliarRule``): the top calibrated probability (Hendrycks and Gimpel, 2017, "A Baseline for
+Detecting Misclassified and Out-of-Distribution Examples", ICLR), the negative energy logsumexp(logits) (Liu,
+Wang, Owens and Li, 2020, "Energy-based Out-of-distribution Detection", NeurIPS), or the Mahalanobis distance of
+the [CLS] features to the nearest class (Lee, Lee, Lee and Shin, 2018, "A Simple Unified Framework for Detecting
+Out-of-Distribution Samples and Adversarial Attacks", NeurIPS): class means and one shared covariance per layer,
+fitted on training images, the layers' scores standardised and summed (their "feature ensemble", unweighted).
+Which score and threshold each model gets is measured in ``vit_demo/unfamiliar.py``.
 """
 
 from __future__ import annotations
 
+import base64
 import dataclasses
 import math
 
+import numpy as np
 import torch
 
 BINS = 15  # the expected calibration error's bins, as in Guo et al.
-UNFAMILIAR_SCORES = ("max_probability", "energy")
-FLAGGED_SHARE = 0.10  # the share of the dataset's own images the unfamiliar-image threshold flags
+UNFAMILIAR_SCORES = ("max_probability", "energy", "mahalanobis")
 
 
 def probabilities(logits: torch.Tensor, temperature: float = 1.0) -> torch.Tensor:
@@ -101,7 +106,7 @@ def reliability(logits: torch.Tensor, labels: torch.Tensor, temperature: float =
 
 
 def unfamiliarity_score(logits: torch.Tensor, kind: str, temperature: float = 1.0) -> torch.Tensor:
-    """How like the training images an image looks, higher = more familiar: (N, classes) -> (N,).
+    """How like the training images an image looks by its logits alone, higher = more familiar: (N, classes) -> (N,).
 
     ``max_probability``: the top calibrated probability; ``energy``: logsumexp of the logits (minus the free
     energy at temperature 1, as Liu et al. score it).
@@ -110,10 +115,17 @@ def unfamiliarity_score(logits: torch.Tensor, kind: str, temperature: float = 1.
         return probabilities(logits, temperature).max(dim=-1).values
     if kind == "energy":
         return torch.logsumexp(logits.float(), dim=-1)
-    raise ValueError(f"unknown score {kind!r}; choose one of {UNFAMILIAR_SCORES}")
+    raise ValueError(f"unknown score {kind!r}; choose one of {UNFAMILIAR_SCORES[:2]}")
 
 
-def flag_threshold(familiar_scores: torch.Tensor, share: float = FLAGGED_SHARE) -> float:
+def nearest_class_distance(features: torch.Tensor, means: torch.Tensor, whitening: torch.Tensor) -> torch.Tensor:
+    """The squared Mahalanobis distance to the nearest class mean: features (N, D), means (K, D) and a whitening
+    (D, D) of the covariance the classes share (the distance of x to m is |(x - m) W|^2) -> (N,), in float64."""
+    centred = features.double()[:, None, :] - means.double()[None]  # (N, K, D)
+    return (centred @ whitening.double()).square().sum(-1).min(dim=1).values
+
+
+def flag_threshold(familiar_scores: torch.Tensor, share: float) -> float:
     """The score under which ``share`` of the dataset's own images (their scores, (N,)) fall."""
     return float(torch.quantile(familiar_scores.double(), share))
 
@@ -125,26 +137,82 @@ def separation(familiar: torch.Tensor, outside: torch.Tensor) -> float:
     return float((f > o).double().mean() + 0.5 * (f == o).double().mean())
 
 
-@dataclasses.dataclass(frozen=True)
+def _text(values: np.ndarray) -> str:
+    return base64.b64encode(np.ascontiguousarray(values, dtype="<f2").tobytes()).decode()
+
+
+def _halves(text: str, shape: tuple[int, ...]) -> np.ndarray:
+    return np.frombuffer(base64.b64decode(text), dtype="<f2").reshape(shape).astype(np.float64)
+
+
+@dataclasses.dataclass(frozen=True, eq=False)
 class UnfamiliarRule:
-    """Flag an image whose ``score`` lies under ``threshold``."""
+    """Flag an image whose ``score`` lies under ``threshold``.
+
+    For ``mahalanobis``, the score is a sum of standardised parts, one per layer in ``layers`` (minus the squared
+    distance of that layer's [CLS] features to the nearest of ``means`` (P, K, D) under ``whitenings`` (P, D, D),
+    ``nearest_class_distance``), and with ``energy`` one more (logsumexp of the logits): each part minus ``centre``
+    over ``spread``, as measured on the images it was fitted on. ``means`` and ``whitenings`` are held in float16
+    (exactly what config.json and the page keep), and every number is computed from them in float64.
+    """
 
     score: str
     threshold: float
+    layers: tuple[int, ...] = ()
+    energy: bool = False
+    means: np.ndarray | None = None  # (P, K, D)
+    whitenings: np.ndarray | None = None  # (P, D, D)
+    centre: tuple[float, ...] = ()  # one per part: the layers, then the energy
+    spread: tuple[float, ...] = ()
 
-    def flags(self, logits: torch.Tensor, temperature: float) -> torch.Tensor:
-        """(N, classes) -> (N,) bool: which images look unlike anything the model knows."""
-        return unfamiliarity_score(logits, self.score, temperature) < self.threshold
+    def parts(self, logits: torch.Tensor, features: torch.Tensor) -> torch.Tensor:
+        """The mahalanobis score's parts before they are standardised, (N, parts), in float64."""
+        found = [-nearest_class_distance(features[:, layer], torch.from_numpy(np.asarray(self.means[i])),
+                                         torch.from_numpy(np.asarray(self.whitenings[i])))
+                 for i, layer in enumerate(self.layers)]
+        if self.energy:
+            found.append(torch.logsumexp(logits.double(), dim=-1))
+        return torch.stack(found, dim=1)
+
+    def scores(self, logits: torch.Tensor, temperature: float, features: torch.Tensor | None = None) -> torch.Tensor:
+        """How familiar each image looks, (N,): from its logits (N, classes) and, for ``mahalanobis``, its [CLS]
+        features after every layer (N, L, D)."""
+        if self.score != "mahalanobis":
+            return unfamiliarity_score(logits, self.score, temperature)
+        if features is None:
+            raise ValueError("the mahalanobis rule needs the [CLS] features (VisionTransformer.forward_features)")
+        standard = (self.parts(logits, features) - torch.tensor(self.centre, dtype=torch.float64)) / torch.tensor(
+            self.spread, dtype=torch.float64)
+        return standard.sum(dim=1)
+
+    def flags(self, logits: torch.Tensor, temperature: float, features: torch.Tensor | None = None) -> torch.Tensor:
+        """(N, classes) logits, (N, L, D) features -> (N,) bool: which images look unlike anything the model knows."""
+        return self.scores(logits, temperature, features) < self.threshold
 
     def to_dict(self) -> dict:
-        return dataclasses.asdict(self)
+        """The rule as config.json keeps it and the page reads it (vit_demo/assets/page/numbers.js): the arrays as
+        base64 of little-endian float16."""
+        found = {"score": self.score, "threshold": self.threshold}
+        if self.score == "mahalanobis":
+            found.update(layers=list(self.layers), energy=self.energy, shape=list(self.means.shape),
+                         centre=list(self.centre), spread=list(self.spread), means=_text(self.means),
+                         whitenings=_text(self.whitenings))
+        return found
 
     @classmethod
     def from_dict(cls, values: dict) -> UnfamiliarRule:
-        rule = cls(score=str(values["score"]), threshold=float(values["threshold"]))
-        if rule.score not in UNFAMILIAR_SCORES:
-            raise ValueError(f"unknown score {rule.score!r}")
-        return rule
+        score = str(values["score"])
+        if score not in UNFAMILIAR_SCORES:
+            raise ValueError(f"unknown score {score!r}")
+        if score != "mahalanobis":
+            return cls(score=score, threshold=float(values["threshold"]))
+        parts, classes, dim = (int(n) for n in values["shape"])
+        layers, energy = tuple(int(n) for n in values["layers"]), bool(values["energy"])
+        centre, spread = tuple(map(float, values["centre"])), tuple(map(float, values["spread"]))
+        if len(layers) != parts or not len(centre) == len(spread) == parts + energy or min(spread) <= 0:
+            raise ValueError("the mahalanobis rule's layers, centres and spreads do not match its shape")
+        return cls(score, float(values["threshold"]), layers, energy, _halves(values["means"], (parts, classes, dim)),
+                   _halves(values["whitenings"], (parts, dim, dim)), centre, spread)
 
 
 def random_halves(n: int, seed: int = 0) -> tuple[torch.Tensor, torch.Tensor]:

@@ -85,23 +85,32 @@ class Classifier:
             ValueError: a label in ``relevance_for`` is not one of the model's classes.
         """
         batch = self.batch(inputs)  # (B, C, H, W)
-        relevance = None
+        rule = self.info.unfamiliar
+        needs_features = rule is not None and rule.score == "mahalanobis"  # the [CLS] features (B, L, D), else None
+        relevance = features = None
         if relevance_for is not None:
             unknown = [label for label in relevance_for if label is not None and label not in self.classes]
             if unknown:
                 raise ValueError(f"unknown class {unknown[0]!r}; this model's classes are {', '.join(self.classes)}")
             classes = torch.tensor([PREDICTED if label is None else self.classes.index(label) for label in relevance_for])
             logits, attn, relevance = relevance_forward(self.model, batch, classes)  # (B, cls), (B, L, H, T, T), (B, g, g)
-        elif attention:
-            with torch.inference_mode():
-                logits, attn = self.model(batch, return_attention=True)  # (B, classes), (B, L, H, T, T)
+            if needs_features:
+                with torch.inference_mode():
+                    features = self.model.forward_features(batch)[2]
         else:
             with torch.inference_mode():
-                logits, attn = self.model(batch), None
+                if needs_features:
+                    logits, attn, features = self.model.forward_features(batch, need_weights=attention)
+                    attn = torch.stack(attn, dim=1) if attention else None  # (B, L, H, T, T)
+                elif attention:
+                    logits, attn = self.model(batch, return_attention=True)  # (B, classes), (B, L, H, T, T)
+                else:
+                    logits, attn = self.model(batch), None
         attn = None if attn is None else attn.float().cpu().numpy()
         probs = probabilities(logits, self.temperature).cpu().numpy()  # (B, classes)
-        rule = self.info.unfamiliar
-        unfamiliar = [False] * len(probs) if rule is None else rule.flags(logits, self.temperature).tolist()
+        unfamiliar = ([False] * len(probs) if rule is None else
+                      rule.flags(logits.float().cpu(), self.temperature,
+                                 None if features is None else features.float().cpu()).tolist())
         predictions = []
         for i, p in enumerate(probs):
             label = self.classes[int(p.argmax())]

@@ -48,7 +48,7 @@ def build_parser() -> argparse.ArgumentParser:
     ev.add_argument("--batch-size", type=int, default=500)
 
     calibrate = commands.add_parser(
-        "calibrate", help="fit a weights folder's temperature (and its unfamiliar-photo rule) and keep it there",
+        "calibrate", help="fit a weights folder's temperature (and its unfamiliar-image rule) and keep it there",
         description="Fit the temperature that calibrates the model's probabilities (Guo et al., 2017) on images it "
                     "did not train on: the training images its run held out, or for weights trained on the whole "
                     "training split a random half of the test split. Measure the expected calibration error and "

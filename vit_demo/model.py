@@ -223,6 +223,14 @@ class VisionTransformer(nn.Module):
         """
         return self._encode(images, need_weights=True, replace=(off, values), keep_stream=True)
 
+    def forward_features(self, images: torch.Tensor, need_weights: bool = False
+                         ) -> tuple[torch.Tensor, list[torch.Tensor | None], torch.Tensor]:
+        """Logits (B, num_classes), each layer's attention weights (L x (B, H, T, T); L x None without
+        ``need_weights``) and the [CLS] token after each block through the final norm, (B, L, D): what the logit lens
+        reads at [CLS], and what the unfamiliar-image rule measures (vit_demo/unfamiliar.py)."""
+        logits, attentions, stream = self._encode(images, need_weights, keep_stream=True)
+        return logits, attentions, self.norm(torch.stack([x[:, 0] for x in stream], dim=1))
+
     def _encode(self, images: torch.Tensor, need_weights: bool, replace: HeadReplacement | None = None,
                 keep_stream: bool = False) -> tuple[torch.Tensor, list[torch.Tensor], list[torch.Tensor]]:
         x = (images - self.mean) / self.std  # (B, C, H, W)

@@ -19,6 +19,9 @@ Outputs
     ``lens``       float32 (B, L, T, K): the final norm and head applied to the residual stream after each block, at
                    every token, raw (not divided by the temperature). Token 0 is [CLS]'s logit lens
                    (``heads.logit_lens``); the softmax of tokens 1.. gives ``heads.lens_maps``.
+    ``features``   float32 (B, L, D): [CLS] after each block through the final norm (what the lens reads at [CLS],
+                   ``VisionTransformer.forward_features``), for the unfamiliar-image rule (vit_demo/unfamiliar.py).
+                   The model's graph and its snapshots' record their outputs in the metadata (``outputs``).
 
 The relevance graph (``RELEVANCE_FILE``, beside the model's) gives what the page cannot get from the first: the
 model's gradients. Inputs ``image`` (1, C, H, W), ``heads_off``, ``mean_ablation`` as above, and ``target`` float32
@@ -81,7 +84,7 @@ MODEL_FILE = "model.onnx"  # in a weights folder, beside model.safetensors
 RELEVANCE_FILE = "relevance.onnx"  # beside it: the class-specific relevance, gradients traced in
 PATCHING_FILES = {"heads": "patching_heads.onnx", "residual": "patching_residual.onnx"}  # beside it: patching
 INPUTS = ("image", "heads_off", "mean_ablation")
-OUTPUTS = ("logits", "attention", "lens")
+OUTPUTS = ("logits", "attention", "lens", "features")
 RELEVANCE_INPUTS = (*INPUTS, "target")
 RELEVANCE_OUTPUTS = ("logits", "relevance")
 
@@ -110,10 +113,12 @@ class PageGraph(nn.Module):
         return self.model.forward_edited(image, off, values)
 
     def forward(self, image: torch.Tensor, heads_off: torch.Tensor,
-                mean_ablation: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+                mean_ablation: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor, torch.Tensor]:
         logits, attentions, stream = self.edited(image, heads_off, mean_ablation)  # (B, K), L x (B, H, T, T), ...
-        lens = self.model.head(self.model.norm(torch.stack(stream, 1)))  # (B, L, T, K): heads._read_out's
-        return logits / self.temperature, torch.stack(attentions, 1), lens  # (B, K), (B, L, H, T, T), (B, L, T, K)
+        normed = self.model.norm(torch.stack(stream, 1))  # (B, L, T, D)
+        lens = self.model.head(normed)  # (B, L, T, K): heads._read_out's
+        # (B, K), (B, L, H, T, T), (B, L, T, K), (B, L, D)
+        return logits / self.temperature, torch.stack(attentions, 1), lens, normed[:, :, 0]
 
     def relevance(self, image: torch.Tensor, heads_off: torch.Tensor, mean_ablation: torch.Tensor,
                   target: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
@@ -251,7 +256,7 @@ def expected_metadata(folder: str | Path) -> dict[str, dict[str, str]]:
     means_sha = _sha256(means_file) if read_head_means(folder, model) is not None else "none"
     trained = {"weights_file": WEIGHTS_FILE, "weights_sha256": checksum, "head_means_sha256": means_sha,
                "temperature": repr(info.temperature), **common}
-    expected = {MODEL_FILE: trained, RELEVANCE_FILE: trained}
+    expected = {MODEL_FILE: {**trained, "outputs": ",".join(OUTPUTS)}, RELEVANCE_FILE: trained}
     for name in PATCHING_FILES.values():  # raw logits, nothing ablated: no temperature, no head means
         expected[name] = {"weights_file": WEIGHTS_FILE, "weights_sha256": checksum, **common}
     index = folder / SNAPSHOTS_INDEX
@@ -260,7 +265,7 @@ def expected_metadata(folder: str | Path) -> dict[str, dict[str, str]]:
             name = Path(entry["file"]).with_suffix(".onnx").as_posix()
             expected[name] = {"weights_file": entry["file"], "weights_sha256": entry["sha256"],
                               "head_means_sha256": "none", "temperature": repr(float(entry.get("temperature", 1.0))),
-                              "epoch": str(entry["epoch"]), **common}
+                              "epoch": str(entry["epoch"]), "outputs": ",".join(OUTPUTS), **common}
     return expected
 
 

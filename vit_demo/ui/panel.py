@@ -37,8 +37,12 @@ def info_text(analysis: Analysis) -> str:
 
 
 def unfamiliar_text(model: str) -> str:
-    """The notice above an unfamiliar image's label, with how often the model reads such images right (the share
-    of its own test images this unfamiliar that it classified right, from calibration.json)."""
+    """The notice above an unfamiliar image's label. For a drawing: that it does not look like a digit. For a photo:
+    that it looks unlike the photos the model knows, with how often the model reads such photos right (the share of
+    its own test photos this unfamiliar that it classified right, from calibration.json)."""
+    if dataset_spec(model).channels == 1:
+        return ("**This does not look like a digit.** The model only knows the digits 0 to 9, so its answer is a "
+                "guess.")
     classes = ", ".join(dataset_spec(model).classes)
     found = (calibration_report(model) or {}).get("unfamiliar") or {}
     odds = (f" Of the test photos that look this unfamiliar to it, it reads {100 * found['accuracy_on_flagged']:.0f}% "

@@ -1,6 +1,6 @@
 // The model in the page: graphs exported from the PyTorch model itself (vit_demo/onnx_export.py: the model's, with
-// inputs image, heads_off, mean_ablation and outputs logits divided by the temperature, attention, lens; the
-// relevance graph, with its gradients traced in; the two patching graphs, vit_demo/onnx_patching.py), run by
+// inputs image, heads_off, mean_ablation and outputs logits divided by the temperature, attention, lens, features;
+// the relevance graph, with its gradients traced in; the two patching graphs, vit_demo/onnx_patching.py), run by
 // onnxruntime-web's WebAssembly backend (vendored: ../vendor/onnxruntime-web, never a CDN). One session per graph,
 // made on first use.
 import * as ort from "../vendor/onnxruntime-web/ort.wasm.bundle.min.mjs";
@@ -95,7 +95,8 @@ export async function patching(url, model, clean, corrupt, classes) {
 
 export async function run(url, model, images, { off = [], mode = "mean" } = {}) {
   // ``images`` through the graph at ``url`` with the heads ``off`` (layer * heads + head) replaced by their mean
-  // (mode "mean") or by zeros: per image, its calibrated logits (K), attention (L, H, T, T) and lens (L, T, K).
+  // (mode "mean") or by zeros: per image, its calibrated logits (K), attention (L, H, T, T), lens (L, T, K) and [CLS]
+  // features (L, D; the unfamiliar rule's, numbers.js).
   const graph = await session(url);
   const { layers: L, heads: H, tokens: T, classes } = model, K = classes.length;
   const out = await graph.run({ image: inputTensor(images, model), ...knockout(model, off, mode) });
@@ -104,6 +105,7 @@ export async function run(url, model, images, { off = [], mode = "mean" } = {}) 
     logits: slice(out.logits, b, K),
     attention: slice(out.attention, b, L * H * T * T),
     lens: slice(out.lens, b, L * T * K),
+    features: slice(out.features, b, out.features.data.length / images.length),
   }));
 }
 

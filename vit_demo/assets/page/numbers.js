@@ -4,7 +4,7 @@
 //
 // Ports, step for step: vit_demo/explain.py (token_attention_maps, attention_rollout, first_query_patch) and
 // vit_demo/live_view.py (grid_maps, quantise, image_key, payload); the calibrated probabilities of
-// vit_demo/calibration.py and its unfamiliar rule.
+// vit_demo/calibration.py and its unfamiliar rule (UnfamiliarRule.scores).
 
 export function gridSize(tokens) {
   // Patches along one side, from T = g * g + 1 tokens.
@@ -106,12 +106,53 @@ export function logSumExp(values) {
   return peak + Math.log(Array.from(values).reduce((sum, v) => sum + Math.exp(v - peak), 0));
 }
 
-export function unfamiliar(calibrated, temperature, rule) {
+function float16(bits) {
+  const sign = bits & 0x8000 ? -1 : 1, exponent = (bits >> 10) & 0x1f, fraction = bits & 0x3ff;
+  if (exponent === 0) return sign * 2 ** -14 * (fraction / 1024);
+  if (exponent === 31) return fraction ? NaN : sign * Infinity;
+  return sign * 2 ** (exponent - 15) * (1 + fraction / 1024);
+}
+
+export function halves(text) {
+  // Base64 of little-endian float16 (calibration.py's arrays) -> Float64Array.
+  const raw = atob(text), out = new Float64Array(raw.length / 2);
+  for (let i = 0; i < out.length; i++) out[i] = float16(raw.charCodeAt(2 * i) | (raw.charCodeAt(2 * i + 1) << 8));
+  return out;
+}
+
+const decoded = new WeakMap(); // a rule -> its means and whitenings, decoded once
+
+export function familiarity(calibrated, temperature, rule, features) {
+  // calibration.UnfamiliarRule.scores for one image, higher = more familiar: from its calibrated logits (K) and, for
+  // the mahalanobis rule, its [CLS] features after every layer (L, D), the graph's ``features``.
+  const energy = () => logSumExp(Array.from(calibrated, (z) => z * temperature));
+  if (rule.score === "energy") return energy();
+  if (rule.score === "max_probability") return Math.max(...softmax(calibrated));
+  if (rule.score !== "mahalanobis") throw new Error(`unknown unfamiliar score ${rule.score}`);
+  if (!features) throw new Error("the mahalanobis rule needs the graph's features");
+  if (!decoded.has(rule)) decoded.set(rule, { means: halves(rule.means), whitenings: halves(rule.whitenings) });
+  const { means, whitenings } = decoded.get(rule), [, K, D] = rule.shape, centred = new Float64Array(D);
+  const parts = rule.layers.map((layer, p) => { // minus the squared distance to the nearest class (|(x - m) W|^2)
+    let nearest = Infinity;
+    for (let k = 0; k < K; k++) {
+      for (let d = 0; d < D; d++) centred[d] = features[layer * D + d] - means[(p * K + k) * D + d];
+      let distance = 0;
+      for (let j = 0; j < D; j++) {
+        let z = 0;
+        for (let d = 0; d < D; d++) z += centred[d] * whitenings[(p * D + d) * D + j];
+        distance += z * z;
+      }
+      nearest = Math.min(nearest, distance);
+    }
+    return -nearest;
+  });
+  if (rule.energy) parts.push(energy());
+  return parts.reduce((sum, part, i) => sum + (part - rule.centre[i]) / rule.spread[i], 0);
+}
+
+export function unfamiliar(calibrated, temperature, rule, features = null) {
   // calibration.UnfamiliarRule.flags: whether the image looks unlike anything the model knows (rule null: never).
-  if (!rule) return false;
-  if (rule.score === "energy") return logSumExp(Array.from(calibrated, (z) => z * temperature)) < rule.threshold;
-  if (rule.score === "max_probability") return Math.max(...softmax(calibrated)) < rule.threshold;
-  throw new Error(`unknown unfamiliar score ${rule.score}`);
+  return Boolean(rule) && familiarity(calibrated, temperature, rule, features) < rule.threshold;
 }
 
 export function base64(bytes) {
@@ -163,20 +204,25 @@ export function fill(template, values) {
 
 export const percent = (p) => (100 * p).toFixed(1);
 
-export function prediction(model, calibrated) {
-  // The prediction's numbers: the label, every class' probability, and the unfamiliar notice ("" none).
+function classes(model, calibrated) {
+  // The label, its probability and every class' (calibrated logits: the graph's are divided by the temperature).
   const probs = softmax(calibrated), top = argmax(probs);
-  const flagged = unfamiliar(calibrated, model.temperature, model.unfamiliar);
-  return { label: model.classes[top], confidence: probs[top], notice: flagged ? model.texts.notice : "",
+  return { label: model.classes[top], confidence: probs[top],
            probs: Object.fromEntries(model.classes.map((name, i) => [name, probs[i]])) };
+}
+
+export function prediction(model, calibrated, features) {
+  // The prediction's numbers: the label, every class' probability, and the unfamiliar notice ("" none).
+  const flagged = unfamiliar(calibrated, model.temperature, model.unfamiliar, features);
+  return { ...classes(model, calibrated), notice: flagged ? model.texts.notice : "" };
 }
 
 export function payload(model, pixels, run, milliseconds) {
   // live_view.payload as panel.numbers makes it, for an image's 8-bit ``pixels`` (H, W, C) and the graph's ``run``
-  // ({logits, attention}): the prediction, the info line, every layer's [CLS] maps, and the answers for rollout
-  // and the first query patch (where rollout peaks).
+  // ({logits, attention, features}): the prediction, the info line, every layer's [CLS] maps, and the answers for
+  // rollout and the first query patch (where rollout peaks).
   const { layers, heads, tokens } = model;
-  const predicted = prediction(model, run.logits);
+  const predicted = prediction(model, run.logits, run.features);
   const roll = rollout(run.attention, layers, heads, tokens), patch = argmax(roll);
   const answers = {
     rollout: { map: mapPayload(roll) },
@@ -193,8 +239,8 @@ export function payload(model, pixels, run, milliseconds) {
 }
 
 export function reading(model, calibrated) {
-  // panel.reading: the prediction alone, while the pen is down.
-  const predicted = prediction(model, calibrated);
+  // panel.reading: the prediction alone, while the pen is down (no notice: it waits for the pen to lift).
+  const predicted = classes(model, calibrated);
   return { reading: true, label: predicted.label, probs: predicted.probs, notice: "",
            info: fill(model.texts.reading, { label: predicted.label, percent: percent(predicted.confidence) }) };
 }

@@ -1,0 +1,151 @@
+"""The rule that flags an image unlike anything the model knows (vit_demo/unfamiliar.py): the shipped rules' rates on
+the held-out sets, against the goals of issue 30 and against their record; the rule as config.json keeps it; a
+non-digit drawing through the command line (/classify: tests/test_app_api.py; the page: tests/test_page_numbers.py)."""
+
+import json
+
+import numpy as np
+import pytest
+import torch
+from conftest import HAS_SHARED_CIFAR, HAS_SHARED_MNIST, SHARED_DATA, draw_digit, run_cli
+from PIL import Image
+
+from vit_demo import calibration, load_model, sketches, unfamiliar
+from vit_demo.calibrate import data_for
+from vit_demo.data import load_split
+from vit_demo.weights import WEIGHTS_ROOT, read_calibration
+
+DIGIT_GOALS = {"pen digits flagged": 0.02, "non-digits flagged": 0.80, "accuracy": 0.995}
+PHOTO_GOALS = {"test photos flagged": 0.05, "outside photos flagged": 0.70}
+
+
+def flagged(clf, images: torch.Tensor) -> np.ndarray:
+    """Which of the preprocessed images (N, C, H, W) in [0, 1] the classifier flags, as the app asks it."""
+    inputs = [x[0].numpy() if x.shape[0] == 1 else x.permute(1, 2, 0).numpy() for x in images.float()]
+    return np.array([p.unfamiliar for i in range(0, len(inputs), 500)
+                     for p in clf.predict_preprocessed(inputs[i : i + 500], attention=False)])
+
+
+def recorded(report: dict, name: str) -> dict:
+    return next(row for row in report["candidates"] if row["name"] == name)
+
+
+@pytest.fixture(scope="module")
+def digit_rates():
+    """The shipped digit rule's rates on the sets it was not fitted or chosen on, as the classifier flags them."""
+    if not HAS_SHARED_MNIST:
+        pytest.skip("the real MNIST test set is not here")
+    clf = load_model("mnist", device="cpu")
+    data = data_for(WEIGHTS_ROOT / "mnist", "mnist", SHARED_DATA)
+    pen = unfamiliar.canvas_digits(data.measure[0], unfamiliar.SEEDS["measure"])
+    drawings, _ = unfamiliar.drawing_set("non-digits", unfamiliar.DRAWINGS, unfamiliar.SEEDS["report"])
+    strokes, _ = unfamiliar.drawing_set("digits", unfamiliar.STROKE_DIGITS, unfamiliar.SEEDS["strokes"])
+    test_x, test_y = load_split("mnist", SHARED_DATA, "test", download=False)
+    with torch.no_grad():
+        accuracy = float((calibration.all_logits(clf.model, test_x).argmax(1) == test_y).double().mean())
+    return {"pen digits flagged": flagged(clf, pen).mean(), "non-digits flagged": flagged(clf, drawings).mean(),
+            "stroke digits flagged": flagged(clf, strokes).mean(), "accuracy": accuracy}
+
+
+def test_the_digit_rule_is_the_recorded_choice_and_its_record_holds(digit_rates):
+    report = read_calibration(WEIGHTS_ROOT / "mnist")["unfamiliar"]
+    rule = load_model("mnist", device="cpu").info.unfamiliar
+    assert rule.score == report["score"] == "mahalanobis" and rule.threshold == pytest.approx(report["threshold"], abs=1e-6)
+    chosen = recorded(report, report["chosen"])
+    assert chosen["outside_flagged_choose"] == max(r["outside_flagged_choose"] for r in report["candidates"] if r["page"])
+    assert digit_rates["pen digits flagged"] == pytest.approx(chosen["flagged"]["test digits written on the canvas"],
+                                                              abs=1e-4)
+    assert digit_rates["stroke digits flagged"] == pytest.approx(chosen["flagged"]["stroke digits"], abs=1e-4)
+    assert digit_rates["non-digits flagged"] == pytest.approx(chosen["outside_flagged_report"], abs=1e-4)
+
+
+def test_the_digit_rule_meets_its_goals_on_held_out_drawings(digit_rates):
+    # Real pen digits (MNIST's test digits written on the canvas, never fitted on) stay almost all unflagged, most
+    # non-digit drawings (another seed's than the rule was chosen on) are flagged, and the digits read as before.
+    assert digit_rates["pen digits flagged"] <= DIGIT_GOALS["pen digits flagged"]
+    assert digit_rates["non-digits flagged"] >= DIGIT_GOALS["non-digits flagged"]
+    assert digit_rates["accuracy"] >= DIGIT_GOALS["accuracy"]
+
+
+@pytest.fixture(scope="module")
+def photo_rates():
+    if not HAS_SHARED_CIFAR:
+        pytest.skip("the real CIFAR-10 test set is not here")
+    from vit_demo.outside_photos import outside_photos
+
+    clf = load_model("cifar10", device="cpu")
+    test_x, _ = load_split("cifar10", SHARED_DATA, "test", download=False)
+    pictures = outside_photos()
+    report_half = ~unfamiliar.split_photos([name for name, _ in pictures])
+    photos = torch.from_numpy(np.stack([clf.preprocess(p) for (_, p), keep in zip(pictures, report_half) if keep]))
+    return {"test photos flagged": flagged(clf, test_x.float() / 255).mean(),
+            "outside photos flagged": flagged(clf, photos.permute(0, 3, 1, 2)).mean()}
+
+
+def test_the_photo_rule_is_the_recorded_choice_and_flags_few_cifar_test_photos(photo_rates):
+    report = read_calibration(WEIGHTS_ROOT / "cifar10")["unfamiliar"]
+    chosen = recorded(report, report["chosen"])
+    assert photo_rates["test photos flagged"] == pytest.approx(chosen["flagged"]["test photos"], abs=1e-4)
+    assert photo_rates["outside photos flagged"] == pytest.approx(chosen["outside_flagged_report"], abs=1e-4)
+    assert photo_rates["test photos flagged"] <= PHOTO_GOALS["test photos flagged"]
+
+
+@pytest.mark.xfail(strict=True, reason="not met: no score measured (docs/results.md) flags 70% of the outside photos "
+                                       "at 5% of CIFAR-10's; the 100 small grey faces read as cats")
+def test_the_photo_rule_flags_most_outside_photos(photo_rates):
+    assert photo_rates["outside photos flagged"] >= PHOTO_GOALS["outside photos flagged"]
+
+
+def test_mahalanobis_distance_by_hand_and_its_whitening_from_samples():
+    # Two classes in 2-D sharing the covariance diag(4, 1): distances count in its standard deviations.
+    means = torch.tensor([[0.0, 0.0], [10.0, 0.0]])
+    whitening = torch.diag(torch.tensor([0.5, 1.0]))
+    points = torch.tensor([[2.0, 0.0], [0.0, 1.0], [9.0, 2.0]])
+    assert calibration.nearest_class_distance(points, means, whitening).tolist() == [1.0, 1.0, 4.25]
+    # Fitted from samples of those classes, in 3-D with a third direction of no variance (as LayerNorm leaves one).
+    generator = torch.Generator().manual_seed(0)
+    labels = torch.arange(20_000) % 2
+    samples = means[labels] + torch.randn(20_000, 2, generator=generator) * torch.tensor([2.0, 1.0])
+    samples = torch.cat([samples, torch.full((20_000, 1), 3.0)], dim=1)
+    fitted_means, fitted = unfamiliar.whitening(samples, labels, 2)
+    assert fitted_means.dtype == fitted.dtype == np.float16
+    distance = calibration.nearest_class_distance(torch.tensor([[2.0, 0.0, 3.0], [0.0, 1.0, 3.0]]),
+                                                  torch.from_numpy(fitted_means), torch.from_numpy(fitted))
+    assert distance.tolist() == pytest.approx([1.0, 1.0], rel=0.05)
+
+
+def test_the_rule_keeps_its_numbers_through_config_json():
+    rule = load_model("mnist", device="cpu").info.unfamiliar
+    again = calibration.UnfamiliarRule.from_dict(json.loads(json.dumps(rule.to_dict())))
+    assert np.array_equal(again.means, rule.means) and np.array_equal(again.whitenings, rule.whitenings)
+    features, logits = torch.randn(5, 6, 64), torch.randn(5, 10)
+    assert torch.equal(again.scores(logits, 0.5, features), rule.scores(logits, 0.5, features))
+    with pytest.raises(ValueError, match="needs the \\[CLS\\] features"):
+        rule.flags(logits, 0.5)
+    broken = {**rule.to_dict(), "spread": rule.to_dict()["spread"][:-1]}
+    with pytest.raises(ValueError, match="do not match"):
+        calibration.UnfamiliarRule.from_dict(broken)
+
+
+def non_digit_files(folder) -> dict[str, str]:
+    """Drawings the issue names (a dot, "#", a letter A, a scribble) as a visitor's PNGs: {path: what it is}."""
+    found = {}
+    for name, kind in (("dot", "dots/dot"), ("hash", "hash/#"), ("A", "letter/A"), ("scribble", "scribble/scribble")):
+        make = dict(sketches.non_digit_kinds())[kind]
+        ink = sketches.canvas_drawing(make(np.random.default_rng(3)), np.random.default_rng(4))
+        path = folder / f"{name}.png"
+        Image.fromarray(255 - ink).save(path)  # dark ink on white, as a sketchpad saves it
+        found[str(path)] = name
+    return found
+
+
+def test_cli_says_a_non_digit_drawing_is_unfamiliar_and_a_digit_is_not(tmp_path):
+    drawings = non_digit_files(tmp_path)
+    seven = tmp_path / "seven.png"
+    draw_digit("7", 300, (20, 20, 260), 0.08).save(seven)
+    result = run_cli("predict", "--model", "mnist", str(seven), *drawings)
+    assert result.returncode == 0, result.stderr
+    lines = {line["file"]: line for line in map(json.loads, result.stdout.splitlines())}
+    assert lines[str(seven)]["label"] == "7" and lines[str(seven)]["unfamiliar"] is False
+    assert {drawings[path]: line["unfamiliar"] for path, line in lines.items() if path in drawings} == {
+        name: True for name in drawings.values()}
