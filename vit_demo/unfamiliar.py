@@ -33,6 +33,7 @@ import numpy as np
 import torch
 
 from vit_demo import calibration, sketches
+from vit_demo.atomic import atomic_write
 from vit_demo.calibration import UnfamiliarRule
 from vit_demo.data import default_cache_dir, load_split
 
@@ -151,7 +152,7 @@ def cached(name: str, make, *keys: bytes) -> torch.Tensor:
         return torch.load(path, weights_only=True)
     found = torch.from_numpy(np.asarray(make(), dtype=np.float32))
     path.parent.mkdir(parents=True, exist_ok=True)
-    torch.save(found, path)
+    atomic_write(path, lambda f: torch.save(found, f))  # another process may be reading the cache
     return found
 
 
