@@ -29,6 +29,24 @@ SHARED_DATA = REPO.parent / "shared" / "data"
 HAS_SHARED_MNIST = (SHARED_DATA / "MNIST" / "raw" / "t10k-images-idx3-ubyte.gz").is_file()
 HAS_SHARED_CIFAR = (SHARED_DATA / "cifar10" / "test" / "airplane").is_dir()
 CIFAR_CLASSES = ("airplane", "automobile", "bird", "cat", "deer", "dog", "frog", "horse", "ship", "truck")
+# Whole files of slow tests (marked ``slow``: ``pytest -m "not slow"`` is the fast loop; CI runs everything), and why;
+# slow tests in other files carry @pytest.mark.slow themselves.
+SLOW_FILES = {
+    "test_browser.py": "real Chromium against the real app, one app start a module and a page a test",
+    "test_static_space.py": "writes the static Space (some 90 MB) and drives it in Chromium",
+    "test_space.py": "writes the Gradio Space's folder and starts it as a Space does",
+    "test_benchmarks.py": "starts the app and the do-nothing app for each benchmark script",
+    "test_onnx_export.py": "the graphs against PyTorch on 100 to 1,000 real test images of each dataset",
+    "test_page_faithfulness.py": "the page's scoring under Node against the server's, on real test images",
+    "test_page_patching.py": "the page's patching under Node against the server's, on real test pairs",
+    "test_page_preprocess.py": "the page's preprocessing under Node on 1,000 drawings and 200 photos",
+}
+
+
+def pytest_collection_modifyitems(items):
+    for item in items:
+        if item.path.name in SLOW_FILES:
+            item.add_marker(pytest.mark.slow)
 
 
 @pytest.fixture(scope="session", autouse=True)

@@ -82,6 +82,7 @@ def test_the_held_out_calibration_images_are_never_trained_on():
 # ---- The shipped models -------------------------------------------------------------------------------------
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("name", ["mnist", "cifar10"])
 def test_shipped_models_are_calibrated_and_their_record_holds(name):
     folder = WEIGHTS_ROOT / name
@@ -137,6 +138,7 @@ def test_unfamiliar_photos_are_flagged_by_the_recorded_rule():
     assert not clf.predict(PHOTOS / "ship.png").unfamiliar
 
 
+@pytest.mark.slow
 def test_cli_calibrate_fits_and_records_a_copy_of_the_weights(tmp_path):
     if not HAS_SHARED_MNIST:
         pytest.skip("the real MNIST test set is not here")

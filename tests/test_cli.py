@@ -87,6 +87,7 @@ def test_evaluate_mnist(mnist_root):
     assert report["accuracy"] > (0.98 if HAS_SHARED_MNIST else 0.5)
 
 
+@pytest.mark.slow
 def test_train_and_evaluate_cifar10_on_an_image_folder(cifar_root, tmp_path):
     weights = tmp_path / "cifar-tiny"
     training.main(["--dataset", "cifar10", "--data-dir", str(cifar_root), "--out", str(weights),
@@ -122,6 +123,7 @@ def test_plain_pytest_finds_the_package_too():
     assert result.returncode == 0 and "test_model.py::" in result.stdout, result.stdout[-2000:]
 
 
+@pytest.mark.slow
 def test_export_writes_a_slide_or_a_gif_and_refuses_bad_choices_clearly(tmp_path):
     from PIL import Image
 
@@ -148,6 +150,7 @@ def test_export_writes_a_slide_or_a_gif_and_refuses_bad_choices_clearly(tmp_path
     assert not (tmp_path / "refused.png").exists()
 
 
+@pytest.mark.slow
 def test_onnx_writes_the_model_and_snapshot_graphs_in_sync_and_refuses_a_missing_folder(tmp_path):
     # A copy of the MNIST folder with one snapshot (each graph takes seconds to export); a graph of a snapshot no
     # longer listed is removed.

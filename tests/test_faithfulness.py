@@ -115,6 +115,7 @@ def test_curves_remove_and_add_patches_in_the_maps_order(digits, mnist_root):
     np.testing.assert_allclose(result.deletion[:, 5], expected, rtol=1e-5)
 
 
+@pytest.mark.slow
 def test_relevance_is_more_faithful_than_a_random_ranking(digits, mnist_root):
     images, _ = mnist_test_digits(mnist_root, 64)
     x = torch.from_numpy(images / 255).float()[:, None]  # (64, 1, 28, 28)
@@ -125,6 +126,7 @@ def test_relevance_is_more_faithful_than_a_random_ranking(digits, mnist_root):
     assert deletion["relevance"] < deletion["random"] and insertion["relevance"] > insertion["random"], (deletion, insertion)
 
 
+@pytest.mark.slow
 def test_cli_faithfulness_prints_a_line_per_kind_of_map(mnist_root):
     result = run_cli("faithfulness", "--model", "mnist", "--data-dir", str(mnist_root), "--n", "20", "--batch-size", "8")
     assert result.returncode == 0, result.stderr

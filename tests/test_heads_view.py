@@ -116,6 +116,7 @@ def test_the_lens_strip_ends_with_the_models_answer(three, eight):
         assert len(json.dumps(reply)) < 1000
 
 
+@pytest.mark.slow
 def test_the_patching_grids_both_ways(three, eight):
     ask = heads_view.ask_patching("mnist")
     reply = ask({"clean": pixels(three), "corrupt": pixels(eight)})
@@ -205,6 +206,7 @@ def weights_copy(tmp_path):
     return folder
 
 
+@pytest.mark.slow
 def test_the_importance_file_belongs_to_its_weights(tmp_path, mnist_root, capsys):
     folder = weights_copy(tmp_path)
     assert heads.read_head_importance(folder) is None

@@ -39,6 +39,7 @@ def test_shipped_folder_is_complete(name):
     assert metrics["command"].startswith(f"python train.py --dataset {name}")
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("name", SHIPPED_FLOOR)
 def test_shipped_model_scores_what_its_metrics_say_on_the_real_test_set(name):
     if not HAS_SHARED_TEST_SET[name]:
@@ -86,6 +87,7 @@ def test_drawn_digits_anywhere_at_any_size_with_any_pen(clf, canvas, box, pen):
     assert len(wrong) <= 1, f"misread (drawn: read as): {wrong}"
 
 
+@pytest.mark.slow
 def test_mnist_digits_moved_and_scaled_on_a_canvas(clf, mnist_root):
     images, labels = mnist_test_digits(mnist_root, 200)
     rng = np.random.default_rng(0)

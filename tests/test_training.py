@@ -32,6 +32,7 @@ def run_train(data_dir, tmp_path, *extra: str, name: str = "run", dataset: str =
                           "--checkpoint-dir", str(tmp_path / f"{name}-ckpt"), *extra])
 
 
+@pytest.mark.slow
 def test_short_training_run_beats_chance_by_far(mnist_root, tmp_path):
     metrics = run_train(mnist_root, tmp_path, "--train-limit", "5000", "--test-limit", "1000", "--epochs", "4",
                         "--patch-size", "7", "--dim", "64", "--depth", "2", "--heads", "4", "--mlp-dim", "128",
@@ -106,6 +107,7 @@ def test_resume_is_exact_with_the_photo_recipe(cifar_root, tmp_path, monkeypatch
                            "--no-progress")
 
 
+@pytest.mark.slow
 def test_compiled_step_gives_the_plain_steps_losses(cifar_root):
     """The fast loop (torch.compile) and the plain one train alike: same losses on the same batches."""
     spec = dataset_spec("cifar10")
@@ -197,6 +199,7 @@ def test_atomic_write_survives_a_killed_process(tmp_path):
     assert target.read_bytes() == b"old weights"
 
 
+@pytest.mark.slow
 def test_two_process_ddp_on_cpu(mnist_root, tmp_path):
     out = tmp_path / "ddp"
     env = {**os.environ, "OMP_NUM_THREADS": "1"}

@@ -211,6 +211,7 @@ def test_scoring_the_maps_of_the_image_in_hand():
     assert "error" in explanation_view.ask_faithfulness("mnist")({"image": "@@"})
 
 
+@pytest.mark.slow
 def test_the_training_slider_shows_the_model_as_it_was(snapshot_weights, monkeypatch):
     monkeypatch.setenv(models.WEIGHTS_ENV, str(snapshot_weights))
     for cached in (models.classifier, models.training_run, models.calibration_report):
