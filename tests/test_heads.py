@@ -167,6 +167,7 @@ def test_importance_is_the_mean_of_each_images_own_gradient(model, digits):
     torch.testing.assert_close(batched, one_by_one, rtol=1e-4, atol=1e-8)
 
 
+@pytest.mark.slow
 def test_pruning_curves_start_at_the_model_and_end_with_every_head_off(model, digits, means):
     images, labels = digits
     importance = heads.head_importance(model, images, labels)
@@ -214,6 +215,7 @@ def command(capsys, *args: str) -> tuple[list[dict], str]:
     return [json.loads(line) for line in out.splitlines()], err
 
 
+@pytest.mark.slow
 def test_heads_and_lens_commands(mnist_root, tmp_path, capsys):
     data = ("--data-dir", str(mnist_root))
     lines, _ = command(capsys, "heads", "--model", "mnist", *data, "--n", "40")
@@ -239,7 +241,13 @@ def test_heads_and_lens_commands(mnist_root, tmp_path, capsys):
     for name in (CONFIG_FILE, WEIGHTS_FILE):
         shutil.copy(WEIGHTS_ROOT / "mnist" / name, folder / name)
     again, note = command(capsys, "heads", "--model", str(folder), *data, "--n", "40")
-    assert "python -m vit_demo head-means" in note and again == lines
+    assert "python -m vit_demo head-means" in note and again[0] == lines[0]
+    # The means computed for the run match the stored ones to about 1e-3 (below), not to the last bit: a head's
+    # accuracy over 40 images may move by one image, its importance by a little.
+    assert [(a["layer"], a["head"]) for a in again[1:-2]] == [(b["layer"], b["head"]) for b in per_head]
+    for a, b in zip(again[1:-2], per_head):
+        assert abs(a["accuracy"] - b["accuracy"]) <= 1 / 40 + 1e-9
+        assert a["importance"] == pytest.approx(b["importance"], rel=0.05, abs=1e-4)
     written, _ = command(capsys, "head-means", "--model", str(folder), *data)
     assert written[0]["images"] == heads.MEAN_IMAGES and written[0]["file"].endswith(heads.HEAD_MEANS_FILE)
     torch.testing.assert_close(heads.read_head_means(folder), heads.read_head_means(WEIGHTS_ROOT / "mnist"),
