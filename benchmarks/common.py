@@ -38,6 +38,21 @@ def timed(fn: Callable[[], object], repeat: int, warmup: int = 3) -> tuple[float
     return p50_p95(times)
 
 
+def node_and_torch(median_of: str) -> None:
+    """For the page-against-server benchmarks: exit unless Node is on the PATH, put torch on one thread (as the app's
+    server functions run), and print what runs each side."""
+    import shutil
+
+    import torch
+
+    if not shutil.which("node"):
+        raise SystemExit("Node 20 or later must be on the PATH: the page's modules run under it")
+    torch.set_num_threads(1)
+    node = subprocess.run([shutil.which("node"), "--version"], capture_output=True, text=True).stdout.strip()
+    print(f"Node {node} (onnxruntime-web, WebAssembly, 1 thread); torch {torch.__version__}, 1 thread; "
+          f"median of {median_of}")
+
+
 def free_port() -> int:
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))

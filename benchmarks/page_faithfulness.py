@@ -25,11 +25,10 @@ import tempfile
 import time
 from pathlib import Path
 
-import torch
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
-from common import free_port  # noqa: E402  (benchmarks/ is on sys.path: scripts run from it)
+from common import free_port, node_and_torch  # noqa: E402  (benchmarks/ is on sys.path: scripts run from it)
 from vit_demo import live_view, load_model  # noqa: E402
 from vit_demo.ui import explanation_view, page_model  # noqa: E402
 
@@ -100,12 +99,7 @@ def main() -> None:
     parser.add_argument("--repeat", type=int, default=3)
     parser.add_argument("--chromium", action="store_true", help="also time the static page in headless Chromium")
     args = parser.parse_args()
-    if not shutil.which("node"):
-        raise SystemExit("Node 20 or later must be on the PATH: the page's modules run under it")
-    torch.set_num_threads(1)  # the app's server functions run on one thread each
-    node = subprocess.run([shutil.which("node"), "--version"], capture_output=True, text=True).stdout.strip()
-    print(f"Node {node} (onnxruntime-web, WebAssembly, 1 thread); torch {torch.__version__}, 1 thread; "
-          f"median of {args.repeat} x {len(IMAGES['mnist'])} examples")
+    node_and_torch(f"{args.repeat} x {len(IMAGES['mnist'])} examples")
     print("| model | examples | page median ms | server median ms |")
     print("|---|---|---:|---:|")
     for name, paths in IMAGES.items():

@@ -20,10 +20,10 @@ import sys
 import tempfile
 from pathlib import Path
 
-import torch
-
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
+sys.path.insert(0, str(ROOT / "benchmarks"))
+from common import node_and_torch  # noqa: E402
 from vit_demo import live_view, load_model  # noqa: E402
 from vit_demo.ui import heads_view, page_model  # noqa: E402
 
@@ -49,12 +49,7 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--repeat", type=int, default=5)
     args = parser.parse_args()
-    if not shutil.which("node"):
-        raise SystemExit("Node 20 or later must be on the PATH: the page's modules run under it")
-    torch.set_num_threads(1)  # the app's server functions run on one thread each
-    node = subprocess.run([shutil.which("node"), "--version"], capture_output=True, text=True).stdout.strip()
-    print(f"Node {node} (onnxruntime-web, WebAssembly, 1 thread); torch {torch.__version__}, 1 thread; "
-          f"median of {args.repeat}")
+    node_and_torch(f"{args.repeat}")
     print("| model | patching | page median ms | server median ms |")
     print("|---|---|---:|---:|")
     for name in ("mnist", "cifar10"):

@@ -5,16 +5,10 @@
 // IN: {model: a tab's model as vit_demo/ui/page_model.py describes it, its graphs' addresses file: URLs,
 //      requests: [{image}] as the view asks, verdicts: [answers whose curves, noise, verdict and label are given]}
 // OUT: {answers: [the page's answer to each request], texts: [verdictText of each verdict's answer]}.
+import "./node_files.mjs"; // fetch reads file: URLs, as the page reads its graphs
 import { readFile, writeFile } from "node:fs/promises";
-import { fileURLToPath, pathToFileURL } from "node:url";
+import { pathToFileURL } from "node:url";
 
-// The page fetches its runtime's binary and its graphs; Node's fetch reads no file: URL, so this one does.
-const fetchOnline = globalThis.fetch;
-globalThis.fetch = async (url, init) => {
-  const href = String(url instanceof Request ? url.url : url);
-  if (href.startsWith("file:")) return new Response(await readFile(fileURLToPath(href)));
-  return fetchOnline(url, init);
-};
 
 const { pageSource } = await import("../vit_demo/assets/page/source.js");
 const { verdict, verdictText } = await import("../vit_demo/assets/page/faithfulness.js");
