@@ -53,7 +53,13 @@ function resizeColumns(values, h, w, size, smooth) {
 
 function resize(values, h, w, size, smooth) {
   // (h, w) -> (size, size) floats: the columns resized (resizeColumns), then each output row four weighted rows of
-  // them, the weights and rows fixed along the row.
+  // them, the weights and rows fixed along the row; nearest (a digit's input), each output the one input it takes.
+  if (!smooth) {
+    const rows = taps(h, size, false).index, cols = taps(w, size, false).index, out = new Float32Array(size * size);
+    for (let i = 0, p = 0; i < size; i++)
+      for (let x = 0; x < size; x++, p++) out[p] = values[rows[i * 4] * w + cols[x * 4]];
+    return out;
+  }
   const columns = resizeColumns(values, h, w, size, smooth), { index, weight } = taps(h, size, smooth);
   const out = new Float32Array(size * size);
   for (let i = 0, t = 0, p = 0; i < size; i++, t += 4) {
