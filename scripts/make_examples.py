@@ -2,7 +2,10 @@
 
     python scripts/make_examples.py --data-dir DIR
 
-Digits are stored black on white (as drawn on the canvas), 28x28; photos as the original 32x32 PNGs.
+Each is the first test image of its class that the shipped model reads right and does not flag as unfamiliar, read
+from the written file as the app reads an example: an example shows what the model does, and one it gets wrong or
+calls no digit would mislead a room. Digits are stored black on white (as drawn on the canvas), 28x28; photos as
+the original 32x32 PNGs.
 """
 
 from __future__ import annotations
@@ -16,6 +19,7 @@ from PIL import Image
 
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
+from vit_demo import load_model  # noqa: E402
 from vit_demo.data import DATASETS, load_split  # noqa: E402
 
 
@@ -27,10 +31,16 @@ def main() -> None:
         images, labels = load_split(name, args.data_dir, "test", download=False)
         out = REPO / "examples" / folder
         out.mkdir(parents=True, exist_ok=True)
+        classifier = load_model(name, device="cpu")
         for label, class_name in enumerate(DATASETS[name].classes):
-            index = int(np.flatnonzero(labels.numpy() == label)[0])
-            array = images[index].permute(1, 2, 0).numpy().squeeze()
-            Image.fromarray(255 - array if invert else array).save(out / f"{class_name}.png", optimize=True)
+            path = out / f"{class_name}.png"
+            for index in np.flatnonzero(labels.numpy() == label):
+                array = images[int(index)].permute(1, 2, 0).numpy().squeeze()
+                Image.fromarray(255 - array if invert else array).save(path, optimize=True)
+                read = classifier.predict(path)
+                if read.label == class_name and not read.unfamiliar:
+                    break
+            print(f"{path.relative_to(REPO)}: test image {int(index)}, read as {read.label} ({read.confidence:.1%})")
 
 
 if __name__ == "__main__":
