@@ -134,3 +134,17 @@ def test_classify_says_what_is_wrong(client, tmp_path):
         # The photo endpoint answers a one-colour photo as blank, not with a confident label.
         label, info, *_ = client.predict(handle_file(str(white)), api_name="/predict_image")
         assert not label and "nothing to classify" in info
+
+
+def test_the_api_page_names_every_parameter(app_url):
+    """The API page (/gradio_api/info, which "Use via API" shows) lists the three endpoints, each parameter with a
+    name a user can read, not Gradio's "parameter_86"."""
+    import json
+    import urllib.request
+
+    with urllib.request.urlopen(app_url.rstrip("/") + "/gradio_api/info", timeout=30) as answer:
+        info = json.loads(answer.read())
+    assert sorted(info["named_endpoints"]) == ["/classify", "/predict_digit", "/predict_image"]
+    assert info["unnamed_endpoints"] == {}
+    labels = {name: [p["label"] for p in e["parameters"]] for name, e in info["named_endpoints"].items()}
+    assert labels == {"/classify": ["image", "model"], "/predict_digit": ["drawing"], "/predict_image": ["photo"]}

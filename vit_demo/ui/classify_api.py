@@ -40,7 +40,7 @@ def classify(path: str | None, model: str = "mnist") -> dict[str, Any]:
 
 def build_classify_api() -> None:
     """The endpoint's hidden components and its event (api_name ``classify``)."""
-    image = UndecodedImage(type="filepath", visible=False)
-    model = gr.Textbox(MODELS[0], visible=False)  # a text, so that an unknown name gets our own answer
-    answer = gr.JSON(visible=False)
+    image = UndecodedImage(type="filepath", label="image", visible=False)
+    model = gr.Textbox(MODELS[0], label="model", visible=False)  # a text, so that an unknown name gets our own answer
+    answer = gr.JSON(label="answer", visible=False)
     image.change(classify, [image, model], answer, api_name="classify", **SHARED_WORKERS)

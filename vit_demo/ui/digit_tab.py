@@ -79,7 +79,7 @@ def build_digit_tab(examples: list) -> Panel:
     digit, _ = build_panel("digit", MODEL, DRAW_PROMPT,
                            lambda: drawing_canvas(examples, stroke, first, page_model=in_page), analysis)
     # API only: a sketch value (or an image as its composite) for scripts.
-    sketch = UndecodedSketch(visible=False)
+    sketch = UndecodedSketch(label="drawing", visible=False)
     sketch.change(predict_digits, sketch, digit.api_outputs, api_name="predict_digit", batch=True,
                   max_batch_size=DIGIT_BATCH, **SHARED_WORKERS)
     return digit

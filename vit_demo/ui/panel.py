@@ -181,7 +181,7 @@ def build_panel(prefix: str, model: str, prompt: str, build_input: Callable[[], 
         heads_view.build_heads(prefix, model, config)  # what each head does: knockout, lens, patching
         export = export_view.build_export(prefix, config.grid_size ** 2)
     with gr.Column(visible=False):  # the API's answer: the prediction, and the views as pictures
-        api_label, api_info = gr.Label(num_top_classes=3), gr.Markdown()
+        api_label, api_info = gr.Label(num_top_classes=3, label="prediction"), gr.Markdown()
         api_views = [view_image(f"{prefix}-api-{name}") for name in ("patches", "cls-grid", "selected", "rollout",
                                                                      "query")]
         api_query_note = gr.Markdown()

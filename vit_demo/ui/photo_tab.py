@@ -94,6 +94,6 @@ def build_photo_tab(examples: list[Path]) -> Panel:
         gr.Button("Read on the server", elem_id="photo-server-read", elem_classes=["vd-hidden"]).click(**read)
         photo.change(None, photo, None, js=READ_IN_PAGE_JS)
     # API only: a photo file for scripts.
-    api_photo = UndecodedImage(type="filepath", visible=False)
+    api_photo = UndecodedImage(type="filepath", label="photo", visible=False)
     api_photo.change(predict_image, api_photo, photos.api_outputs, api_name="predict_image", **SHARED_WORKERS)
     return photos
