@@ -461,10 +461,11 @@ def test_the_photo_tabs_training_slider_shows_the_shipped_models_snapshots(page)
 
 
 CANVAS_TOP = "() => document.querySelector('#canvas canvas.vd-draw').getBoundingClientRect().top + scrollY"
-VIEWS_THAT_FIT = """() => [...document.querySelectorAll('.vd-view')]
-    .filter(v => v.offsetParent && v.querySelector('img, canvas.vd-live-canvas'))
-    .map(v => {
-        const box = v.getBoundingClientRect(), img = v.querySelector('img, canvas.vd-live-canvas').getBoundingClientRect();
+VIEWS_THAT_FIT = """() => [...document.querySelectorAll('.vd-view')]  // every picture shown (a hidden one is not)
+    .map(v => [v, [...v.querySelectorAll('img, canvas.vd-live-canvas')].find(e => e.offsetParent)])
+    .filter(([v, shown]) => v.offsetParent && shown)
+    .map(([v, shown]) => {
+        const box = v.getBoundingClientRect(), img = shown.getBoundingClientRect();
         const buttons = v.querySelector('.icon-button-wrapper')?.getBoundingClientRect();
         const covered = buttons && buttons.width > 0 && !(buttons.bottom <= img.top || buttons.top >= img.bottom
             || buttons.right <= img.left || buttons.left >= img.right);
