@@ -33,6 +33,7 @@ import threading
 from collections.abc import Iterable, Iterator
 from pathlib import Path
 
+import numpy as np
 import torch
 import torch.nn.functional as F
 from safetensors import SafetensorError, safe_open
@@ -613,10 +614,13 @@ def read_head_importance(folder: str | Path) -> dict | None:
     try:
         record = json.loads((folder / HEAD_IMPORTANCE_FILE).read_text(encoding="utf-8"))
         config = json.loads((folder / CONFIG_FILE).read_text(encoding="utf-8"))
-        shape = torch.tensor(record["importance"]).shape
-        if record["weights_sha256"] != config.get("weights_sha256") or torch.tensor(record["accuracy"]).shape != shape:
+        # Checked with numpy, not torch: the app reads it while it is built, where ZeroGPU's spaces package has
+        # patched torch (a tensor's .shape there is a plain tuple).
+        shape = np.shape(record["importance"])
+        if record["weights_sha256"] != config.get("weights_sha256") or np.shape(record["accuracy"]) != shape:
             return None
-        if any(len(record["curves"][order]) != shape.numel() + 1 for order in ("importance", "random")):
+        if len(shape) != 2 or any(len(record["curves"][order]) != shape[0] * shape[1] + 1
+                                  for order in ("importance", "random")):
             return None
     except (OSError, ValueError, KeyError, TypeError, RuntimeError):
         return None
