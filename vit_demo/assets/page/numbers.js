@@ -161,6 +161,14 @@ export function base64(bytes) {
   return btoa(text);
 }
 
+export function fromBase64(text) {
+  // base64 -> bytes (atob refuses what is not base64).
+  const raw = atob(text);
+  const bytes = new Uint8Array(raw.length);
+  for (let i = 0; i < raw.length; i++) bytes[i] = raw.charCodeAt(i);
+  return bytes;
+}
+
 export function sha1Hex(bytes) {
   // SHA-1 (FIPS 180-4) of a Uint8Array, as hex. Written out because crypto.subtle exists only on secure pages, and a
   // talk's page is often opened over plain http on a LAN address.

@@ -12,15 +12,10 @@ import { scoreMaps, verdictText } from "./faithfulness.js";
 
 export { available } from "./model.js"; // whether this browser can run the page's model
 export { answerInPage } from "./store.js"; // hand a tab's views this source's answers
-import { argmax, base64, fill, gridPayload, imageKey, mapPayload, payload, percent, reading, rollout, roundHalfEven,
-         softmax } from "./numbers.js";
+import { argmax, base64, fill, fromBase64 as decode, gridPayload, imageKey, mapPayload, payload, percent, reading,
+         rollout, roundHalfEven, softmax } from "./numbers.js";
 
 const CANVAS = 112; // the canvas' copy of a drawing, pixels a side (canvas.js SMALL, vit_demo/canvas.py CANVAS_SIZE)
-
-function decode(text) {
-  const raw = atob(text);
-  return Uint8Array.from(raw, (c) => c.charCodeAt(0));
-}
 
 const message = (html) => ({ message: html });
 
