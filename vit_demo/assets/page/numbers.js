@@ -120,7 +120,24 @@ export function halves(text) {
   return out;
 }
 
-const decoded = new WeakMap(); // a rule -> its means and whitenings, decoded once
+const decoded = new WeakMap(); // a rule -> its whitenings and whitened means, decoded once
+
+function whitened(rule) {
+  // The rule's whitenings W (parts, D, D) and its class means whitened, m W (parts, K, D): |(x - m) W|^2 is then
+  // |x W - m W|^2, one (D, D) product an image and layer where the distances to K means cost K of them.
+  if (!decoded.has(rule)) {
+    const means = halves(rule.means), whitenings = halves(rule.whitenings), [P, K, D] = rule.shape;
+    const meansWhitened = new Float64Array(P * K * D);
+    for (let p = 0; p < P; p++)
+      for (let k = 0; k < K; k++)
+        for (let d = 0; d < D; d++) {
+          const m = means[(p * K + k) * D + d];
+          for (let j = 0; j < D; j++) meansWhitened[(p * K + k) * D + j] += m * whitenings[(p * D + d) * D + j];
+        }
+    decoded.set(rule, { whitenings, meansWhitened });
+  }
+  return decoded.get(rule);
+}
 
 export function familiarity(calibrated, temperature, rule, features) {
   // calibration.UnfamiliarRule.scores for one image, higher = more familiar: from its calibrated logits (K) and, for
@@ -130,18 +147,17 @@ export function familiarity(calibrated, temperature, rule, features) {
   if (rule.score === "max_probability") return Math.max(...softmax(calibrated));
   if (rule.score !== "mahalanobis") throw new Error(`unknown unfamiliar score ${rule.score}`);
   if (!features) throw new Error("the mahalanobis rule needs the graph's features");
-  if (!decoded.has(rule)) decoded.set(rule, { means: halves(rule.means), whitenings: halves(rule.whitenings) });
-  const { means, whitenings } = decoded.get(rule), [, K, D] = rule.shape, centred = new Float64Array(D);
-  const parts = rule.layers.map((layer, p) => { // minus the squared distance to the nearest class (|(x - m) W|^2)
+  const { whitenings, meansWhitened } = whitened(rule), [, K, D] = rule.shape, xw = new Float64Array(D);
+  const parts = rule.layers.map((layer, p) => { // minus the squared distance to the nearest class
+    xw.fill(0);
+    for (let d = 0; d < D; d++) {
+      const x = features[layer * D + d];
+      for (let j = 0; j < D; j++) xw[j] += x * whitenings[(p * D + d) * D + j];
+    }
     let nearest = Infinity;
     for (let k = 0; k < K; k++) {
-      for (let d = 0; d < D; d++) centred[d] = features[layer * D + d] - means[(p * K + k) * D + d];
       let distance = 0;
-      for (let j = 0; j < D; j++) {
-        let z = 0;
-        for (let d = 0; d < D; d++) z += centred[d] * whitenings[(p * D + d) * D + j];
-        distance += z * z;
-      }
+      for (let j = 0; j < D; j++) distance += (xw[j] - meansWhitened[(p * K + k) * D + j]) ** 2;
       nearest = Math.min(nearest, distance);
     }
     return -nearest;

@@ -33,9 +33,16 @@ function taps(n, size, smooth) {
   return made;
 }
 
+const buffers = new Map(); // "name/length" -> a Float32Array reused by every resize (no garbage per tile)
+const buffer = (name, length) => {
+  const id = `${name}/${length}`;
+  if (!buffers.has(id)) buffers.set(id, new Float32Array(length));
+  return buffers.get(id);
+};
+
 function resizeColumns(values, h, w, size, smooth) {
   // (h, w) -> (h, size): each output column four weighted input columns (a small pass: h is the map's grid).
-  const { index, weight } = taps(w, size, smooth), out = new Float32Array(h * size);
+  const { index, weight } = taps(w, size, smooth), out = buffer("columns", h * size);
   for (let j = 0; j < h; j++)
     for (let x = 0, t = 0; x < size; x++, t += 4) {
       const row = j * w;
@@ -48,14 +55,15 @@ function resizeColumns(values, h, w, size, smooth) {
 function resize(values, h, w, size, smooth) {
   // (h, w) -> (size, size) floats: the columns resized (resizeColumns), then each output row four weighted rows of
   // them, the weights and rows fixed along the row; nearest (a digit's input), each output the one input it takes.
+  // The result is a buffer the next resize of this size overwrites.
+  const out = buffer("resized", size * size);
   if (!smooth) {
-    const rows = taps(h, size, false).index, cols = taps(w, size, false).index, out = new Float32Array(size * size);
+    const rows = taps(h, size, false).index, cols = taps(w, size, false).index;
     for (let i = 0, p = 0; i < size; i++)
       for (let x = 0; x < size; x++, p++) out[p] = values[rows[i * 4] * w + cols[x * 4]];
     return out;
   }
   const columns = resizeColumns(values, h, w, size, smooth), { index, weight } = taps(h, size, smooth);
-  const out = new Float32Array(size * size);
   for (let i = 0, t = 0, p = 0; i < size; i++, t += 4) {
     const r0 = index[t] * size, r1 = index[t + 1] * size, r2 = index[t + 2] * size, r3 = index[t + 3] * size;
     const w0 = weight[t], w1 = weight[t + 1], w2 = weight[t + 2], w3 = weight[t + 3];

@@ -3,7 +3,7 @@
 // and watch), with the page's model (source.js) in place of the server, and wires what Gradio's components do
 // in the app: the tabs, the layer and head controls, the training slider, and the photo upload with its examples.
 import { mount as mountView } from "./live.js";
-import { available, session } from "./model.js";
+import { available } from "./model.js";
 import { readPhoto } from "./photo.js";
 import { setWaiting } from "./store.js";
 import { pageSource } from "./source.js";
@@ -81,7 +81,7 @@ setTalk(talk.checked);
 talk.addEventListener("change", () => setTalk(talk.checked));
 script(page.talk.keys)();
 
-const warm = (prefix) => session(new URL(page.models[prefix].graph, document.baseURI).href).catch(() => {});
+const warm = (prefix) => sources[prefix].ready(); // (guarded: a failure is said when a reading is asked for)
 for (const button of document.querySelectorAll(".vd-tabs [data-tab]")) {
   button.addEventListener("click", () => {
     for (const other of document.querySelectorAll(".vd-tabs [data-tab]"))
@@ -115,6 +115,19 @@ if (photo) {
     const file = event.target.files?.[0];
     if (file) classifyPhoto(file);
   });
-  for (const button of photo.querySelectorAll(".vd-examples button"))
-    button.addEventListener("click", async () => classifyPhoto(await (await fetch(button.dataset.src)).blob()));
+  // The examples' files (some 2 KB each) are fetched once the tab opens, so that a click waits for no round trip
+  // and works with the network gone.
+  const examples = new Map(); // address -> Promise of its Blob
+  const example = (address) => {
+    if (!examples.has(address)) {
+      const blob = fetch(address).then((answer) => answer.blob());
+      blob.catch(() => examples.delete(address)); // the next click tries again
+      examples.set(address, blob);
+    }
+    return examples.get(address);
+  };
+  const buttons = [...photo.querySelectorAll(".vd-examples button")];
+  for (const button of buttons) button.addEventListener("click", async () => classifyPhoto(await example(button.dataset.src)));
+  document.querySelector(".vd-tabs [data-tab=photo]")
+    ?.addEventListener("click", () => buttons.forEach((button) => example(button.dataset.src)), { once: true });
 }

@@ -46,10 +46,15 @@ export function answerInPage(prefix, source) {
   return live;
 }
 
+const DIM_AFTER_MS = 150; // a read quicker than this dims nothing (nor costs the page a repaint on the way)
+
 export function setWaiting(live, on) {
-  // Dim the tab's views (class vd-waiting) while a new image is read, so that a stale answer never looks current;
-  // the next numbers (read) end it.
-  for (const v of live.views) v.element.classList.toggle("vd-waiting", on);
+  // Dim the tab's views (class vd-waiting) while a new image is read, once it has taken DIM_AFTER_MS, so that a stale
+  // answer never looks current; the next numbers (read) end it.
+  clearTimeout(live.dimming);
+  const dim = (dimmed) => live.views.forEach((v) => v.element.classList.toggle("vd-waiting", dimmed));
+  if (on) live.dimming = setTimeout(() => dim(true), DIM_AFTER_MS);
+  else dim(false);
 }
 
 export function prepare(numbers) {
