@@ -331,12 +331,13 @@ def app_page(browser, url: str, width: int = 1400, height: int | None = None, re
     page = context.new_page()
     page.outside_requests = []
     page.console_errors = []
-    page.requests_made = []  # every request the page makes, to count what an interaction costs
+    page.requests_made = []  # every call the page makes to the server, to count what an interaction costs
     local = "{0.scheme}://{0.netloc}".format(urllib.parse.urlsplit(url))
     page.on("request", lambda r: None if r.url.startswith((local, "data:", "blob:"))
             else page.outside_requests.append(r.url))
     page.on("console", lambda m: page.console_errors.append(m.text) if m.type == "error" else None)
-    page.on("request", lambda r: page.requests_made.append(r.url))
+    page.on("request", lambda r: None if "/file=" in r.url  # a file it loads (a graph, a picture): not a call
+            else page.requests_made.append(r.url))
     page.first_answer = page.goto(url)
     page.wait_for_selector("#canvas canvas.vd-draw[data-ready]", timeout=ready_timeout)  # its script is listening
     try:

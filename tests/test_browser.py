@@ -54,7 +54,9 @@ def test_draw_a_digit_and_explore_its_attention(page, tmp_path):
     first = live_pixels(page, "digit-query")
     page.locator("#digit-patches canvas").click(position={"x": 5, "y": 5})  # scrolled into view first
     wait_for_live(page, "digit-query", "query 0")
-    wait_for_live(page, "digit-patches", "patch 0")
+    # The click shows its effect where the visitor looks: the patches view itself shows where patch 0 looks.
+    wait_for_live(page, "digit-patches", "patch 0 looks")
+    assert "Patch 0 (outlined) looks at the bright patches" in page.locator("#digit-patches").inner_text()
     assert "Where patch 0 looks" in page.locator("#digit-query").inner_text()
     assert (live_pixels(page, "digit-query") != first).any()
     assert page.requests_made[before:] == []
@@ -65,8 +67,9 @@ def test_draw_a_digit_and_explore_its_attention(page, tmp_path):
     wait_for_live(page, "digit-query", "query 0")
     assert page.requests_made[before:] == []
 
-    screenshot = Path(os.environ.get("VIT_DEMO_SCREENSHOT", tmp_path / "app.png"))
-    page.screenshot(path=str(screenshot), full_page=True)
+    screenshot = Path(os.environ.get("VIT_DEMO_SCREENSHOT", tmp_path / "app.png"))  # the first screen, after a click
+    page.evaluate("() => window.scrollTo(0, 0)")
+    page.screenshot(path=str(screenshot))
     assert screenshot.stat().st_size > 10_000
     assert page.outside_requests == [], "the page must not call any outside server"
     assert page.console_errors == []
@@ -223,12 +226,15 @@ def test_a_photo_unlike_any_class_is_flagged_above_the_label(page, tmp_path):
     assert "unlike the photos the model knows" in page.locator("#photo-notice").inner_text()
     notice, label = (page.locator(f"#photo-{name}").bounding_box() for name in ("notice", "label"))
     assert notice["y"] + notice["height"] <= label["y"] + 1  # above the label
+    weight = "() => getComputedStyle(document.querySelector('#photo-label .vd-top-class')).fontWeight"
+    assert int(page.evaluate(weight)) < 700  # the label is the guess it is, not in a sure answer's bold type
     wait_for_live(page, "photo-reads", "input")  # the square the model reads, beside the whole photo
     assert page.locator("#photo-reads canvas").evaluate("canvas => canvas.width") == 128
     # A photo of one of its classes: no notice.
     page.locator("#photo-input input[type='file']").set_input_files(str(PHOTOS / "ship.png"))
     wait_for_label(page, "ship", panel="photo")
     page.locator("#photo-notice").wait_for(state="hidden", timeout=20000)
+    assert int(page.evaluate(weight)) >= 700
     assert page.outside_requests == [] and page.console_errors == []
 
 
@@ -499,7 +505,7 @@ def test_every_view_fits_its_box_on_phones_and_projectors(browser, app_url, widt
         assert abs(page.evaluate(CANVAS_TOP) - empty) <= 2  # the first answer does not move the canvas under the pen
         wait_for_live(page, "digit-relevance", "relevance 7")
         settled(page)  # the stroke's last update has landed: no view will change now
-        assert page.locator("#vd-keys").is_visible() == (width >= 600)  # keyboard keys: not on a phone
+        assert not page.locator("#vd-keys").is_visible()  # talk mode's keys: in talk mode alone
         if width < 600:
             label, canvas = (page.locator(s).bounding_box() for s in ("#digit-label", "#canvas canvas.vd-draw"))
             assert label["y"] + label["height"] <= canvas["y"]
@@ -534,8 +540,9 @@ def test_talk_mode_shows_one_large_view_and_answers_its_keys(browser, app_url, t
                                ("#canvas canvas.vd-draw", "#digit-label", "#digit-selected canvas"))
         assert canvas["x"] + canvas["width"] <= label["x"] and label["x"] + label["width"] <= view["x"]
         assert view["width"] >= 400 and view["y"] + view["height"] <= 720
-        head = page.locator("#digit-head").bounding_box()
-        assert head["y"] + head["height"] <= 720
+        for part in ("#digit-head", "#vd-keys"):  # the controls, and the keys that work them
+            box = page.locator(part).bounding_box()
+            assert box["y"] + box["height"] <= 720, part
         big = page.evaluate("() => parseFloat(getComputedStyle(document.querySelector('#digit-label .vd-top-class')).fontSize)")
         assert big >= 80  # px: legible from the back of a room
         page.screenshot(path=str(Path(os.environ.get("VIT_DEMO_TALK_SCREENSHOT", tmp_path / "talk.png"))))
@@ -609,7 +616,7 @@ def test_export_a_view_and_a_gif_for_slides(page, tmp_path):
             assert picture.width >= width
     # Where a patch looks, with the patch box empty: the patch the query view shows (clicked last: top left, 0).
     page.locator("#digit-patches canvas").click(position={"x": 5, "y": 5})
-    wait_for_live(page, "digit-patches", "patch 0")
+    wait_for_live(page, "digit-patches", "patch 0 looks")
     page.locator("#digit-export-view input").click()
     page.get_by_role("option", name="Where a patch looks: every layer and head, for the patch set here").click()
     page.locator("#digit-export-png").click()
@@ -666,6 +673,57 @@ def test_talk_mode_with_heads_off_still_fits_a_projector(browser, app_url):
         assert "5 heads switched off" in page.locator("#digit-ablated").inner_text()
         head = page.locator("#digit-head").bounding_box()
         assert head["y"] + head["height"] <= 720
+
+
+def test_talk_mode_with_a_warning_still_fits_a_projector(browser, app_url, tmp_path):
+    """A drawing that is no digit, and a photo of none of the ten classes: the warning over the label, and the label,
+    the large view, its controls and the keys all on the 1280x720 screen."""
+    from PIL import Image
+
+    from vit_demo.outside_photos import outside_photos
+
+    with app_page(browser, app_url.rstrip("/") + "/?view=talk", 1280, 720) as page:
+        page.wait_for_function("() => document.querySelector('#vd-app.vd-talk')")
+        draw(page, [(0.2, 0.5), (0.8, 0.5)])  # a plus sign
+        draw(page, [(0.5, 0.2), (0.5, 0.8)])
+        page.wait_for_function("() => !document.querySelector('#digit-notice').hidden")
+        settled(page)
+        page.evaluate("() => window.scrollTo(0, 0)")
+        for part in ("#vd-keys", "#digit-notice", "#digit-label", "#digit-selected canvas", "#digit-head"):
+            box = page.locator(part).bounding_box()
+            assert box["y"] + box["height"] <= 720, part
+        Image.fromarray(dict(outside_photos())["moon.png"]).save(tmp_path / "moon.png")
+        page.get_by_role("tab", name="Upload a photo (CIFAR-10)").click()
+        page.locator("#photo-input input[type='file']").set_input_files(str(tmp_path / "moon.png"))
+        page.wait_for_function("() => !document.querySelector('#photo-notice').hidden")
+        page.evaluate("() => window.scrollTo(0, 0)")
+        for part in ("#photo-notice", "#photo-label", "#photo-selected canvas", "#photo-head"):
+            box = page.locator(part).bounding_box()
+            assert box["y"] + box["height"] <= 720, part
+        page.screenshot(path=str(tmp_path / "talk-warning.png"))
+
+
+def test_the_first_screen_tells_the_story_in_four_steps(browser, app_url):
+    """At 1400x900: draw, the patches it reads, where it looks, the answer, left to right, each titled with one
+    sentence, all on the first screen, with the way to every other view under them."""
+    with app_page(browser, app_url, 1400, 900) as page:
+        page.locator("#canvas .vd-examples button[title='example: 3']").click()
+        wait_for_label(page, "3")
+        wait_for_live(page, "digit-patches", f"patch {page.evaluate('() => window.vdLive.digit.patch')}")
+        steps = page.evaluate("""() => [...document.querySelectorAll('.vd-top .vd-step h3')]
+            .filter((h) => h.offsetParent).map((h) => h.innerText.trim())""")  # the digit tab's: the shown ones
+        assert steps[:4] == ["Draw a digit", "The patches it reads", "Where it looks", "The answer"]
+        boxes = [page.locator(s).bounding_box() for s in
+                 ("#canvas canvas.vd-draw", "#digit-patches canvas", "#digit-selected canvas", "#digit-label")]
+        assert all(a["x"] + a["width"] <= b["x"] for a, b in zip(boxes, boxes[1:]))  # left to right
+        assert all(box["y"] + box["height"] <= 900 for box in boxes)
+        deeper = page.locator(".vd-deeper").first
+        assert deeper.is_visible() and deeper.bounding_box()["y"] < 900
+        assert deeper.locator("a").count() == 7
+        deeper.locator("a", has_text="why this class?").click()
+        page.wait_for_function("() => { const box = document.querySelector('#digit-relevance')"
+                               ".getBoundingClientRect(); return box.top >= 0 && box.top < innerHeight; }")
+        assert page.console_errors == []
 
 
 def test_talk_mode_on_a_phone_is_one_column_with_the_prediction_first(browser, app_url):

@@ -12,8 +12,8 @@ the tab's server functions (``ask``), which computes the maps from them, and kee
 
 ``render.overlay`` stays the server's picture of the same view (export, CLI, the API), and the JS follows it step
 for step: the input upsampled (nearest for digits, bicubic for photos), the map upsampled bicubic (torch's
-``F.interpolate``, ``align_corners=False``), coloured through the same 256-entry lookup table, and blended at
-``render.HEAT_ALPHA``. A browser test compares the two.
+``F.interpolate``, ``align_corners=False``), coloured through the same 256-entry lookup table, and blended with
+``render.HEAT_ALPHA``'s shares. A browser test compares the two.
 """
 
 from __future__ import annotations

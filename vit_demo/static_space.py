@@ -28,9 +28,9 @@ from vit_demo.canvas import ASSETS, pad_html
 from vit_demo.space import README, REPO, accuracy_note, needs_lfs, replace_folder, write_gitattributes
 from vit_demo.ui import attention_view, digit_tab, explanation_view, heads_view, page_model, photo_tab, training_view
 from vit_demo.ui.components import live_canvas, live_prediction
-from vit_demo.ui.demo import TALK_FROM_ADDRESS, TALK_KEYS, TALK_TOGGLE
+from vit_demo.ui.demo import INTRO, KEYS_LINE, TALK_FROM_ADDRESS, TALK_KEYS, TALK_TOGGLE
 from vit_demo.ui.models import classifier, model_config, model_problem, starting_example, training_run, weights_folder
-from vit_demo.ui.panel import starting_numbers
+from vit_demo.ui.panel import ANSWER_TITLE, deeper_links, starting_numbers
 from vit_demo.weights import WeightsError
 
 MARKER = "<!-- Written by `python -m vit_demo static`: running it again rewrites this folder. -->"
@@ -46,15 +46,17 @@ class Tab:
     prefix: str  # in its views' element ids, as the app's
     label: str  # its button's
     model: str
+    input_title: str  # its first step's title and sentence
     prompt: str  # what it says until there is an image
     blank: str  # what it says of a blank image
     first_example: str  # the example it starts with
     examples: str  # the folder of examples/ it offers
 
 
-TABS = (Tab("digit", digit_tab.LABEL, digit_tab.MODEL, digit_tab.DRAW_PROMPT, digit_tab.DRAW_PROMPT,
-            digit_tab.FIRST_EXAMPLE, "digits"),
-        Tab("photo", photo_tab.LABEL, photo_tab.MODEL, photo_tab.UPLOAD_PROMPT, photo_tab.BLANK_PHOTO,
+TABS = (Tab("digit", digit_tab.LABEL, digit_tab.MODEL, digit_tab.INPUT_TITLE, digit_tab.DRAW_PROMPT,
+            digit_tab.DRAW_PROMPT, digit_tab.FIRST_EXAMPLE, "digits"),
+        Tab("photo", photo_tab.LABEL, photo_tab.MODEL, photo_tab.INPUT_TITLE, photo_tab.UPLOAD_PROMPT,
+            photo_tab.BLANK_PHOTO,
             photo_tab.FIRST_EXAMPLE, "photos"))
 STYLES = ("app.css", "canvas.css", "heads_view.css", "page/static.css")  # assets/
 VENDOR = "vendor/onnxruntime-web"  # assets/: the page's runtime, with its licence note and checksums
@@ -145,12 +147,16 @@ def tab_html(tab: Tab, views: list[dict]) -> str:
     else:
         source = photo_input(first) + add(live_canvas("photo-reads", "photo", "input", "the square the model reads",
                                                       photo_tab.READS_SIZE, photo_tab.READS_SIZE, scale=False), "input")
-    top = (f'<div class="vd-top"><div class="vd-input">{source}</div><div class="vd-prediction">'
-           + add(live_prediction(prefix, model_problem(model) or tab.prompt), "prediction")
-           + f'</div><div class="vd-selected">{section(attention_view.LARGE_TITLE, "vd-detail")}'
+    top = (f'<div class="vd-top"><div class="vd-input">{section(tab.input_title, "vd-step")}{source}</div>'
+           f'<div class="vd-patches-step vd-detail">{section(attention_view.patches_title(config), "vd-step")}'
+           + add(attention_view.patches_view(prefix, config), "patches")
+           + f'<p class="vd-note">{live_view.caption_html(attention_view.patches_note(config))}</p></div>'
+           + f'<div class="vd-selected">{section(attention_view.LARGE_TITLE, "vd-step")}'
            + controls(prefix, config.depth, config.heads)
            + add(attention_view.large_view(prefix), "selected", starting_numbers(analysis, tab.prompt))
-           + "</div></div>")
+           + f'</div><div class="vd-prediction">{section(ANSWER_TITLE, "vd-step")}'
+           + add(live_prediction(prefix, model_problem(model) or tab.prompt), "prediction")
+           + "</div></div>" + deeper_links(prefix))
     training = "" if run.problem else (
         section(training_view.TRAINING_TITLE)
         + f'<label id="{prefix}-training-position" class="vd-control">Training progress <input type="range" '
@@ -159,12 +165,10 @@ def tab_html(tab: Tab, views: list[dict]) -> str:
     means = heads_view.ablation_means_or_none(model) is not None
     detail = (
         '<div class="vd-detail"><div class="vd-row"><div>'
-        + section(attention_view.PATCHES_TITLE) + add(attention_view.patches_view(prefix, config), "patches")
-        + "</div><div>" + section(attention_view.CLS_GRID_TITLE)
-        + add(attention_view.cls_grid_view(prefix, config), "cls")
-        + '</div></div><div class="vd-row"><div>' + section(attention_view.ROLLOUT_TITLE)
-        + add(attention_view.rollout_view(prefix), "rollout")
-        + "</div><div>" + section(explanation_view.relevance_title(None, None)) + class_picker(prefix, model)
+        + section(attention_view.CLS_GRID_TITLE) + add(attention_view.cls_grid_view(prefix, config), "cls")
+        + "</div><div>" + section(attention_view.ROLLOUT_TITLE) + add(attention_view.rollout_view(prefix), "rollout")
+        + '</div></div><div class="vd-row"><div>'
+        + section(explanation_view.relevance_title(None, None)) + class_picker(prefix, model)
         + add(explanation_view.relevance_view(prefix), "relevance")
         + "</div><div>" + section(explanation_view.FAITHFULNESS_TITLE)
         + add(explanation_view.faithfulness_view(prefix), "faithfulness")
@@ -194,6 +198,7 @@ def index_html(page: dict, body: str) -> str:
     tabs = "".join(f'<button type="button" role="tab" data-tab="{tab.prefix}" '
                    f'aria-selected="{str(tab is TABS[0]).lower()}">{html.escape(tab.label)}</button>' for tab in TABS)
     data = json.dumps(page).replace("</", "<\\/")  # no "</script>" inside the data
+    keys = live_view.caption_html(KEYS_LINE)
     return f"""<!doctype html>
 <html lang="en">
 <head>
@@ -205,12 +210,9 @@ def index_html(page: dict, body: str) -> str:
 </head>
 <body>
 <main id="vd-app">
-<header id="vd-header"><h1>What does a Vision Transformer look at?</h1>
+<header id="vd-header"><h1>What does a Vision Transformer look at?</h1><p id="vd-keys">{keys}</p>
 <label id="talk-mode"><input type="checkbox"> Talk mode</label></header>
-<p id="vd-intro">A ViT written from scratch in PyTorch, running in this page. Draw a digit or upload a photo: see its
-prediction, the patches it reads, and where every layer and attention head looks.</p>
-<p id="vd-keys"><b>Talk mode</b> (or <code>?view=talk</code> in the address) shows one large view in large type; its
-keys: ←/→ layer, ↑/↓ head, <code>c</code> clear.</p>
+<p id="vd-intro">{html.escape(INTRO)}</p>
 <nav class="vd-tabs" role="tablist">{tabs}</nav>
 <p class="vd-status" id="vd-status" hidden></p>
 {body}

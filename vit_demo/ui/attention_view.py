@@ -117,11 +117,20 @@ class AttentionView:
             control.change(None, [self.layer, self.head], None, js=REDRAW_JS.format(prefix=prefix))
 
 
-# The views' titles, in the app's markdown (the static page writes the same: vit_demo/static_space.py).
-PATCHES_TITLE = "### What the model sees\nClick a patch to see where it looks."
-LARGE_TITLE = "### One layer and head, large"
-CLS_GRID_TITLE = "### Where [CLS] looks\nEvery layer (rows) and head (columns), and each layer's mean."
-ROLLOUT_TITLE = "### Attention rollout\n[CLS] through all layers, residuals included (Abnar & Zuidema, 2020)."
+# The views' titles, in the app's markdown (the static page writes the same: vit_demo/static_space.py). The first
+# screen tells a story a step a column (class vd-step, which the CSS numbers): draw -> the patches it reads (here) ->
+# where it looks (here) -> the answer (panel.ANSWER_TITLE), each a title and one plain sentence.
+def patches_title(config: ViTConfig) -> str:
+    return (f"### The patches it reads\nThe image is cut into {config.grid_size} x {config.grid_size} patches, one "
+            "token each. Click a patch to see where it looks.")
+
+
+LARGE_TITLE = ("### Where it looks\nEach layer lets every token take in the others. Bright: where the answer's "
+               "token, [CLS], looked most, in the layer and head you pick.")
+CLS_GRID_TITLE = ("### Every layer and head\nWhere [CLS] looked in each layer (rows) and head (columns), and each "
+                  "layer's mean.")
+ROLLOUT_TITLE = ("### All layers together\nWhere [CLS] looks once every layer is followed back to the patches, the "
+                 "shortcut around each layer included (*attention rollout*, Abnar & Zuidema, 2020).")
 
 
 # The views the page draws itself (``live_canvas``), one maker each, for the app and the static page.
@@ -150,23 +159,24 @@ def query_view(prefix: str, config: ViTConfig, ask: list[Callable[[dict], dict]]
                      "where the chosen patch looks in every layer and head", ask=ask)
 
 
+def patches_note(config: ViTConfig) -> str:
+    return (f"{config.grid_size * config.grid_size} patches of {config.patch_size} x {config.patch_size} pixels, "
+            f"numbered in reading order, and one more token in front, **[CLS]**, which the answer is read from "
+            f"({config.num_tokens} tokens).")
+
+
 def build_patches(prefix: str, config: ViTConfig) -> None:
-    """What the model sees: the input cut into numbered patches, drawn in the page."""
-    gr.Markdown(PATCHES_TITLE)
+    """The first screen's second step: the input cut into numbered patches, drawn in the page."""
+    gr.Markdown(patches_title(config), elem_classes="vd-step")
     patches_view(prefix, config)
-    gr.Markdown(
-        f"The {config.image_size}x{config.image_size} input is cut into {config.grid_size}x{config.grid_size} "
-        f"patches of {config.patch_size}x{config.patch_size} pixels, numbered in reading order; each becomes "
-        f"a token, and a learned **[CLS]** token is added in front ({config.num_tokens} tokens). "
-        "The prediction is read from [CLS].",
-        elem_classes="vd-note")
+    gr.Markdown(patches_note(config), elem_classes="vd-note")
 
 
 def build_selected(prefix: str, config: ViTConfig, numbers: str = "") -> tuple[gr.Slider, gr.Radio, gr.HTML]:
     """A column: one layer and head (or the layer's mean) large, with its controls; talk mode's one view. The page
     draws it (``assets/page/views/selected.js``), so its controls cost no request. Its value is the tab's ``numbers``, which
     every view draws from (JSON; "" for none)."""
-    gr.Markdown(LARGE_TITLE, elem_classes="vd-detail")
+    gr.Markdown(LARGE_TITLE, elem_classes="vd-step")
     layer = gr.Slider(1, config.depth, value=config.depth, step=1, label="Layer", elem_id=f"{prefix}-layer",
                       elem_classes="vd-layer")
     head = gr.Radio([MEAN] + [f"head {h + 1}" for h in range(config.heads)], value=MEAN, label="Head",

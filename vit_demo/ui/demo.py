@@ -32,6 +32,10 @@ TALK_TOGGLE = """(on) => {
   if (on) address.searchParams.set("view", "talk"); else address.searchParams.delete("view");
   window.history.replaceState(null, "", address);
 }"""
+INTRO = ("A Vision Transformer written from scratch in PyTorch, running in your browser: draw, and follow it "
+         "step by step.")  # the static page's too
+# Shown in talk mode, where a speaker needs them, in the header (the static page's too).
+KEYS_LINE = "**Keys:** ←/→ layer · ↑/↓ head · `c` clear"
 TALK_FROM_ADDRESS = '() => new URLSearchParams(window.location.search).get("view") === "talk"'
 TALK_KEYS = (ASSETS / "talk.js").read_text(encoding="utf-8")
 
@@ -42,13 +46,9 @@ def build_demo() -> gr.Blocks:
         with gr.Column(elem_id="vd-app"):  # the whole page: talk mode sets its class
             with gr.Row(elem_id="vd-header"):
                 gr.Markdown("# What does a Vision Transformer look at?")
+                gr.Markdown(KEYS_LINE, elem_id="vd-keys")  # talk mode's alone (app.css)
                 talk = gr.Checkbox(label="Talk mode", elem_id="talk-mode", container=False, scale=0, min_width=150)
-            gr.Markdown("A ViT written from scratch in PyTorch. Draw a digit or upload a photo: see its prediction, "
-                        "the patches it reads, where every layer and attention head looks, why it chose its class, "
-                        "and how far to trust each map.", elem_id="vd-intro")
-            # Keyboard keys: no use on a phone, where the CSS hides this line to bring the canvas up.
-            gr.Markdown("**Talk mode** (or `?view=talk` in the address) shows one large view in large type; its keys: "
-                        "←/→ layer, ↑/↓ head, `c` clear.", elem_id="vd-keys")
+            gr.Markdown(INTRO, elem_id="vd-intro")
             with gr.Tabs():
                 with gr.Tab(digit_tab.LABEL, id="digit"):
                     build_digit_tab(DIGIT_EXAMPLES)

@@ -14,6 +14,7 @@ from vit_demo.ui.serving import DIGIT_BATCH, SERVER_FUNCTION_SLOTS, SHARED_WORKE
 MODEL = "mnist"
 LABEL = "Draw a digit (MNIST)"  # the tab's (the static page's too)
 DRAW_PROMPT = "Draw a digit (0-9) on the canvas: the prediction follows your pen."
+INPUT_TITLE = "### Draw a digit\nAnywhere, any size: it is cropped, scaled and centred as MNIST's digits were."
 FIRST_EXAMPLE = "2"  # the example the page starts with, drawn on the canvas until the pen touches it
 
 
@@ -76,7 +77,7 @@ def predict_digits(paths: list[str | None]) -> list[list]:
 def build_digit_tab(examples: list) -> Panel:
     first, analysis = starting_example(MODEL, examples, FIRST_EXAMPLE)  # shown with the numbers that come with the page
     in_page = None if model_problem(MODEL) else app_description(MODEL, DRAW_PROMPT, DRAW_PROMPT)
-    digit, _ = build_panel("digit", MODEL, DRAW_PROMPT,
+    digit, _ = build_panel("digit", MODEL, DRAW_PROMPT, INPUT_TITLE,
                            lambda: drawing_canvas(examples, stroke, first, page_model=in_page), analysis)
     # API only: a sketch value (or an image as its composite) for scripts.
     sketch = UndecodedSketch(label="drawing", visible=False)

@@ -78,7 +78,7 @@ def map_curves(analysis: Analysis) -> dict[str, Curves]:
 # gets them from vit_demo/ui/page_model.py and follows the rules of ``verdict_parts``): {fields} are numbers shown
 # with two decimals, percentages with one, map names, or other entries of this table, filled in first.
 VERDICT_TEXTS = {
-    "spread": "the spread of the AUC over {rankings} random rankings of this image",
+    "spread": "the spread of the area under the curve over {rankings} random rankings of this image",
     "noise": "the noise (±{deletion} on deletion, ±{insertion} on insertion: {spread})",
     "scores": "deletion {deletion}, insertion {insertion}",
     "flat_why": "with every patch removed, the blank image still reads **{label}** at {blank}% ({whole}% for the "

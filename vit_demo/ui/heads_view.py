@@ -69,8 +69,8 @@ def knockout_run(model: str, image: np.ndarray, off: HeadsOff) -> dict:
 
 
 # What the prediction view says with heads off (filled in here, and by the page's own model: vit_demo/page_model.py).
-KNOCKOUT_TEXT = ("**{label}** ({percent}%) with {count} of {total} heads off ({mode}-ablation); with every head on, "
-                 "{intact} ({intact_percent}%) · logit difference {intact} − {runner_up}: {before} → {after}")
+KNOCKOUT_TEXT = ("**{label}** ({percent}%) with {count} of {total} heads off (replaced by {mode}s); with every head "
+                 "on, {intact} ({intact_percent}%) · logit difference {intact} − {runner_up}: {before} → {after}")
 
 
 def knockout_answer(model: str, image: np.ndarray, request: dict) -> dict:
@@ -197,19 +197,21 @@ def ask_patching(model: str) -> Callable[[dict], dict]:
 # ---- The section in the page -----------------------------------------------------------------------------------
 
 KNOCKOUT_TITLE = ("### Switch heads off\nClick a head to switch it off, a layer's name for the whole layer. Its "
-                  "output is replaced by its average over training images (mean-ablation), or by zeros. The "
+                  "output is replaced by its average over training images (*mean*), or by zeros (*zero*). The "
                   "prediction and every view then show the model without it (the training slider's earlier models "
                   "keep theirs).")
-KNOCKOUT_NOTE = ("The **logit difference** is the predicted class's logit minus the runner-up's: it keeps moving "
-                 "where a probability near 0% or 100% hardly does (Heimersheim & Nanda, 2024).")
-LENS_TITLE = ("### The answer, layer by layer\nThe model's last norm and classifier applied to [CLS] after each "
-              "layer (the *logit lens*): what it would answer if it stopped there.")
+KNOCKOUT_NOTE = ("The **logit difference** is the predicted class's score minus the runner-up's, the scores before "
+                 "they become probabilities (*logits*): it keeps moving where a probability near 0% or 100% hardly "
+                 "does (Heimersheim & Nanda, 2024).")
+LENS_TITLE = ("### The answer, layer by layer\nWhat the model would answer if it stopped after each layer: its "
+              "classifier read from [CLS] there instead of at the end (the *logit lens*).")
 LENS_NOTE = ("Under each layer: the lens applied to every patch instead, the probability of the final answer (0 to "
              "1, one scale for all). The classifier never reads the patches, so this shows where the class is "
              "written, not what the model says.")
 PATCHING_TITLE = ("### Patch one image into another\nKeep two images the model tells apart (a 3 and an 8, say): "
-                  "one as *clean*, one as *corrupt*. Each head's output, and the residual stream at each layer and "
-                  "position, is copied from one image's run into the other's, one at a time.")
+                  "one as *clean*, one as *corrupt*. Each head's output, and each token's running total after each "
+                  "layer (the *residual stream*, which every layer adds to), is copied from one image's run into "
+                  "the other's, one at a time.")
 PATCHING_HOW = ("**How to read it:** each square is one part of the model copied across; its colour says how far "
                 "that alone moves the answer from the corrupt image's (0, white) to the clean image's (1, red), "
                 "measured on the logit difference between the two classes. *Clean into corrupt*: red parts are "

@@ -147,28 +147,46 @@ class Panel:
                          self.explanation.explain_class, self.position)
 
 
-def build_panel(prefix: str, model: str, prompt: str, build_input: Callable[[], Any],
+ANSWER_TITLE = "### The answer\nRead from [CLS] after the last layer: how sure the model is of each class."
+
+
+def deeper_links(prefix: str) -> str:
+    """Under the first screen: where to go deeper, each view's plain name linking to it."""
+    links = " · ".join(f'<a href="#{prefix}-{view}">{name}</a>' for view, name in DEEPER)
+    return f'<nav class="vd-deeper vd-detail" aria-label="Go deeper"><b>Go deeper:</b> {links}</nav>'
+
+
+DEEPER = (("cls-grid", "every layer and head"), ("rollout", "all layers together"), ("relevance", "why this class?"),
+          ("faithfulness", "can you trust these maps?"), ("query", "where one patch looks"),
+          ("training", "how it learned to look"), ("board", "what each head does"))
+
+
+def build_panel(prefix: str, model: str, prompt: str, input_title: str, build_input: Callable[[], Any],
                 first: Analysis | None = None) -> tuple[Panel, Any]:
-    """One tab: the input (made by ``build_input``) beside the prediction and one layer and head large, then every
-    other view in a section that talk mode hides (class ``vd-detail``); ``first``: the image the page starts with
-    (an example), whose numbers come with the page."""
+    """One tab: the first screen's story, a step a column (the input, made by ``build_input`` under
+    ``input_title``; the patches it reads; one layer and head large; the prediction), then every other view in a
+    section that talk mode hides (class ``vd-detail``), which links under the story lead to; ``first``: the image
+    the page starts with (an example), whose numbers come with the page."""
     config = model_config(model)
     with gr.Row(equal_height=False, elem_classes="vd-top"):
-        with gr.Column(scale=1, min_width=300, elem_classes="vd-input"):
+        with gr.Column(scale=1, min_width=280, elem_classes="vd-input"):
+            gr.Markdown(input_title, elem_classes="vd-step")
             source = build_input()
-        with gr.Column(scale=1, min_width=260, elem_classes="vd-prediction"):
-            live_prediction(prefix, model_problem(model) or prompt)
-        with gr.Column(scale=1, min_width=300, elem_classes="vd-selected"):
+        with gr.Column(scale=1, min_width=260, elem_classes=["vd-patches-step", "vd-detail"]):
+            attention_view.build_patches(prefix, config)
+        with gr.Column(scale=1, min_width=280, elem_classes="vd-selected"):
             layer, head, selected = attention_view.build_selected(prefix, config, starting_numbers(first, prompt))
+        with gr.Column(scale=1, min_width=240, elem_classes="vd-prediction"):
+            gr.Markdown(ANSWER_TITLE, elem_classes="vd-step")
+            live_prediction(prefix, model_problem(model) or prompt)
+    gr.HTML(deeper_links(prefix), padding=False)
     with gr.Column(elem_classes="vd-detail"):
         with gr.Row(equal_height=False):
-            with gr.Column(scale=2, min_width=300):
-                attention_view.build_patches(prefix, config)
             with gr.Column(scale=3, min_width=300):
                 attention_view.build_cls_grid(prefix, config)
-        with gr.Row(equal_height=False):
-            with gr.Column(scale=1, min_width=300):
+            with gr.Column(scale=2, min_width=300):
                 attention_view.build_rollout(prefix)
+        with gr.Row(equal_height=False):
             with gr.Column(scale=1, min_width=300):
                 explain_class = explanation_view.build_relevance(prefix, model)
             with gr.Column(scale=1, min_width=300):

@@ -45,6 +45,8 @@ CLASSES_NOTE = (f"**It knows ten classes:** {', '.join(dataset_spec(MODEL).class
 READS_NOTE = (f"**What the model reads:** {dataset_spec(MODEL).image_size} x {dataset_spec(MODEL).image_size} "
               "pixels, the photo's shorter side scaled down and the centre square kept: a wide or tall photo loses "
               "its edges.")
+INPUT_TITLE = (f"### Choose a photo\nUpload one or pick an example: it is shrunk to {dataset_spec(MODEL).image_size} "
+               f"x {dataset_spec(MODEL).image_size} pixels, as CIFAR-10's are.")
 READS_SIZE = 128  # pixels a side of the picture of what the model reads
 # The upload's change event where the page runs the model: the page reads the photo (assets/page/photo.js), or, where
 # it can't, asks the server by clicking the hidden button whose event does (#photo-server-read).
@@ -81,7 +83,8 @@ def photo_reader(described: dict) -> gr.HTML:
 
 def build_photo_tab(examples: list[Path]) -> Panel:
     first, analysis = starting_example(MODEL, examples, FIRST_EXAMPLE)  # shown with the numbers that come with the page
-    photos, photo = build_panel("photo", MODEL, UPLOAD_PROMPT, lambda: photo_input(examples, first), analysis)
+    photos, photo = build_panel("photo", MODEL, UPLOAD_PROMPT, INPUT_TITLE, lambda: photo_input(examples, first),
+                                analysis)
     # One event per new photo: its numbers, the large view's value, which every view draws from. Where the page can
     # run the model it reads the photo itself, and the server only where the page can't (the hidden button's event).
     read = dict(fn=on_photo, inputs=[photo, photos.explanation.explain_class], outputs=photos.numbers,

@@ -1,6 +1,7 @@
 // The live views' pictures, drawn as render.overlay draws them on the server: the input upsampled (nearest for digits,
 // bicubic for photos), the map upsampled bicubic as torch's F.interpolate does it (align_corners=False, A = -0.75,
-// edges clamped), coloured through the server's lookup table and blended as PIL's Image.blend does (truncated).
+// edges clamped), coloured through the server's lookup table and blended as it blends (render._blend_tables: the
+// colour's share rising with the level, truncated).
 // Made for speed: a stroke redraws some 100 of these, 1.3 million pixels, within a frame. Each output pixel is four
 // taps of rows already resized across, and the colour and the blend one table lookup (a digit's) or three.
 
@@ -96,15 +97,18 @@ function base(state, size) {
 const blendsMade = new Map(); // "colormap/alpha" -> the tables, made once a page
 
 function blendTables(state) {
-  // (256 levels, 256 inputs) -> the blended byte per channel, Math.trunc(below + alpha * (colour - below)) as PIL's
-  // Image.blend, and for a grey input the whole RGBA word.
-  const { colormap, numbers } = state, alpha = numbers.alpha, id = `${numbers.colormap}/${alpha}`;
+  // (256 levels, 256 inputs) -> the blended byte per channel, as render._blend_tables makes it: the input plus the
+  // level's share of the way to its colour (from alpha[0] at level 0 to alpha[1] at 255), truncated; and for a grey
+  // input the whole RGBA word.
+  const { colormap, numbers } = state, [low, high] = numbers.alpha, id = `${numbers.colormap}/${numbers.alpha}`;
   if (!blendsMade.has(id)) {
     const channels = [0, 1, 2].map((c) => {
       const table = new Uint8Array(256 * 256);
-      for (let at = 0; at < 256; at++)
+      for (let at = 0; at < 256; at++) {
+        const share = low + ((high - low) * at) / 255;
         for (let below = 0; below < 256; below++)
-          table[(at << 8) | below] = Math.trunc(below + alpha * (colormap[at * 3 + c] - below));
+          table[(at << 8) | below] = Math.trunc(below + share * (colormap[at * 3 + c] - below));
+      }
       return table;
     });
     const [r, g, b] = channels, grey = new Uint32Array(256 * 256);

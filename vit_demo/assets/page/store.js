@@ -18,6 +18,7 @@ const FRESH = () => ({
   ask: {}, // kind -> the function that answers it (the server's, or the page's model)
   inPage: false, // the page's model answers (canvas.js), not the server
   patch: null, // the query patch
+  pointed: false, // the visitor chose it (a click on the patches): the patches view shows where it looks
   choice: null, // the class picker's choice
   position: null, // the training slider's position
   onScreen: new Set(), // the views on screen now (or nearly): the relevance and lens views ask only then
@@ -176,4 +177,5 @@ export function read(live, value) {
     Object.assign((answers[kind] ??= {}), replies);
   live.answers = live.state ? { [live.state.key]: answers } : {};
   live.patch = live.state?.numbers.patch ?? null;
+  live.pointed = false;
 }

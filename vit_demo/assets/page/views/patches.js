@@ -1,12 +1,33 @@
-// The input cut into numbered patches (render.patch_grid), the query patch outlined; a click chooses the query patch.
-import { overlay } from "../picture.js";
+// The input cut into numbered patches (render.patch_grid), the query patch outlined; a click chooses the query patch
+// and shows, here where the visitor is looking, where that patch looks: the last layer's mean over its heads, as the
+// query view (further down) shows it with every layer and head.
+import { decode, overlay } from "../picture.js";
+import { knockoutNow, viewAnswer, waiting } from "../store.js";
+
+function lastLayerMean(view) {
+  // Where the query patch looks in the last layer, the mean of its heads ((g, g) levels), once its answer is in;
+  // else null, and what the caption says meanwhile.
+  const { live } = view, { layers, heads, grid: g } = live.state.numbers;
+  const reply = viewAnswer(live, "query", live.patch);
+  if (!reply) return [null, waiting(live, "query", live.patch, { patch: live.patch })];
+  const tile = (layers - 1) * (heads + 1) + heads, levels = (reply.levels ??= decode(reply.maps));
+  return [levels.subarray(tile * g * g, (tile + 1) * g * g), null];
+}
 
 export default {
+  knockout: true,
   draw(view) {
-    const { live } = view, context = view.clear(live.state && `patch ${live.patch}`);
+    const { live } = view;
+    const [map, pending] = live.state && live.pointed ? lastLayerMean(view) : [null, null];
+    const query = `<a href="#${view.prefix}-query">every layer and head</a>`;
+    const caption = !live.pointed ? "" : map
+      ? `<b>Patch ${live.patch}</b> (outlined) looks at the bright patches: the last layer, the mean of its heads ` +
+        `(${query}).${knockoutNow(live) ? " With the heads switched off." : ""}`
+      : `Where patch ${live.patch} looks: ${pending}`;
+    const context = view.clear(live.state && `patch ${live.patch}${map ? " looks" : ""}`, caption);
     if (!context) return;
     const g = live.state.numbers.grid, size = view.canvas.width, step = size / g;
-    overlay(context, live.state, null, g, size, 0, 0);
+    overlay(context, live.state, map, g, size, 0, 0);
     context.drawImage(view.element.querySelector("img.vd-patch-layer"), 0, 0, size, size);
     const row = Math.floor(live.patch / g), col = live.patch % g;
     context.strokeStyle = "rgb(0, 255, 120)"; // render.mark_patch's outline, 3 pixels inside the patch
@@ -20,6 +41,7 @@ export default {
       const box = view.canvas.getBoundingClientRect(), g = live.state.numbers.grid;
       const col = Math.min(Math.floor(((event.clientX - box.left) / box.width) * g), g - 1);
       const row = Math.min(Math.floor(((event.clientY - box.top) / box.height) * g), g - 1);
+      live.pointed = true; // from now on this view shows where the chosen patch looks, until the next image
       live.choose(row * g + col);
     });
   },

@@ -9,8 +9,8 @@ function ablatedText(live, knocked) {
   const reset = '<button type="button" class="vd-heads-reset">All heads on</button>';
   if (!count) return "";
   if (knocked?.reply)
-    return `<b>${heads} switched off</b> (${knocked.mode}-ablation)<span class="vd-ablated-which">: every view shows ` +
-      `the model without them</span>. ${reset}`;
+    return `<b>${heads} switched off</b> (replaced by ${knocked.mode}s)<span class="vd-ablated-which">: every ` +
+      `view shows the model without them</span>. ${reset}`;
   if (knocked) return `<b>Switching ${heads} off:</b> ${knocked.error ?? asking(live)} ${reset}`;
   return `<b>${heads} switched off</b>: ${live.reading ? "their answer follows when the pen lifts" :
     "for the next image"}. ${reset}`;
@@ -29,7 +29,9 @@ export default {
     const ablated = element.querySelector(".vd-ablated");
     ablated.hidden = !live.knockout.off.length;
     ablated.innerHTML = ablatedText(live, knocked);
-    element.querySelector(".vd-top-class").textContent = numbers?.label ?? "";
+    const top = element.querySelector(".vd-top-class");
+    top.textContent = numbers?.label ?? "";
+    top.classList.toggle("vd-guess", Boolean(about?.notice)); // a flagged image's label is a guess, and looks it
     const ranked = Object.entries(numbers?.probs ?? {}).sort((a, b) => b[1] - a[1]).slice(0, 3);
     element.querySelector(".vd-probs").innerHTML = ranked.map(([name, p]) =>
       `<div class="vd-prob-row"><span class="vd-prob-name">${name}</span><span class="vd-prob"><span ` +
