@@ -1,5 +1,5 @@
-"""The maths of vit_demo/heads.py pinned on the shipped MNIST model and real test digits: knockout, the logit lens,
-activation patching, head importance and the pruning curves."""
+"""The maths of vit_demo/interpret/heads/ pinned on the shipped MNIST model and real test digits: knockout, the logit
+lens, activation patching, head importance and the pruning curves."""
 
 import json
 import shutil
@@ -9,8 +9,9 @@ import pytest
 import torch
 from conftest import run_cli
 
-from vit_demo import cli, heads, load_model
-from vit_demo.data import load_split
+from vit_demo import cli, load_model
+from vit_demo.data.datasets import load_split
+from vit_demo.interpret import heads
 from vit_demo.weights import CONFIG_FILE, WEIGHTS_FILE, WEIGHTS_ROOT
 
 

@@ -92,7 +92,7 @@ class Attention(nn.Module):
 
         ``replace``: (off, values), off bool (B or 1, H), values (B or 1, H, T, hd): where off is set, that head's
         output (its attention-weighted values, before the output projection) is replaced by values at every token.
-        An explicit hook point that exporters trace (they drop forward hooks): vit_demo/onnx_export.py switches
+        An explicit hook point that exporters trace (they drop forward hooks): vit_demo/onnx/export.py switches
         heads off through it, as heads.py's hook on ``proj`` does in PyTorch. None: nothing replaced.
         """
         B, T, C = x.shape
@@ -227,7 +227,7 @@ class VisionTransformer(nn.Module):
                          ) -> tuple[torch.Tensor, list[torch.Tensor | None], torch.Tensor]:
         """Logits (B, num_classes), each layer's attention weights (L x (B, H, T, T); L x None without
         ``need_weights``) and the [CLS] token after each block through the final norm, (B, L, D): what the logit lens
-        reads at [CLS], and what the unfamiliar-image rule measures (vit_demo/unfamiliar.py)."""
+        reads at [CLS], and what the unfamiliar-image rule measures (vit_demo/interpret/unfamiliar.py)."""
         logits, attentions, stream = self._encode(images, need_weights, keep_stream=True)
         return logits, attentions, self.norm(torch.stack([x[:, 0] for x in stream], dim=1))
 

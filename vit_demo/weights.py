@@ -18,8 +18,8 @@ from safetensors.torch import load as load_safetensors
 from safetensors.torch import save as save_safetensors
 
 from vit_demo.atomic import atomic_write, atomic_write_text
-from vit_demo.calibration import UnfamiliarRule
-from vit_demo.data import DATASETS, DatasetSpec, dataset_spec
+from vit_demo.data.datasets import DATASETS, DatasetSpec, dataset_spec
+from vit_demo.interpret.calibration import UnfamiliarRule
 from vit_demo.model import ViTConfig, VisionTransformer
 
 WEIGHTS_ROOT = Path(__file__).resolve().parent.parent / "weights"
