@@ -12,6 +12,7 @@ from conftest import run_cli
 from vit_demo import cli, load_model
 from vit_demo.data.datasets import load_split
 from vit_demo.interpret import heads
+from vit_demo.interpret.heads.hooks import edited
 from vit_demo.weights import CONFIG_FILE, WEIGHTS_FILE, WEIGHTS_ROOT
 
 
@@ -151,7 +152,7 @@ def test_hooks_leave_a_plain_forward_pass_on_another_thread_alone(model, digits)
     off = heads.Edits(head_mask=torch.ones(1, model.config.depth, model.config.heads, dtype=torch.bool),
                       head_values=torch.zeros(model.config.depth, model.config.heads, 50, 16))
     seen = []
-    with torch.no_grad(), heads._hooks(model, off, capture=False):
+    with torch.no_grad(), edited(model, off, capture=False):
         worker = threading.Thread(target=lambda: seen.append(model(x)))
         worker.start()
         worker.join()

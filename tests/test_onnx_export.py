@@ -1,6 +1,6 @@
 """The ONNX graphs the page runs (vit_demo/onnx/export.py), run in onnxruntime on the CPU against the PyTorch model:
 the shipped models and their training snapshots, intact, with heads switched off and through the logit lens; the
-relevance and patching graphs against explain.py and heads.py; and each committed graph in sync with the weights it
+relevance and patching graphs against explain.py and heads/; and each committed graph in sync with the weights it
 was exported from."""
 
 import json

@@ -15,7 +15,7 @@ import torch
 
 from vit_demo.atomic import atomic_write
 from vit_demo.classifier import Classifier, load_model
-from vit_demo.data.datasets import SPLITS, DatasetNotFound, load_split
+from vit_demo.data.datasets import SPLITS, DatasetNotFound, load_split, spread
 from vit_demo.data.preprocess import InputError
 from vit_demo.deploy.space import write_space
 from vit_demo.device import resolve_device
@@ -330,7 +330,7 @@ def run_head_means(args: argparse.Namespace) -> dict:
 def run_head_importance(args: argparse.Namespace) -> dict:
     """Write the weights folder's head importance and pruning curves; return a summary of what was written."""
     classifier, images, labels = heads_split(args, args.split)
-    picked = heads.spread(args.n, len(images))
+    picked = spread(args.n, len(images))
     record = heads.write_head_importance(classifier.info.folder, classifier.model, images[picked], labels[picked],
                                          ablation_means(args, classifier), args.split, args.batch_size)
     return {"model": args.model, "file": str(shown_path(classifier.info.folder / heads.HEAD_IMPORTANCE_FILE)),

@@ -93,7 +93,7 @@ class Attention(nn.Module):
         ``replace``: (off, values), off bool (B or 1, H), values (B or 1, H, T, hd): where off is set, that head's
         output (its attention-weighted values, before the output projection) is replaced by values at every token.
         An explicit hook point that exporters trace (they drop forward hooks): vit_demo/onnx/export.py switches
-        heads off through it, as heads.py's hook on ``proj`` does in PyTorch. None: nothing replaced.
+        heads off through it, as heads/hooks.py's hook on ``proj`` does in PyTorch. None: nothing replaced.
         """
         B, T, C = x.shape
         qkv = self.qkv(x).reshape(B, T, 3, self.heads, self.head_dim).permute(2, 0, 3, 1, 4)  # (3, B, H, T, hd)

@@ -46,6 +46,11 @@ class WeightsInfo:
     unfamiliar: UnfamiliarRule | None = None  # when an image looks unlike anything the model knows; None: no rule
 
 
+def weights_sha256(folder: Path) -> str:
+    """The SHA-256 of a weights folder's tensor file, as its config records it (``weights_sha256``)."""
+    return hashlib.sha256((folder / WEIGHTS_FILE).read_bytes()).hexdigest()
+
+
 def resolve_weights_folder(name_or_path: str | Path) -> Path:
     """A shipped model's name (``mnist``, ``cifar10``) or a path to a weights folder."""
     if isinstance(name_or_path, str) and name_or_path in DATASETS:

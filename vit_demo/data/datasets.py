@@ -85,6 +85,12 @@ def load_split(
     return _load_image_folder_cached(data_dir, spec, split, download, cache_dir or default_cache_dir())
 
 
+def spread(count: int, total: int) -> torch.Tensor:
+    """``count`` indices spread evenly over ``total`` (all of them where there are fewer): for splits stored in class
+    order, such as CIFAR-10's folders, every class gets its share."""
+    return torch.linspace(0, total - 1, min(count, total)).round().long()
+
+
 # ---- MNIST -------------------------------------------------------------------------------------
 
 _MNIST_FILES = {"train": ("train-images-idx3-ubyte", "train-labels-idx1-ubyte"),

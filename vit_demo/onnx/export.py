@@ -37,7 +37,7 @@ and give.
 Knockout is that of ``heads.switched_off`` and ``heads.knockout``: a head's output, its attention-weighted values
 before the output projection, is replaced at every token. The graph goes through the model's own forward pass
 (``VisionTransformer.forward_edited``, the explicit attention path) with the replacement at the hook point
-``Attention.forward(replace=...)``: forward hooks, which heads.py uses, are not traced by exporters.
+``Attention.forward(replace=...)``: forward hooks, which heads/hooks.py uses, are not traced by exporters.
 
 Metadata (the model's ``metadata_props``, all strings): ``vit_demo.interface`` ("1"), ``exporter`` (this module's
 version, torch's, the exporter and opset), ``weights_file`` (relative to the weights folder) and ``weights_sha256``
@@ -116,7 +116,7 @@ class PageGraph(nn.Module):
                 mean_ablation: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor, torch.Tensor]:
         logits, attentions, stream = self.edited(image, heads_off, mean_ablation)  # (B, K), L x (B, H, T, T), ...
         normed = self.model.norm(torch.stack(stream, 1))  # (B, L, T, D)
-        lens = self.model.head(normed)  # (B, L, T, K): heads._read_out's
+        lens = self.model.head(normed)  # (B, L, T, K): heads.lens.read_out's
         # (B, K), (B, L, H, T, T), (B, L, T, K), (B, L, D)
         return logits / self.temperature, torch.stack(attentions, 1), lens, normed[:, :, 0]
 

@@ -385,7 +385,7 @@ def _train(args: argparse.Namespace, command: str, device: torch.device, rank: i
     }
     save_weights(out, model, spec)
     write_attention_distance(out, model, test_x[:DISTANCE_IMAGES], "test")  # for the app's inside-the-model view
-    write_head_means(out, model, mean_sample(train_x))  # for mean-ablation of heads (heads.py)
+    write_head_means(out, model, mean_sample(train_x))  # for mean-ablation of heads (heads/knockout.py)
     if snapshots:
         write_snapshot_index(out, history)
     atomic_write_text(out / METRICS_FILE, json.dumps(metrics, indent=2) + "\n")
