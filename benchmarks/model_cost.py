@@ -20,7 +20,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from common import p50_p95  # noqa: E402  (benchmarks/ is on sys.path: scripts run from it)
 from vit_demo import load_model  # noqa: E402
 from vit_demo.model import VisionTransformer  # noqa: E402
-from vit_demo.training.loop import RECIPES  # noqa: E402
+from vit_demo.training.recipes import RECIPES  # noqa: E402
 
 
 def describe(model: VisionTransformer) -> str:

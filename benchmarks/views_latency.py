@@ -36,7 +36,7 @@ from vit_demo.classifier import Classifier, to_chw  # noqa: E402
 from vit_demo.data.datasets import dataset_spec  # noqa: E402
 from vit_demo.interpret import explain  # noqa: E402
 from vit_demo.model import VisionTransformer  # noqa: E402
-from vit_demo.training.loop import RECIPES  # noqa: E402
+from vit_demo.training.recipes import RECIPES  # noqa: E402
 from vit_demo.weights import WeightsInfo  # noqa: E402
 
 

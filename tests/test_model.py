@@ -4,7 +4,7 @@ import pytest
 import torch
 
 from vit_demo.model import ViTConfig, VisionTransformer
-from vit_demo.training.loop import RECIPES
+from vit_demo.training.recipes import RECIPES
 
 
 @pytest.fixture(scope="module")

@@ -19,7 +19,8 @@ from vit_demo.interpret.heads import HEAD_MEANS_FILE, read_head_means
 from vit_demo.interpret.inside import ATTENTION_DISTANCE_FILE, read_attention_distance
 from vit_demo.model import VisionTransformer
 from vit_demo.training import loop as training
-from vit_demo.training.loop import RECIPES, TrainStep, training_batch
+from vit_demo.training.loop import TrainStep, training_batch
+from vit_demo.training.recipes import RECIPES
 from vit_demo.weights import (CALIBRATION_FILE, CONFIG_FILE, CURVES_FILE, METRICS_FILE, RELIABILITY_FILE, SNAPSHOTS_DIR,
                               SNAPSHOTS_INDEX, WEIGHTS_FILE, WeightsError, load_snapshots, read_calibration,
                               snapshot_epochs)

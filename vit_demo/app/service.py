@@ -24,7 +24,7 @@ from vit_demo.classifier import Classifier, Prediction, load_model
 from vit_demo.data.preprocess import InputError
 from vit_demo.interpret import explain, heads
 from vit_demo.model import ViTConfig
-from vit_demo.training.loop import RECIPES
+from vit_demo.training.recipes import RECIPES
 from vit_demo.weights import WEIGHTS_ROOT, Snapshot, WeightsError, load_snapshots, read_calibration, read_metrics
 
 WEIGHTS_ENV = "VIT_DEMO_WEIGHTS"  # a folder holding mnist/ and cifar10/ weights folders, to serve weights of your own
