@@ -231,6 +231,13 @@ class VisionTransformer(nn.Module):
         logits, attentions, stream = self._encode(images, need_weights, keep_stream=True)
         return logits, attentions, self.norm(torch.stack([x[:, 0] for x in stream], dim=1))
 
+    def forward_head(self, x: torch.Tensor, all_tokens: bool = False) -> torch.Tensor:
+        """The final norm and the head on token features (..., T, D): the residual stream after the last block, or
+        after any block for the logit lens. Logits of [CLS] (..., num_classes), as the model reads its answer; with
+        ``all_tokens``, of every token (..., T, num_classes)."""
+        normed = self.norm(x)  # (..., T, D)
+        return self.head(normed if all_tokens else normed[..., 0, :])  # (..., T, classes) or (..., classes)
+
     def _encode(self, images: torch.Tensor, need_weights: bool, replace: HeadReplacement | None = None,
                 keep_stream: bool = False) -> tuple[torch.Tensor, list[torch.Tensor], list[torch.Tensor]]:
         x = (images - self.mean) / self.std  # (B, C, H, W)
@@ -245,4 +252,4 @@ class VisionTransformer(nn.Module):
             if keep_stream:
                 stream.append(x)
         # (B, num_classes), L x (B, H, T, T) or L x None, L x (B, T, D) or []
-        return self.head(self.norm(x)[:, 0]), attentions, stream
+        return self.forward_head(x), attentions, stream

@@ -116,7 +116,7 @@ class PageGraph(nn.Module):
                 mean_ablation: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor, torch.Tensor]:
         logits, attentions, stream = self.edited(image, heads_off, mean_ablation)  # (B, K), L x (B, H, T, T), ...
         normed = self.model.norm(torch.stack(stream, 1))  # (B, L, T, D)
-        lens = self.model.head(normed)  # (B, L, T, K): heads.lens.read_out's
+        lens = self.model.head(normed)  # (B, L, T, K): forward_head of every token
         # (B, K), (B, L, H, T, T), (B, L, T, K), (B, L, D)
         return logits / self.temperature, torch.stack(attentions, 1), lens, normed[:, :, 0]
 

@@ -9,17 +9,12 @@ import torch
 from vit_demo.interpret.heads.hooks import run
 from vit_demo.model import VisionTransformer
 
-def read_out(model: VisionTransformer, resid: torch.Tensor) -> torch.Tensor:
-    """The final norm and head applied to residual streams (..., T, D), exactly as the model reads [CLS] after its
-    last block: logits (..., T, classes)."""
-    return model.head(model.norm(resid))
-
 
 @torch.no_grad()
 def logit_lens(model: VisionTransformer, images: torch.Tensor) -> torch.Tensor:
     """What [CLS] would say after each layer: logits (B, L, classes). The last layer's are the model's own."""
     resid = run(model, images, capture=True).resid  # (B, L, T, D)
-    return torch.stack([model.head(model.norm(resid[:, layer])[:, 0]) for layer in range(resid.shape[1])], 1)
+    return model.forward_head(resid)  # (B, L, classes)
 
 
 @torch.no_grad()
@@ -30,7 +25,7 @@ def lens_maps(model: VisionTransformer, images: torch.Tensor, classes: torch.Ten
     captured = run(model, images, capture=True)
     if classes is None:
         classes = captured.logits.argmax(-1)  # (B,)
-    probs = read_out(model, captured.resid[:, :, 1:]).softmax(-1)  # (B, L, N, classes)
+    probs = model.forward_head(captured.resid[:, :, 1:], all_tokens=True).softmax(-1)  # (B, L, N, classes)
     g = model.config.grid_size
     picked = probs.gather(-1, classes.to(probs.device).view(-1, 1, 1, 1).expand(*probs.shape[:3], 1))  # (B, L, N, 1)
     return picked[..., 0].reshape(len(images), -1, g, g).cpu()

@@ -130,4 +130,4 @@ def _blocks_from(model: VisionTransformer, x: torch.Tensor, start: int) -> torch
     logits (B, classes)."""
     for block in model.blocks[start:]:
         x, _ = block(x)  # (B, T, D)
-    return model.head(model.norm(x)[:, 0])
+    return model.forward_head(x)  # (B, classes)
