@@ -107,7 +107,7 @@ def test_torch_is_a_release_zerogpu_supports_and_the_repository_admits_it(bundle
 
 
 def test_model_work_goes_through_spaces_gpu_on_zerogpu_only_when_the_models_are_on_its_gpu(bundle, monkeypatch):
-    assert "spaces.GPU(" in (bundle / "vit_demo" / "zerogpu.py").read_text(encoding="utf-8")
+    assert "spaces.GPU(" in (bundle / "vit_demo" / "app" / "zerogpu.py").read_text(encoding="utf-8")
     assert zerogpu.model_work(len) is len  # not on ZeroGPU: the function as it is
     through_gpu = []
 
