@@ -17,7 +17,7 @@ from PIL import Image
 
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
-from vit_demo.data import load_split  # noqa: E402
+from vit_demo.data.datasets import load_split  # noqa: E402
 
 
 def main() -> None:

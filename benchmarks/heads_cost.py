@@ -1,7 +1,7 @@
-"""What the head views (vit_demo/heads.py) cost the server per image, on one CPU thread, beside the plain forward pass
+"""What the head views (interpret/heads/) cost the server per image, on one CPU thread, beside the plain forward pass
 they must not slow: a head toggle (one batched pass of the image with and without the heads), the logit lens, its
 per-patch maps, and the two-image patching grids (both directions; heads only, then heads and residual stream);
-then the app's server functions that serve them to the page (vit_demo/ui/heads_view.py: the same work, plus reading
+then the app's server functions that serve them to the page (vit_demo/app/heads_view.py: the same work, plus reading
 the result out for the page: calibrated probabilities, the ablated run's maps and rollout, rounding and encoding).
 
     python benchmarks/heads_cost.py [--repeat 30] [--threads 1]
@@ -20,8 +20,9 @@ import torch
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from common import timed  # noqa: E402  (benchmarks/ is on sys.path: scripts run from it)
-from vit_demo import heads, load_model  # noqa: E402
-from vit_demo.ui import heads_view  # noqa: E402
+from vit_demo import load_model  # noqa: E402
+from vit_demo.interpret import heads
+from vit_demo.app import heads_view  # noqa: E402
 
 EXAMPLES = Path(__file__).resolve().parents[1] / "examples"
 PAIRS = {"mnist": ("digits/3.png", "digits/8.png"), "cifar10": ("photos/horse.png", "photos/ship.png")}

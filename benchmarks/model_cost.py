@@ -20,7 +20,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from common import p50_p95  # noqa: E402  (benchmarks/ is on sys.path: scripts run from it)
 from vit_demo import load_model  # noqa: E402
 from vit_demo.model import VisionTransformer  # noqa: E402
-from vit_demo.training import RECIPES  # noqa: E402
+from vit_demo.training.recipes import RECIPES  # noqa: E402
 
 
 def describe(model: VisionTransformer) -> str:
@@ -33,7 +33,7 @@ def main() -> None:
     parser.add_argument("--repeat", type=int, default=300)
     parser.add_argument("--threads", type=int, default=1, help="torch threads (the app's server uses 1)")
     parser.add_argument("--onednn", action="store_true", help="with oneDNN on, torch's default (the app's server "
-                        "turns it off: vit_demo/ui/serving.py)")
+                        "turns it off: vit_demo/app/serving.py)")
     args = parser.parse_args()
     torch.set_num_threads(args.threads)
     torch.backends.mkldnn.enabled = args.onednn

@@ -19,11 +19,11 @@ os.environ.setdefault("GRADIO_ANALYTICS_ENABLED", "False")
 
 import gradio as gr  # noqa: E402
 
-from vit_demo.ui.classify_api import classify  # noqa: E402
-from vit_demo.ui.components import VIEW_FORMAT, UndecodedImage, UndecodedSketch  # noqa: E402
-from vit_demo.ui.demo import EXAMPLES  # noqa: E402
-from vit_demo.ui.digit_tab import predict_digits  # noqa: E402
-from vit_demo.ui.photo_tab import predict_image  # noqa: E402
+from vit_demo.app.classify_api import classify  # noqa: E402
+from vit_demo.app.components import VIEW_FORMAT, UndecodedImage, UndecodedSketch  # noqa: E402
+from vit_demo.app.demo import EXAMPLES  # noqa: E402
+from vit_demo.app.digit_tab import predict_digits  # noqa: E402
+from vit_demo.app.photo_tab import predict_image  # noqa: E402
 
 DIGIT = EXAMPLES / "digits" / "7.png"
 PHOTO = EXAMPLES / "photos" / "ship.png"

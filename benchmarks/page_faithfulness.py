@@ -1,4 +1,4 @@
-"""What scoring the maps costs when the page does it (vit_demo/assets/page/source.js' faithfulness, with
+"""What scoring the maps costs when the page does it (vit_demo/app/assets/page/source.js' faithfulness, with
 assets/page/faithfulness.js: the model and relevance graphs run by the page's own onnxruntime-web, WebAssembly, one
 thread, here under Node), beside the app's server function on the same image in the same run
 (explanation_view.ask_faithfulness, torch, one thread): each map's deletion and insertion curves and random's 8
@@ -29,8 +29,9 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 from common import free_port, node_and_torch  # noqa: E402  (benchmarks/ is on sys.path: scripts run from it)
-from vit_demo import live_view, load_model  # noqa: E402
-from vit_demo.ui import explanation_view, page_model  # noqa: E402
+from vit_demo import load_model  # noqa: E402
+from vit_demo.app import page_numbers
+from vit_demo.app import explanation_view, page_model  # noqa: E402
 
 EXAMPLES = ROOT / "examples"
 # Not the examples the tabs start with (a 2, a horse): in Chromium, a click on each must change the image.
@@ -57,7 +58,7 @@ def chromium_times(repeat: int) -> dict[str, tuple[list[float], list[float]]]:
     """In the static page in headless Chromium, per model: each example's first scoring and its repeats' ``ms``."""
     from playwright.sync_api import sync_playwright
 
-    from vit_demo.static_space import write_static
+    from vit_demo.deploy.static_space import write_static
 
     found = {}
     with tempfile.TemporaryDirectory() as tmp, sync_playwright() as playwright, contextlib.ExitStack() as stack:
@@ -104,7 +105,7 @@ def main() -> None:
     print("|---|---|---:|---:|")
     for name, paths in IMAGES.items():
         classifier = load_model(name, device="cpu")
-        requests = [{"image": live_view.image_text(classifier.preprocess(EXAMPLES / path))} for path in paths]
+        requests = [{"image": page_numbers.image_text(classifier.preprocess(EXAMPLES / path))} for path in paths]
         page = statistics.median(page_times(name, requests, args.repeat))
         ask = explanation_view.ask_faithfulness(name)
         ask(requests[0])  # warm

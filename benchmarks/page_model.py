@@ -35,8 +35,8 @@ from playwright.sync_api import sync_playwright
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from common import REPO, free_port, p50_p95, serving  # noqa: E402  (benchmarks/ is on sys.path: scripts run from it)
 
-from vit_demo.static_space import write_static  # noqa: E402
-from vit_demo.ui import photo_tab  # noqa: E402
+from vit_demo.app import photo_tab  # noqa: E402
+from vit_demo.deploy.static_space import write_static  # noqa: E402
 
 CHROMIUM_ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
                  "--disable-background-networking", "--disable-component-update", "--disable-sync"]

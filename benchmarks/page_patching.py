@@ -1,5 +1,5 @@
-"""What two-image activation patching costs when the page computes it (vit_demo/assets/page/source.js' patching: the
-patching graphs, vit_demo/onnx_patching.py, run by the page's own onnxruntime-web, WebAssembly, one thread, here under
+"""What two-image activation patching costs when the page computes it (vit_demo/app/assets/page/source.js' patching: the
+patching graphs, vit_demo/onnx/patching.py, run by the page's own onnxruntime-web, WebAssembly, one thread, here under
 Node), beside the app's server function on the same pair in the same run (heads_view.patching_answer, torch, one
 thread): the heads' grid alone, then the heads' and the residual stream's.
 
@@ -24,8 +24,9 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "benchmarks"))
 from common import node_and_torch  # noqa: E402
-from vit_demo import live_view, load_model  # noqa: E402
-from vit_demo.ui import heads_view, page_model  # noqa: E402
+from vit_demo import load_model  # noqa: E402
+from vit_demo.app import page_numbers
+from vit_demo.app import heads_view, page_model  # noqa: E402
 
 EXAMPLES = ROOT / "examples"
 PAIRS = {"mnist": ("digits/3.png", "digits/8.png"), "cifar10": ("photos/horse.png", "photos/ship.png")}
@@ -55,7 +56,7 @@ def main() -> None:
     for name in ("mnist", "cifar10"):
         classifier = load_model(name, device="cpu")
         clean, corrupt = (classifier.preprocess(EXAMPLES / path) for path in PAIRS[name])
-        request = {"clean": live_view.image_text(clean), "corrupt": live_view.image_text(corrupt)}
+        request = {"clean": page_numbers.image_text(clean), "corrupt": page_numbers.image_text(corrupt)}
         for residual, what in ((False, "heads"), (True, "heads and residual stream")):
             page = statistics.median(page_times(name, {**request, "residual": residual}, args.repeat))
             heads_view.patching_answer(name, clean, corrupt, residual)  # warm

@@ -24,8 +24,8 @@ from gradio_client import handle_file
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from common import REPO, client, example_drawings, example_photos, p50_p95, serving, sketch, timed  # noqa: E402
+from vit_demo.app.serving import TORCH_THREADS  # noqa: E402
 from vit_demo.classifier import load_model, to_chw  # noqa: E402
-from vit_demo.ui.serving import TORCH_THREADS  # noqa: E402
 from vit_demo.weights import WeightsError  # noqa: E402
 
 

@@ -10,8 +10,8 @@ import time  # noqa: E402
 
 import gradio as gr  # noqa: E402
 
-from vit_demo.preprocess import NothingDrawn  # noqa: E402
-from vit_demo.ui.models import classifier  # noqa: E402
+from vit_demo.app.service import classifier  # noqa: E402
+from vit_demo.data.preprocess import NothingDrawn  # noqa: E402
 
 
 def predict(sketch: dict | None) -> tuple:

@@ -21,10 +21,11 @@ from pathlib import Path
 import torch
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-from vit_demo.data import dataset_spec  # noqa: E402
+from vit_demo.data.datasets import dataset_spec  # noqa: E402
 from vit_demo.device import resolve_device  # noqa: E402
 from vit_demo.model import VisionTransformer  # noqa: E402
-from vit_demo.training import RECIPES, TrainStep, make_optimizer, training_batch  # noqa: E402
+from vit_demo.training.loop import TrainStep, make_optimizer, training_batch  # noqa: E402
+from vit_demo.training.recipes import RECIPES  # noqa: E402
 
 
 class Loop:

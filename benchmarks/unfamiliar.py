@@ -1,4 +1,4 @@
-"""Every candidate rule for unfamiliar images, measured on held-out sets (vit_demo/unfamiliar.py):
+"""Every candidate rule for unfamiliar images, measured on held-out sets (vit_demo/interpret/unfamiliar.py):
 
     python benchmarks/unfamiliar.py --model mnist --data-dir DIR
     python benchmarks/unfamiliar.py --model cifar10 --data-dir DIR
@@ -20,8 +20,8 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from vit_demo import unfamiliar  # noqa: E402
-from vit_demo.calibrate import data_for  # noqa: E402
+from vit_demo.interpret import unfamiliar  # noqa: E402
+from vit_demo.training.calibrate import data_for  # noqa: E402
 from vit_demo.weights import load_weights  # noqa: E402
 
 

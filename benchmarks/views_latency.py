@@ -2,7 +2,7 @@
 
     python benchmarks/views_latency.py [--repeat 100] [--glibc-mmap-threshold] [--photo-recipe]
 
-It runs as the server does (torch threads and glibc's mmap threshold set by ``vit_demo.ui.serving``) and feeds
+It runs as the server does (torch threads and glibc's mmap threshold set by ``vit_demo.app.serving``) and feeds
 the app's own handlers what the browser sends (for a drawing, the canvas value of a 112x112 drawing; for a
 photo, the uploaded file). Their answer is the prediction and the numbers the page draws every view from: no
 picture to encode.
@@ -27,16 +27,16 @@ from PIL import Image, ImageDraw
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from common import example_photos, timed  # noqa: E402  (benchmarks/ is on sys.path: scripts run from it)
 
-from vit_demo import explain  # noqa: E402
-from vit_demo.canvas import decode_drawing  # noqa: E402
+from vit_demo.app import service, serving  # noqa: E402
+from vit_demo.app.canvas import decode_drawing  # noqa: E402
+from vit_demo.app.digit_tab import on_drawing  # noqa: E402
+from vit_demo.app.panel import page_answer  # noqa: E402
+from vit_demo.app.photo_tab import on_photo  # noqa: E402
 from vit_demo.classifier import Classifier, to_chw  # noqa: E402
-from vit_demo.data import dataset_spec  # noqa: E402
+from vit_demo.data.datasets import dataset_spec  # noqa: E402
+from vit_demo.interpret import explain  # noqa: E402
 from vit_demo.model import VisionTransformer  # noqa: E402
-from vit_demo.training import RECIPES  # noqa: E402
-from vit_demo.ui import models, serving  # noqa: E402
-from vit_demo.ui.digit_tab import on_drawing  # noqa: E402
-from vit_demo.ui.panel import page_answer  # noqa: E402
-from vit_demo.ui.photo_tab import on_photo  # noqa: E402
+from vit_demo.training.recipes import RECIPES  # noqa: E402
 from vit_demo.weights import WeightsInfo  # noqa: E402
 
 
@@ -53,17 +53,17 @@ def recipe_photo_model() -> Iterator[None]:
     """While inside, the app's photo model is the cifar10 recipe's architecture, with random weights."""
     vit = RECIPES["cifar10"].vit
     recipe_model = Classifier(WeightsInfo(Path("recipe"), dataset_spec("cifar10"), vit),
-                              VisionTransformer(vit).to(models.classifier("mnist").device).eval())
-    shipped = models.classifier
-    models.classifier = lambda name: recipe_model if name == "cifar10" else shipped(name)
+                              VisionTransformer(vit).to(service.classifier("mnist").device).eval())
+    shipped = service.classifier
+    service.classifier = lambda name: recipe_model if name == "cifar10" else shipped(name)
     try:
         yield
     finally:
-        models.classifier = shipped
+        service.classifier = shipped
 
 
 def photo_name(recipe: bool) -> str:
-    parameters = sum(p.numel() for p in models.classifier("cifar10").model.parameters())
+    parameters = sum(p.numel() for p in service.classifier("cifar10").model.parameters())
     return f"photo ({'recipe' if recipe else 'shipped'} {parameters / 1e6:.1f}M)"
 
 
@@ -71,9 +71,9 @@ def step_rows(model: str, decode: Callable[[], Any], handler: Callable[[], tuple
               ) -> list[tuple[str, tuple[float, float]]]:
     """Median and p95 of each step of one request: ``decode`` gives the model's input, ``handler`` the page's
     answer."""
-    clf = models.classifier(model)
+    clf = service.classifier(model)
     x = torch.from_numpy(to_chw(clf.preprocess(decode()))[None]).to(clf.device)  # (1, C, H, W)
-    analysis = models.analyse(model, decode())
+    analysis = service.analyse(model, decode())
 
     with torch.inference_mode():
         forward = timed(lambda: clf.model(x), repeat)
@@ -84,7 +84,8 @@ def step_rows(model: str, decode: Callable[[], Any], handler: Callable[[], tuple
         ("model forward with attention weights", forward_attention),
         ("model forward + backward: attention and relevance", relevance),
         ("decode + preprocess the input", timed(lambda: clf.preprocess(decode()), repeat)),
-        ("analyse: preprocess + model + attention + relevance", timed(lambda: models.analyse(model, decode()), repeat)),
+        ("analyse: preprocess + model + attention + relevance",
+         timed(lambda: service.analyse(model, decode()), repeat)),
         ("explanation maps ([CLS], patch, rollout)", timed(lambda: (explain.token_attention_maps(analysis.attention),
                                                                    explain.token_attention_maps(analysis.attention, 1),
                                                                    explain.attention_rollout(analysis.attention)),
@@ -111,13 +112,13 @@ def main() -> None:
     tables = {"drawing (mnist)": step_rows("mnist", lambda: decode_drawing(value), lambda: on_drawing(value),
                                            args.repeat)}
     photo_steps = ("cifar10", lambda: photo, lambda: on_photo(photo), args.repeat)
-    if models.model_problem("cifar10") is None:
+    if service.model_problem("cifar10") is None:
         tables[photo_name(recipe=False)] = step_rows(*photo_steps)
     if args.photo_recipe:
         with recipe_photo_model():
             tables[photo_name(recipe=True)] = step_rows(*photo_steps)
 
-    print(f"device {models.classifier('mnist').device}, torch threads {torch.get_num_threads()}, "
+    print(f"device {service.classifier('mnist').device}, torch threads {torch.get_num_threads()}, "
           f"{args.repeat} runs each, as the server runs"
           + (" but with glibc's own mmap threshold" if args.glibc_mmap_threshold else ""))
     print("| step | " + " | ".join(f"{name} median ms | {name} p95 ms" for name in tables) + " |")
@@ -127,9 +128,9 @@ def main() -> None:
               + " |")
     for name, rows in tables.items():
         print(f"{name}: server time / bare forward {rows[-1][1][0] / rows[0][1][0]:.1f}x")
-    sizes = {"drawing": page_answer(models.analyse("mnist", decode_drawing(value)), "")}
-    if models.model_problem("cifar10") is None:
-        sizes["photo"] = page_answer(models.analyse("cifar10", photo), "")
+    sizes = {"drawing": page_answer(service.analyse("mnist", decode_drawing(value)), "")}
+    if service.model_problem("cifar10") is None:
+        sizes["photo"] = page_answer(service.analyse("cifar10", photo), "")
     print("the numbers of every view, sent once per image: "
           + ", ".join(f"{name} {len(text) / 1024:.1f} KB" for name, text in sizes.items()))
 

@@ -21,7 +21,7 @@ import torch
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from common import REPO, timed  # noqa: E402  (benchmarks/ is on sys.path: scripts run from it)
-from vit_demo.ui import models  # noqa: E402
+from vit_demo.app import service  # noqa: E402
 
 EXAMPLES = {"mnist": REPO / "examples" / "digits" / "7.png", "cifar10": REPO / "examples" / "photos" / "ship.png"}
 
@@ -51,13 +51,13 @@ def main() -> None:
 
     rows, answers = {}, {}
     for name, example in EXAMPLES.items():
-        clf = models.classifier(name)
+        clf = service.classifier(name)
         image = clf.preprocess(str(example))
         x = clf.batch([image])
-        answer = answers[name] = models.analyse_inputs(name, [image], [None])[0]
+        answer = answers[name] = service.analyse_inputs(name, [image], [None])[0]
         with torch.inference_mode():
             forward = timed(lambda: clf.model(x), args.repeat)
-        work = timed(lambda: models.analyse_inputs(name, [image], [None]), args.repeat)
+        work = timed(lambda: service.analyse_inputs(name, [image], [None]), args.repeat)
         pickled = timed(lambda: pickle.loads(pickle.dumps(answer)), args.repeat)
         rows[name] = (forward, work, pickled, len(pickle.dumps(answer)) / 1024)
     forked = {name: timed(lambda: through_a_fork(answers[name]), max(3, args.repeat // 5), warmup=1) for name in rows}

@@ -20,7 +20,7 @@ from PIL import Image
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 from vit_demo import load_model  # noqa: E402
-from vit_demo.data import DATASETS, load_split  # noqa: E402
+from vit_demo.data.datasets import DATASETS, load_split  # noqa: E402
 
 
 def main() -> None:

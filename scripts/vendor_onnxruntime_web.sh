@@ -1,12 +1,12 @@
 #!/usr/bin/env bash
-# Refresh the copy of onnxruntime-web that the page runs the models with (vit_demo/assets/vendor/onnxruntime-web/).
+# Refresh the copy of onnxruntime-web that the page runs the models with (vit_demo/app/assets/vendor/onnxruntime-web/).
 # Developers only: the files are committed, so a user never needs npm. Usage: scripts/vendor_onnxruntime_web.sh [VERSION]
 # It takes the WebAssembly build alone: the ES module with its loader bundled in, and the SIMD + threads .wasm (it
 # runs on one thread where the page is not cross-origin isolated). WebGPU's build (twice the size) is left out.
 set -euo pipefail
 version="${1:-1.30.0}"
 repo="$(cd "$(dirname "$0")/.." && pwd)"
-out="$repo/vit_demo/assets/vendor/onnxruntime-web"
+out="$repo/vit_demo/app/assets/vendor/onnxruntime-web"
 work="$(mktemp -d)"
 trap 'rm -rf "$work"' EXIT
 (cd "$work" && npm pack --silent "onnxruntime-web@$version" >/dev/null && tar xzf "onnxruntime-web-$version.tgz")

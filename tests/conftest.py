@@ -120,7 +120,7 @@ def cifar_root(tmp_path_factory) -> Path:
 
 
 def read_live_payload(text: str) -> tuple[np.ndarray, np.ndarray]:
-    """A live view's numbers (vit_demo/live_view.py) read back: the image in [0, 1] ((H, W) or (H, W, 3)) and
+    """A live view's numbers (vit_demo/app/page_numbers.py) read back: the image in [0, 1] ((H, W) or (H, W, 3)) and
     the maps (L, H + 1, g, g) in [0, 1], each scaled to its own maximum."""
     import base64
     import json
@@ -133,7 +133,7 @@ def read_live_payload(text: str) -> tuple[np.ndarray, np.ndarray]:
 
 
 def read_live_map(numbers: dict | str) -> np.ndarray:
-    """A single map's numbers for a live view (vit_demo/live_view.map_payload, or its JSON) read back: (g, g) in
+    """A single map's numbers for a live view (vit_demo/app/page_numbers.map_payload, or its JSON) read back: (g, g) in
     [0, 1]."""
     import base64
     import json
@@ -144,7 +144,7 @@ def read_live_map(numbers: dict | str) -> np.ndarray:
 
 
 def read_live_grid(numbers: dict, shape: tuple[int, ...]) -> np.ndarray:
-    """A grid's numbers for a live view (vit_demo/live_view.grid_payload) read back: ``shape`` (L, H + 1, g, g)
+    """A grid's numbers for a live view (vit_demo/app/page_numbers.grid_payload) read back: ``shape`` (L, H + 1, g, g)
     in [0, 1], each map scaled to its own maximum."""
     import base64
 
@@ -159,7 +159,7 @@ def run_cli(*args: str) -> subprocess.CompletedProcess:
 
 def mnist_test_digits(mnist_root: Path, n: int) -> tuple[np.ndarray, np.ndarray]:
     """The first n test digits as uint8 (n, 28, 28) and their labels."""
-    from vit_demo.data import load_split
+    from vit_demo.data.datasets import load_split
 
     images, labels = load_split("mnist", mnist_root, "test", download=False)
     return images[:n, 0].numpy(), labels[:n].numpy()
@@ -224,14 +224,14 @@ def draw_digit(digit: str, canvas: int, box: tuple[int, int, int], pen: float) -
 def snapshot_weights(mnist_root, tmp_path_factory) -> Path:
     """A weights root (for VIT_DEMO_WEIGHTS) whose mnist/ is a real, short training run that kept a snapshot after
     each of its first 3 of 4 epochs, and whose cifar10/ is the shipped model."""
-    from vit_demo import training
+    from vit_demo.training import loop
     from vit_demo.weights import WEIGHTS_ROOT
 
     root = tmp_path_factory.mktemp("weights")
-    training.main(["--dataset", "mnist", "--data-dir", str(mnist_root), "--out", str(root / "mnist"),
-                   "--checkpoint-dir", str(root.parent / f"{root.name}-ckpt"), "--train-limit", "2000",
-                   "--test-limit", "300", "--epochs", "4", "--snapshots", "3", "--lr", "2e-3", "--warmup-epochs",
-                   "0.3", "--batch-size", "64", "--no-progress"])
+    loop.main(["--dataset", "mnist", "--data-dir", str(mnist_root), "--out", str(root / "mnist"),
+               "--checkpoint-dir", str(root.parent / f"{root.name}-ckpt"), "--train-limit", "2000",
+               "--test-limit", "300", "--epochs", "4", "--snapshots", "3", "--lr", "2e-3", "--warmup-epochs",
+               "0.3", "--batch-size", "64", "--no-progress"])
     (root / "cifar10").symlink_to(WEIGHTS_ROOT / "cifar10")
     return root
 
@@ -261,14 +261,14 @@ def busy_app(monkeypatch, tmp_path):
     import torch
     from gradio_client import Client
 
-    from vit_demo import ui
-    from vit_demo.ui import digit_tab, serving
+    from vit_demo.app import digit_tab, serving
+    from vit_demo.app.demo import launch
 
     seven = tmp_path / "seven.png"
     draw_digit("7", 300, (20, 20, 260), 0.08).save(seven)
     threads, onednn = torch.get_num_threads(), torch.backends.mkldnn.enabled  # the server's tuning, undone after
-    demo = ui.launch(queue_size=2, server_name="127.0.0.1", server_port=free_port(), prevent_thread_lock=True,
-                     quiet=True)
+    demo = launch(queue_size=2, server_name="127.0.0.1", server_port=free_port(), prevent_thread_lock=True,
+                  quiet=True)
     started, release = threading.Semaphore(0), threading.Event()
 
     def held(analyse):  # the analysis, in a worker that waits, as if every image took long

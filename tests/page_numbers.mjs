@@ -1,12 +1,12 @@
-// Node runner for tests/test_page_numbers.py: the page's numbers (vit_demo/assets/page/numbers.js) for attention
-// tensors and pixels that Python wrote, so that the test can hold them against vit_demo/live_view.py's.
+// Node runner for tests/test_page_numbers.py: the page's numbers (vit_demo/app/assets/page/numbers.js) for attention
+// tensors and pixels that Python wrote, so that the test can hold them against vit_demo/app/page_numbers.py's.
 // Usage: node tests/page_numbers.mjs IN.json OUT.json, IN: [{attention: base64 float32 (L, H, T, T), layers, heads,
 // tokens, pixels: base64 uint8}], OUT: [{maps: base64 (L, H + 1, g, g) levels, rollout: [...], key, patch}]. A case
 // with a ``rule`` (the unfamiliar rule as config.json keeps it), ``calibrated`` (base64 float32 (K)), ``features``
 // (base64 float32 (L, D)) and ``temperature`` gets {familiarity, unfamiliar} instead.
 import { readFileSync, writeFileSync } from "node:fs";
 import { argmax, familiarity, gridMaps, imageKey, quantise, rollout, unfamiliar }
-  from "../vit_demo/assets/page/numbers.js";
+  from "../vit_demo/app/assets/page/numbers.js";
 
 const bytes = (text) => Uint8Array.from(Buffer.from(text, "base64"));
 const floats = (text) => {

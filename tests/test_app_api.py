@@ -6,8 +6,9 @@ from conftest import PHOTOS, draw_digit, sketch
 from gradio_client import Client, handle_file
 from PIL import Image
 
-from vit_demo import load_model, sketches
-from vit_demo.outside_photos import outside_photos
+from vit_demo import load_model
+from vit_demo.data import sketches
+from vit_demo.data.outside_photos import outside_photos
 from vit_demo.weights import WEIGHTS_ROOT
 
 
@@ -76,7 +77,7 @@ def test_predict_image(client):
 
 
 def test_oversized_upload_is_refused_and_the_server_keeps_serving(client, tmp_path):
-    from vit_demo.preprocess import MAX_FILE_BYTES
+    from vit_demo.data.preprocess import MAX_FILE_BYTES
 
     huge = tmp_path / "huge.png"
     huge.write_bytes(b"\x89PNG\r\n\x1a\n" + bytes(MAX_FILE_BYTES + 1024))

@@ -10,8 +10,8 @@ from conftest import PHOTOS
 from PIL import Image
 from torchvision.transforms import InterpolationMode, v2
 
-from vit_demo.augment import (MAGNITUDE_BINS, TRIVIAL_AUGMENT_OPS, apply_trivial_augment, mix_batch, random_affine,
-                              random_crop_flip, random_erasing, random_stroke_width, trivial_augment)
+from vit_demo.data.augment import (MAGNITUDE_BINS, TRIVIAL_AUGMENT_OPS, apply_trivial_augment, mix_batch, random_affine,
+                                   random_crop_flip, random_erasing, random_stroke_width, trivial_augment)
 
 
 def photos(n: int = 32, seed: int = 0) -> torch.Tensor:

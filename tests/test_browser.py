@@ -9,7 +9,7 @@ import pytest
 from conftest import (CHROMIUM, PHOTOS, REPO, app_page, assert_curves_drawn, draw, label_text, pixel_bomb_png,
                       read_live_map, read_live_payload, serving, views_label, wait_for_label)
 
-from vit_demo.preprocess import MAX_FILE_BYTES
+from vit_demo.data.preprocess import MAX_FILE_BYTES
 
 pytest.importorskip("playwright.sync_api", reason="playwright is not installed")
 if not os.path.exists(CHROMIUM):
@@ -92,7 +92,7 @@ def test_the_page_draws_the_large_view_as_the_server_draws_it(page):
     same numbers, for a digit (crisp input) and a photo (smoothed input)."""
     import numpy as np
 
-    from vit_demo import render
+    from vit_demo.pictures import render
 
     page.locator("#canvas .vd-examples button[title='example: 3']").click()
     wait_for_label(page, "3")
@@ -203,7 +203,7 @@ def test_a_clean_digit_is_sure_and_an_ambiguous_one_is_not(page):
     assert shown_confidence(page) < 0.8
     bars = page.locator("#digit-label .vd-prob-row").count()
     assert bars >= 2  # the runner-up is shown with a probability of its own
-    # A plus sign is no digit (vit_demo/unfamiliar.py): the notice says so above the label.
+    # A plus sign is no digit (vit_demo/interpret/unfamiliar.py): the notice says so above the label.
     assert "does not look like a digit" in page.locator("#digit-notice").inner_text()
     page.locator("#canvas button.vd-clear").click()
     draw(page, [(0.25, 0.2), (0.75, 0.2), (0.45, 0.85)])  # a 7 again: no notice
@@ -214,7 +214,7 @@ def test_a_clean_digit_is_sure_and_an_ambiguous_one_is_not(page):
 def test_a_photo_unlike_any_class_is_flagged_above_the_label(page, tmp_path):
     from PIL import Image
 
-    from vit_demo.outside_photos import outside_photos
+    from vit_demo.data.outside_photos import outside_photos
 
     page.get_by_role("tab", name="Upload a photo (CIFAR-10)").click()
     classes = page.locator("#photo-classes").inner_text()
@@ -680,7 +680,7 @@ def test_talk_mode_with_a_warning_still_fits_a_projector(browser, app_url, tmp_p
     the large view, its controls and the keys all on the 1280x720 screen."""
     from PIL import Image
 
-    from vit_demo.outside_photos import outside_photos
+    from vit_demo.data.outside_photos import outside_photos
 
     with app_page(browser, app_url.rstrip("/") + "/?view=talk", 1280, 720) as page:
         page.wait_for_function("() => document.querySelector('#vd-app.vd-talk')")
@@ -749,8 +749,8 @@ def test_switch_heads_off_and_every_view_follows(page):
     import numpy as np
     import torch
 
-    from vit_demo import heads, load_model
-
+    from vit_demo import load_model
+    from vit_demo.interpret import heads
     page.locator("#canvas .vd-examples button[title='example: 3']").click()
     wait_for_label(page, "3")
     key = settled(page)

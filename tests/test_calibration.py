@@ -9,11 +9,12 @@ import pytest
 import torch
 from conftest import HAS_SHARED_CIFAR, HAS_SHARED_MNIST, PHOTOS, SHARED_DATA, run_cli
 
-from vit_demo import calibration, faithfulness, load_model
-from vit_demo.calibrate import data_for, holdout_indices
-from vit_demo.faithfulness import STEPS, Curves
-from vit_demo.outside_photos import outside_photos
-from vit_demo.ui import explanation_view
+from vit_demo import load_model
+from vit_demo.interpret import calibration, faithfulness
+from vit_demo.training.calibrate import data_for, holdout_indices
+from vit_demo.interpret.faithfulness import STEPS, Curves
+from vit_demo.data.outside_photos import outside_photos
+from vit_demo.app import explanation_view
 from vit_demo.weights import CALIBRATION_FILE, CONFIG_FILE, WEIGHTS_ROOT, read_calibration
 
 # ---- The maths ----------------------------------------------------------------------------------------------

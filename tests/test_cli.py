@@ -7,7 +7,7 @@ from pathlib import Path
 import pytest
 from conftest import HAS_SHARED_MNIST, REPO, draw_on_canvas, mnist_test_digits, run_cli
 
-import vit_demo.training as training
+from vit_demo.training import loop as training
 
 
 @pytest.fixture(scope="module")
@@ -156,7 +156,7 @@ def test_onnx_writes_the_model_and_snapshot_graphs_in_sync_and_refuses_a_missing
     # longer listed is removed.
     import shutil
 
-    from vit_demo.onnx_export import read_metadata, stale_graphs
+    from vit_demo.onnx.export import read_metadata, stale_graphs
 
     source, folder = REPO / "weights" / "mnist", tmp_path / "mnist"
     (folder / "snapshots").mkdir(parents=True)

@@ -4,7 +4,7 @@ import numpy as np
 import pytest
 import torch
 
-from vit_demo.data import DATASETS, DatasetNotFound, load_split, read_idx
+from vit_demo.data.datasets import DATASETS, DatasetNotFound, load_split, read_idx
 
 
 @pytest.mark.parametrize("split", ["train", "test"])

@@ -2,8 +2,9 @@ import numpy as np
 import pytest
 import torch
 
-from vit_demo import explain, render
+from vit_demo.interpret import explain
 from vit_demo.model import ViTConfig, VisionTransformer
+from vit_demo.pictures import render
 
 
 @pytest.fixture(scope="module")
@@ -86,7 +87,7 @@ def test_patch_grid_and_photos():
 
 @pytest.mark.parametrize("heads", [4, 6, 8])
 def test_slides_grid_is_1600_pixels_wide_with_legible_labels(heads):
-    from vit_demo import slides
+    from vit_demo.pictures import slides
 
     rng = np.random.default_rng(0)
     attention = rng.random((3, heads, 17, 17)).astype(np.float32)  # 3 layers, a 4x4 grid and [CLS]

@@ -8,8 +8,8 @@ import torch
 from conftest import draw_digit, mnist_test_digits, run_cli
 
 from vit_demo import load_model
-from vit_demo.explain import relevance_maps
-from vit_demo.faithfulness import MAP_KINDS, STEPS, area_under, blank_for, curves, faithfulness, patch_maps
+from vit_demo.interpret.explain import relevance_maps
+from vit_demo.interpret.faithfulness import MAP_KINDS, STEPS, area_under, blank_for, curves, faithfulness, patch_maps
 from vit_demo.model import ViTConfig, VisionTransformer
 
 

@@ -9,10 +9,10 @@ import numpy as np
 import pytest
 from conftest import REPO
 
-from vit_demo import figures, render
 from vit_demo.classifier import load_model
-from vit_demo.faithfulness import MAP_KINDS, faithfulness
-from vit_demo.inside import embedding_components, position_similarity, read_attention_distance
+from vit_demo.interpret.faithfulness import MAP_KINDS, faithfulness
+from vit_demo.interpret.inside import embedding_components, position_similarity, read_attention_distance
+from vit_demo.pictures import figures, render
 
 TAB_COLOURS = {"attention": (31, 119, 180), "rollout": (255, 127, 14), "relevance": (44, 160, 44),
                "random": (128, 128, 128)}  # matplotlib's tab:blue, tab:orange, tab:green and grey

@@ -1,5 +1,5 @@
-"""The maths of vit_demo/heads.py pinned on the shipped MNIST model and real test digits: knockout, the logit lens,
-activation patching, head importance and the pruning curves."""
+"""The maths of vit_demo/interpret/heads/ pinned on the shipped MNIST model and real test digits: knockout, the logit
+lens, activation patching, head importance and the pruning curves."""
 
 import json
 import shutil
@@ -9,8 +9,10 @@ import pytest
 import torch
 from conftest import run_cli
 
-from vit_demo import cli, heads, load_model
-from vit_demo.data import load_split
+from vit_demo import cli, load_model
+from vit_demo.data.datasets import load_split
+from vit_demo.interpret import heads
+from vit_demo.interpret.heads.hooks import edited
 from vit_demo.weights import CONFIG_FILE, WEIGHTS_FILE, WEIGHTS_ROOT
 
 
@@ -150,7 +152,7 @@ def test_hooks_leave_a_plain_forward_pass_on_another_thread_alone(model, digits)
     off = heads.Edits(head_mask=torch.ones(1, model.config.depth, model.config.heads, dtype=torch.bool),
                       head_values=torch.zeros(model.config.depth, model.config.heads, 50, 16))
     seen = []
-    with torch.no_grad(), heads._hooks(model, off, capture=False):
+    with torch.no_grad(), edited(model, off, capture=False):
         worker = threading.Thread(target=lambda: seen.append(model(x)))
         worker.start()
         worker.join()

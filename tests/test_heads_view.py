@@ -1,4 +1,4 @@
-"""What each head does, in the app (vit_demo/ui/heads_view.py): the knockout, lens and patching server functions
+"""What each head does, in the app (vit_demo/app/heads_view.py): the knockout, lens and patching server functions
 called as the page calls them, the importance file the Inside tab reads, and its command."""
 
 import base64
@@ -10,8 +10,10 @@ import pytest
 import torch
 from conftest import read_live_map
 
-from vit_demo import cli, figures, heads, live_view
-from vit_demo.ui import heads_view, inside_tab, models
+from vit_demo import cli
+from vit_demo.app import heads_view, inside_tab, page_numbers, service
+from vit_demo.interpret import heads
+from vit_demo.pictures import figures
 from vit_demo.weights import CONFIG_FILE, WEIGHTS_FILE, WEIGHTS_ROOT
 
 EXAMPLES = WEIGHTS_ROOT.parent / "examples"
@@ -19,17 +21,17 @@ EXAMPLES = WEIGHTS_ROOT.parent / "examples"
 
 @pytest.fixture(scope="module")
 def three():
-    return models.analyse("mnist", EXAMPLES / "digits" / "3.png")
+    return service.analyse("mnist", EXAMPLES / "digits" / "3.png")
 
 
 @pytest.fixture(scope="module")
 def eight():
-    return models.analyse("mnist", EXAMPLES / "digits" / "8.png")
+    return service.analyse("mnist", EXAMPLES / "digits" / "8.png")
 
 
 def pixels(analysis) -> str:
     """An image as the page keeps it and sends it back."""
-    return live_view.image_text(analysis.input)
+    return page_numbers.image_text(analysis.input)
 
 
 def levels(text: str, shape: tuple[int, ...]) -> np.ndarray:
@@ -38,14 +40,14 @@ def levels(text: str, shape: tuple[int, ...]) -> np.ndarray:
 
 def test_nothing_off_is_the_intact_answer(three):
     reply = heads_view.ask_knockout("mnist")({"image": pixels(three), "off": [], "mode": "mean"})
-    assert reply["key"] == live_view.image_key(three.input) and reply["off"] == []
+    assert reply["key"] == page_numbers.image_key(three.input) and reply["off"] == []
     assert reply["label"] == reply["intact"]["label"] == reply["predicted"] == three.label == "3"
     for name, p in three.probs.items():
         assert reply["probs"][name] == pytest.approx(p, abs=1e-6)  # calibrated, as the prediction view shows them
     assert reply["logit_diff"]["intact"] == reply["logit_diff"]["ablated"] > 0
     # The maps the views redraw from: the stroke's own, exactly.
     np.testing.assert_array_equal(levels(reply["maps"], (6, 5, 7, 7)),
-                                  live_view.quantise(live_view.grid_maps(three.attention)))
+                                  page_numbers.quantise(page_numbers.grid_maps(three.attention)))
     np.testing.assert_allclose(read_live_map(reply["rollout"]), three.rollout / three.rollout.max(), atol=0.5 / 255 + 1e-6)
     assert len(json.dumps(reply)) < 4000
 
@@ -55,7 +57,7 @@ def test_a_head_off_moves_the_logit_difference_as_heads_knockout_says(three, mod
     off = [[2, 1], [4, None]]  # head 2 of layer 3, and the whole of layer 5
     reply = heads_view.ask_knockout("mnist")({"image": pixels(three), "off": off, "mode": mode})
     assert reply["off"] == [[2, 1], [4, 0], [4, 1], [4, 2], [4, 3]] and reply["mode"] == mode
-    clf = models.classifier("mnist")
+    clf = service.classifier("mnist")
     means = heads.read_head_means(clf.info.folder, clf.model) if mode == "mean" else None
     expected = heads.knockout(clf.model, clf.batch([three.input]), [(2, 1), (4, None)], means)
     assert reply["logit_diff"]["intact"] == pytest.approx(float(expected.logit_diff[0]), abs=1e-4)
@@ -65,7 +67,7 @@ def test_a_head_off_moves_the_logit_difference_as_heads_knockout_says(three, mod
     assert "5 of 24 heads off" in reply["info"] and f"{mode}-ablation" in reply["info"]
     # The ablated run's maps: a head's output first changes the attention of the layer after it.
     maps = levels(reply["maps"], (6, 5, 7, 7))
-    intact = live_view.quantise(live_view.grid_maps(three.attention))
+    intact = page_numbers.quantise(page_numbers.grid_maps(three.attention))
     np.testing.assert_array_equal(maps[:3], intact[:3])
     assert (maps[3:] != intact[3:]).any()
 
@@ -74,20 +76,20 @@ def test_the_query_relevance_and_lens_views_follow_the_heads_switched_off(three)
     """With heads off, the views that ask for their own numbers get the knocked-out model's: where a patch looks (its
     attention), why a class (relevance through the ablated model: a head switched off passes no gradient back) and
     the lens (whose last layer is the ablated model's own answer); without "off", the intact model's."""
-    from vit_demo.ui import attention_view, explanation_view
+    from vit_demo.app import attention_view, explanation_view
 
     off = [[2, 1], [4, None]]
     knocked = heads_view.ask_knockout("mnist")({"image": pixels(three), "off": off, "mode": "mean"})
-    clf = models.classifier("mnist")
+    clf = service.classifier("mnist")
     means = heads.read_head_means(clf.info.folder, clf.model)
     run = heads.knockout(clf.model, clf.batch([three.input]), [(2, 1), (4, None)], means, attention=True)
     patch = 24
     query = attention_view.ask_query("mnist")
     ablated, intact = (query({"image": pixels(three), "patch": patch, **extra}) for extra in ({"off": off}, {}))
-    np.testing.assert_array_equal(levels(ablated["maps"], (6, 5, 7, 7)), live_view.quantise(
-        live_view.grid_maps(run.ablated_attention[0].numpy(), 1 + patch)))
-    np.testing.assert_array_equal(levels(intact["maps"], (6, 5, 7, 7)), live_view.quantise(
-        live_view.grid_maps(three.attention, 1 + patch)))
+    np.testing.assert_array_equal(levels(ablated["maps"], (6, 5, 7, 7)), page_numbers.quantise(
+        page_numbers.grid_maps(run.ablated_attention[0].numpy(), 1 + patch)))
+    np.testing.assert_array_equal(levels(intact["maps"], (6, 5, 7, 7)), page_numbers.quantise(
+        page_numbers.grid_maps(three.attention, 1 + patch)))
     relevance = explanation_view.ask_relevance("mnist")
     ablated, intact = (relevance({"image": pixels(three), "label": "3", **extra}) for extra in ({"off": off}, {}))
     with heads.switched_off(clf.model, [(2, 1), (4, None)], means):
@@ -111,7 +113,7 @@ def test_the_lens_strip_ends_with_the_models_answer(three, eight):
         assert last["label"] == analysis.label
         assert last["probability"] == last["answer"] == pytest.approx(analysis.probs[analysis.label], abs=1e-4)
         maps = levels(reply["maps"], (6, 7, 7))  # the probability of the answer per patch, 0..255 for 0..1
-        expected = heads.lens_maps(models.classifier("mnist").model, torch.from_numpy(analysis.input)[None, None])[0]
+        expected = heads.lens_maps(service.classifier("mnist").model, torch.from_numpy(analysis.input)[None, None])[0]
         np.testing.assert_allclose(maps / 255, expected.numpy(), atol=0.5 / 255 + 1e-6)
         assert len(json.dumps(reply)) < 1000
 
@@ -121,7 +123,8 @@ def test_the_patching_grids_both_ways(three, eight):
     ask = heads_view.ask_patching("mnist")
     reply = ask({"clean": pixels(three), "corrupt": pixels(eight)})
     assert reply["classes"] == ["3", "8"] and reply["residual"] is True
-    assert reply["clean"] == live_view.image_key(three.input) and reply["corrupt"] == live_view.image_key(eight.input)
+    assert reply["clean"] == page_numbers.image_key(three.input)
+    assert reply["corrupt"] == page_numbers.image_key(eight.input)
     assert reply["logit_diff"]["clean"] > 0 > reply["logit_diff"]["corrupt"]
     for direction in ("clean_into_corrupt", "corrupt_into_clean"):
         assert np.asarray(reply[direction]["heads"]).shape == (6, 4)
@@ -136,7 +139,7 @@ def test_the_patching_grids_both_ways(three, eight):
     assert back["classes"] == ["8", "3"] and "residual" not in back["corrupt_into_clean"]
     np.testing.assert_allclose(reply["clean_into_corrupt"]["heads"], 1 - np.asarray(back["corrupt_into_clean"]["heads"]),
                                atol=2e-3)
-    grid = heads.patching_grid(models.classifier("mnist").model, torch.from_numpy(three.input)[None, None],
+    grid = heads.patching_grid(service.classifier("mnist").model, torch.from_numpy(three.input)[None, None],
                                torch.from_numpy(eight.input)[None, None])
     np.testing.assert_allclose(reply["corrupt_into_clean"]["residual"], grid["corrupt_into_clean"]["residual"], atol=1e-3)
 
@@ -174,21 +177,21 @@ def test_bad_lens_and_patching_requests_get_a_reason(three):
 
 
 def test_without_stored_means_heads_are_zero_ablated_only(three, monkeypatch):
-    monkeypatch.setattr(models, "ablation_means", lambda model: None)
+    monkeypatch.setattr(service, "ablation_means", lambda model: None)
     ask = heads_view.ask_knockout("mnist")
     assert "can only be zero-ablated" in ask({"image": pixels(three), "off": [[0, 0]], "mode": "mean"})["error"]
     assert ask({"image": pixels(three), "off": [[0, 0]], "mode": "zero"})["mode"] == "zero"
 
 
 def test_the_photos_residual_grid_waits_for_its_button():
-    assert heads_view.residual_at_once(models.model_config("mnist"))
-    assert not heads_view.residual_at_once(models.model_config("cifar10"))
+    assert heads_view.residual_at_once(service.model_config("mnist"))
+    assert not heads_view.residual_at_once(service.model_config("cifar10"))
 
 
 def test_a_stroke_carries_none_of_it():
     """The pen's answer is as it was: nothing of the knockout, lens or patching is computed per stroke."""
     from test_ui import SEVEN, canvas_value
-    from vit_demo.ui import digit_tab
+    from vit_demo.app import digit_tab
 
     answer = digit_tab.stroke({"drawing": canvas_value(SEVEN), "choice": None})
     assert not {"knockout", "lens", "patching"} & set(answer) and set(answer["answers"]) == {"rollout", "query",
@@ -230,7 +233,7 @@ def test_the_importance_file_belongs_to_its_weights(tmp_path, mnist_root, capsys
 def test_both_shipped_models_keep_their_importance(model):
     record = heads.read_head_importance(WEIGHTS_ROOT / model)
     assert record is not None and record["ablation"] == "mean" and record["images"] >= 500
-    config = models.model_config(model)
+    config = service.model_config(model)
     assert np.asarray(record["importance"]).shape == (config.depth, config.heads)
     ranked, random = record["curves"]["importance"], record["curves"]["random"]
     assert sum(random) > sum(ranked)  # the score knows something: its order hurts more than random ones

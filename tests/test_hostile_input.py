@@ -6,7 +6,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from hypothesis.extra import numpy as hnp
 
-from vit_demo.preprocess import InputError, preprocess_drawing, preprocess_photo
+from vit_demo.data.preprocess import InputError, preprocess_drawing, preprocess_photo
 
 DTYPES = st.one_of(
     hnp.boolean_dtypes(), hnp.integer_dtypes(), hnp.unsigned_integer_dtypes(),

@@ -9,8 +9,8 @@ import torch
 from conftest import run_cli
 
 from vit_demo import load_model
-from vit_demo.inside import (ATTENTION_DISTANCE_FILE, embedding_components, mean_attention_distance, patch_distances,
-                             position_similarity, read_attention_distance)
+from vit_demo.interpret.inside import (ATTENTION_DISTANCE_FILE, embedding_components, mean_attention_distance,
+                                       patch_distances, position_similarity, read_attention_distance)
 from vit_demo.model import ViTConfig, VisionTransformer
 from vit_demo.weights import WEIGHTS_ROOT
 

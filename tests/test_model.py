@@ -4,7 +4,7 @@ import pytest
 import torch
 
 from vit_demo.model import ViTConfig, VisionTransformer
-from vit_demo.training import RECIPES
+from vit_demo.training.recipes import RECIPES
 
 
 @pytest.fixture(scope="module")
@@ -34,6 +34,18 @@ def test_fast_path_matches_explicit_path(model):
         fast = model(images)
         explicit, _ = model(images, return_attention=True)
     torch.testing.assert_close(fast, explicit, rtol=1e-5, atol=1e-5)
+
+
+def test_forward_head_reads_the_answer_from_any_blocks_stream(model):
+    """forward_head on the last block's stream is the model's own answer; on every token it gives (..., T, classes),
+    whose [CLS] row is the same answer."""
+    images = torch.rand(2, 1, 28, 28)
+    nothing_off = torch.zeros(1, 3, 4, dtype=torch.bool)  # (1, L, H)
+    logits, _, stream = model.forward_edited(images, nothing_off, torch.zeros(1, 3, 4, 50, 8))  # L x (B, T, D)
+    torch.testing.assert_close(model.forward_head(stream[-1]), model(images))
+    every = model.forward_head(torch.stack(stream, 1), all_tokens=True)  # (B, L, T, classes)
+    assert every.shape == (2, 3, 50, 10)
+    torch.testing.assert_close(every[:, -1, 0], logits)
 
 
 def test_attention_depends_on_the_image(model):

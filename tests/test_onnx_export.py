@@ -1,6 +1,6 @@
-"""The ONNX graphs the page runs (vit_demo/onnx_export.py), run in onnxruntime on the CPU against the PyTorch model:
+"""The ONNX graphs the page runs (vit_demo/onnx/export.py), run in onnxruntime on the CPU against the PyTorch model:
 the shipped models and their training snapshots, intact, with heads switched off and through the logit lens; the
-relevance and patching graphs against explain.py and heads.py; and each committed graph in sync with the weights it
+relevance and patching graphs against explain.py and heads/; and each committed graph in sync with the weights it
 was exported from."""
 
 import json
@@ -13,11 +13,11 @@ import torch
 from conftest import HAS_SHARED_CIFAR, HAS_SHARED_MNIST, REPO, SHARED_DATA
 from PIL import Image
 
-from vit_demo import explain, heads
-from vit_demo.data import load_split
-from vit_demo.heads import HEAD_MEANS_FILE
-from vit_demo import onnx_patching
-from vit_demo.onnx_export import (INPUTS, INTERFACE, MODEL_FILE, OUTPUTS, PATCHING_FILES, RELEVANCE_FILE,
+from vit_demo.data.datasets import load_split
+from vit_demo.interpret import explain, heads
+from vit_demo.interpret.heads import HEAD_MEANS_FILE
+from vit_demo.onnx import patching
+from vit_demo.onnx.export import (INPUTS, INTERFACE, MODEL_FILE, OUTPUTS, PATCHING_FILES, RELEVANCE_FILE,
                                   RELEVANCE_OUTPUTS, read_metadata, stale_graphs)
 from vit_demo.weights import CONFIG_FILE, WEIGHTS_FILE, WEIGHTS_ROOT, load_snapshots, load_weights, update_config
 
@@ -259,7 +259,7 @@ def test_patching_graphs_match_heads_patching_grid_on_real_pairs(name, shipped, 
         feeds = {"clean": x[i : i + 1].numpy(), "corrupt": x[j : j + 1].numpy(),
                  "classes": np.eye(K, dtype=np.float32)[list(grid["classes"])]}
         for kind, file in PATCHING_FILES.items():
-            out = dict(zip(onnx_patching.OUTPUTS, sessions(info.folder / file).run(None, feeds)))
+            out = dict(zip(patching.OUTPUTS, sessions(info.folder / file).run(None, feeds)))
             expected = [grid["logit_diff"]["clean"], grid["logit_diff"]["corrupt"]]
             assert max_diff(out["logit_diff"], expected) <= LOGITS_TOL, (kind, i, j)
             for direction in ("clean_into_corrupt", "corrupt_into_clean"):
@@ -278,10 +278,10 @@ def test_patching_graphs_interface(name, shipped):
         graph = onnx.load(str(info.folder / file)).graph
         dims = {value.name: [d.dim_param or d.dim_value for d in value.type.tensor_type.shape.dim]
                 for value in (*graph.input, *graph.output)}
-        assert [value.name for value in graph.input] == list(onnx_patching.INPUTS)
-        assert [value.name for value in graph.output] == list(onnx_patching.OUTPUTS)
+        assert [value.name for value in graph.input] == list(patching.INPUTS)
+        assert [value.name for value in graph.output] == list(patching.OUTPUTS)
         image = [1, c.in_channels, c.image_size, c.image_size]
-        assert [dims[name] for name in (*onnx_patching.INPUTS, *onnx_patching.OUTPUTS)] == [
+        assert [dims[name] for name in (*patching.INPUTS, *patching.OUTPUTS)] == [
             image, image, [2, c.num_classes], [2], shapes[kind], shapes[kind]]
         large = [tensor.raw_data for tensor in graph.initializer if len(tensor.raw_data) >= 1024]
         assert len(large) == len(set(large))  # one copy of each weight, however many patched runs read it

@@ -1,5 +1,5 @@
-"""How far to trust each map, in the page (vit_demo/assets/page/faithfulness.js through source.js, the graphs run by
-the page's onnxruntime-web under Node) against the server (vit_demo/faithfulness.py and explanation_view's
+"""How far to trust each map, in the page (vit_demo/app/assets/page/faithfulness.js through source.js, the graphs run by
+the page's onnxruntime-web under Node) against the server (vit_demo/interpret/faithfulness.py and explanation_view's
 faithfulness_answer): the same curves for the three maps on real test images of each dataset, the same answer's
 format, and the same verdict in the same words for the same curves, whichever of its texts says it."""
 
@@ -13,10 +13,10 @@ import numpy as np
 import pytest
 
 from conftest import HAS_SHARED_CIFAR, REPO, SHARED_DATA, mnist_test_digits, node_major
-from vit_demo import faithfulness, live_view
-from vit_demo.faithfulness import STEPS, Curves
-from vit_demo.ui import explanation_view, page_model
-from vit_demo.ui.models import classifier
+from vit_demo.app import explanation_view, page_model, page_numbers
+from vit_demo.app.service import classifier
+from vit_demo.interpret import faithfulness
+from vit_demo.interpret.faithfulness import STEPS, Curves
 
 pytestmark = pytest.mark.skipif(node_major() < 20, reason="the page's modules run under Node 20 or later, which is not "
                                                           "on the PATH")
@@ -51,10 +51,10 @@ def real_images(model: str, mnist_root, n: int) -> list[np.ndarray]:
 @pytest.mark.parametrize("model, n", [("mnist", 4), ("cifar10", 3)])
 def test_the_pages_curves_are_the_servers(model, n, mnist_root, tmp_path):
     images = real_images(model, mnist_root, n)
-    found = page_faithfulness(model, tmp_path, [{"image": live_view.image_text(image)} for image in images])
+    found = page_faithfulness(model, tmp_path, [{"image": page_numbers.image_text(image)} for image in images])
     ask = explanation_view.ask_faithfulness(model)
     for image, page in zip(images, found["answers"]):
-        server = ask({"image": live_view.image_text(image)})
+        server = ask({"image": page_numbers.image_text(image)})
         assert set(page) == set(server), page.get("error")
         assert page["where"] == "in this page" and server["where"] == "on the server"
         for key in ("key", "label", "steps", "rankings", "flat"):
@@ -130,7 +130,7 @@ def test_the_pages_verdict_is_the_servers_in_the_same_words(tmp_path):
 
 
 def test_the_page_refuses_what_the_server_refuses(tmp_path):
-    requests = [{"image": "@@"}, {"image": live_view.image_text(np.zeros((20, 20), np.float32))}]
+    requests = [{"image": "@@"}, {"image": page_numbers.image_text(np.zeros((20, 20), np.float32))}]
     ask = explanation_view.ask_faithfulness("mnist")
     for request, page in zip(requests, page_faithfulness("mnist", tmp_path, requests)["answers"]):
         assert page == ask(request) and "error" in page

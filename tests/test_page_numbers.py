@@ -1,5 +1,5 @@
-"""The page's numbers (vit_demo/assets/page/numbers.js, run by Node) against the server's (vit_demo/live_view.py,
-vit_demo/explain.py) for the same attention: [CLS] maps, rollout, the first query patch and the image's key; and the
+"""The page's numbers (app/assets/page/numbers.js, run by Node) against the server's (app/page_numbers.py,
+interpret/explain.py) for the same attention: [CLS] maps, rollout, the first query patch and the image's key; and the
 unfamiliar rule (calibration.UnfamiliarRule). Real test images of both datasets where ../shared/data has them,
 generated ones otherwise (the fixtures say which)."""
 
@@ -15,15 +15,16 @@ import pytest
 import torch
 
 from conftest import PHOTOS, REPO, mnist_test_digits, node_major
-from vit_demo import explain, live_view
-from vit_demo.ui.models import classifier
+from vit_demo.app import page_numbers
+from vit_demo.app.service import classifier
+from vit_demo.interpret import explain
 
 NODE = shutil.which("node")
 pytestmark = pytest.mark.skipif(node_major() < 20, reason="the page's modules run under Node 20 or later, which is not "
                                                           "on the PATH")
 
 
-def page_numbers(cases: list[dict], tmp_path) -> list[dict]:
+def node_numbers(cases: list[dict], tmp_path) -> list[dict]:
     source, answer = tmp_path / "in.json", tmp_path / "out.json"
     source.write_text(json.dumps(cases))
     subprocess.run([NODE, str(REPO / "tests" / "page_numbers.mjs"), str(source), str(answer)], check=True, timeout=120)
@@ -37,16 +38,16 @@ def check(model: str, images: np.ndarray, tmp_path) -> None:
     config = clf.model.config
     cases = [{"attention": base64.b64encode(p.attention.astype(np.float32).tobytes()).decode(),
               "layers": config.depth, "heads": config.heads, "tokens": config.num_tokens,
-              "pixels": live_view.image_text(image)} for p, image in zip(predictions, images)]
+              "pixels": page_numbers.image_text(image)} for p, image in zip(predictions, images)]
     differences = []
-    for p, image, page in zip(predictions, images, page_numbers(cases, tmp_path)):
-        server = live_view.quantise(live_view.grid_maps(p.attention))  # (L, H + 1, g, g)
+    for p, image, page in zip(predictions, images, node_numbers(cases, tmp_path)):
+        server = page_numbers.quantise(page_numbers.grid_maps(p.attention))  # (L, H + 1, g, g)
         levels = np.frombuffer(base64.b64decode(page["maps"]), dtype=np.uint8).reshape(server.shape)
         differences.append(np.abs(levels.astype(int) - server).max())
         rollout = explain.attention_rollout(p.attention)
         np.testing.assert_allclose(np.array(page["rollout"]).reshape(rollout.shape), rollout, atol=1e-6)
         assert page["patch"] == explain.first_query_patch(rollout)
-        assert page["key"] == live_view.image_key(image)
+        assert page["key"] == page_numbers.image_key(image)
     assert max(differences) <= 1  # a level, where float32 sums round the other way
 
 
@@ -56,7 +57,7 @@ def test_digit_numbers_match_the_servers(mnist_root, tmp_path):
 
 
 def test_photo_numbers_match_the_servers(cifar_root, tmp_path):
-    from vit_demo.data import load_split
+    from vit_demo.data.datasets import load_split
 
     photos, _ = load_split("cifar10", cifar_root, "test", download=False)
     picked = photos[torch.linspace(0, len(photos) - 1, 20).long()]  # (20, 3, 32, 32) uint8, every class
@@ -67,8 +68,8 @@ def test_photo_numbers_match_the_servers(cifar_root, tmp_path):
 def test_the_pages_unfamiliar_rule_is_pythons(model, tmp_path):
     # The page's rule (numbers.js familiarity, from the graph's calibrated logits and features and the rule as
     # config.json keeps it) against calibration.UnfamiliarRule.scores, on images it flags and images it does not.
-    from vit_demo import sketches
-    from vit_demo.outside_photos import outside_photos
+    from vit_demo.data import sketches
+    from vit_demo.data.outside_photos import outside_photos
 
     clf = classifier(model)
     rule = clf.info.unfamiliar
@@ -86,7 +87,7 @@ def test_the_pages_unfamiliar_rule_is_pythons(model, tmp_path):
     encode = lambda array: base64.b64encode(np.ascontiguousarray(array, dtype=np.float32).tobytes()).decode()  # noqa: E731
     cases = [{"rule": rule.to_dict(), "temperature": clf.temperature, "calibrated": encode(z / clf.temperature),
               "features": encode(f)} for z, f in zip(logits.numpy(), features.numpy())]
-    page = page_numbers(cases, tmp_path)
+    page = node_numbers(cases, tmp_path)
     np.testing.assert_allclose([p["familiarity"] for p in page], scores, rtol=1e-6, atol=1e-5)
     clear = np.abs(scores - rule.threshold) > 1e-4  # the float32 logits could tip an image this close either way
     assert [p["unfamiliar"] for p, c in zip(page, clear) if c] == (scores < rule.threshold)[clear].tolist()

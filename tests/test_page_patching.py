@@ -1,5 +1,5 @@
-"""Activation patching in the page (vit_demo/assets/page/source.js' patching, the patching graphs run by the page's
-onnxruntime-web under Node) against the app's server function (vit_demo/ui/heads_view.py's patching_answer): the same
+"""Activation patching in the page (vit_demo/app/assets/page/source.js' patching, the patching graphs run by the page's
+onnxruntime-web under Node) against the app's server function (vit_demo/app/heads_view.py's patching_answer): the same
 answer for a real pair of test images of each dataset, and the same refusals."""
 
 from __future__ import annotations
@@ -12,9 +12,8 @@ import numpy as np
 import pytest
 
 from conftest import HAS_SHARED_CIFAR, REPO, SHARED_DATA, mnist_test_digits, node_major
-from vit_demo import live_view
-from vit_demo.ui import heads_view, page_model
-from vit_demo.ui.models import classifier
+from vit_demo.app import heads_view, page_model, page_numbers
+from vit_demo.app.service import classifier
 
 pytestmark = pytest.mark.skipif(node_major() < 20, reason="the page's modules run under Node 20 or later, which is not "
                                                           "on the PATH")
@@ -52,7 +51,7 @@ def real_pair(model: str, mnist_root) -> tuple[np.ndarray, np.ndarray]:
 @pytest.mark.parametrize("model", ["mnist", "cifar10"])
 def test_the_pages_patching_is_the_servers(model, mnist_root, tmp_path):
     clean, corrupt = real_pair(model, mnist_root)
-    request = {"clean": live_view.image_text(clean), "corrupt": live_view.image_text(corrupt)}
+    request = {"clean": page_numbers.image_text(clean), "corrupt": page_numbers.image_text(corrupt)}
     asked = [{**request, "residual": False}, {**request, "residual": True}]
     for result, residual in zip(page_patching(model, asked, tmp_path), (False, True)):
         page = result["answer"]
@@ -71,7 +70,7 @@ def test_the_pages_patching_is_the_servers(model, mnist_root, tmp_path):
 
 
 def test_the_page_refuses_what_the_server_refuses(mnist_root, tmp_path):
-    clean, corrupt = (live_view.image_text(image) for image in real_pair("mnist", mnist_root))
+    clean, corrupt = (page_numbers.image_text(image) for image in real_pair("mnist", mnist_root))
     requests = ["two images", {"clean": clean}, {"clean": clean, "corrupt": "@@"},
                 {"clean": clean, "corrupt": clean[:20]}, {"clean": clean, "corrupt": corrupt, "residual": "yes"},
                 {"clean": clean, "corrupt": clean}]

@@ -1,8 +1,8 @@
-"""The page's preprocessing (vit_demo/assets/page/preprocess.js, run under Node by tests/page_preprocess.mjs) against
-Python's (vit_demo.preprocess), on what the page would feed it: 1,000 canvas drawings and 200 photos.
+"""The page's preprocessing (vit_demo/app/assets/page/preprocess.js, run under Node by tests/page_preprocess.mjs)
+against Python's (vit_demo.data.preprocess), on what the page would feed it: 1,000 canvas drawings and 200 photos.
 
 A drawing is made as the page makes it: strokes drawn on the 336x336 canvas with one of the app's three pens
-(canvas.PENS), the canvas downsampled to 112x112 (canvas.js: drawImage with smoothing; here an area average) with
+(preprocess.PENS), the canvas downsampled to 112x112 (canvas.js: drawImage with smoothing; here an area average) with
 ink 255 on 0, and read by Python exactly as the server reads the canvas' value (canvas.decode_drawing). A photo is
 RGBA pixels, as getImageData gives them for a decoded upload. For each, the two outputs must be identical on at least
 99% of their pixels and the shipped model must read them as the same class; a blank canvas or a flat photo must be
@@ -24,8 +24,9 @@ import pytest
 from conftest import CIFAR_CLASSES, STROKES, mnist_test_digits, node_major
 from PIL import Image, ImageDraw
 
-from vit_demo.canvas import CANVAS_SIZE, DRAWING_PIXELS, PENS, decode_drawing
-from vit_demo.preprocess import InputError, NothingDrawn, preprocess_drawing, preprocess_photo
+from vit_demo.app.canvas import decode_drawing
+from vit_demo.data.preprocess import (CANVAS_SIZE, DRAWING_PIXELS, PENS, InputError, NothingDrawn, preprocess_drawing,
+                                      preprocess_photo)
 
 REPO = Path(__file__).resolve().parents[1]
 RUNNER = REPO / "tests" / "page_preprocess.mjs"
@@ -217,7 +218,7 @@ def random_size(rng: np.random.Generator, i: int) -> tuple[int, int]:
 
 def source_photos(cifar_root: Path) -> list[tuple[str, Image.Image]]:
     """CIFAR-10 test photos (the fixture's 20 a class) and scikit-image's sample photos."""
-    from vit_demo.outside_photos import SKIMAGE_PHOTOS, _package_folder
+    from vit_demo.data.outside_photos import SKIMAGE_PHOTOS, _package_folder
 
     sources = []
     for name in CIFAR_CLASSES:
@@ -281,9 +282,9 @@ def run_page(items: list[tuple[int, np.ndarray]], tmp_path: Path) -> tuple[list[
 
 
 def run_python(kind: int, pixels: np.ndarray) -> tuple[int, object]:
-    """Python's answer for the same input: (OK, its 8-bit pixels, as live_view.pixels makes them) or (status, the
+    """Python's answer for the same input: (OK, its 8-bit pixels, as page_numbers.pixels makes them) or (status, the
     error's message). A drawing goes the server's way: the canvas' value decoded by canvas.decode_drawing."""
-    from vit_demo.live_view import pixels as eight_bit_pixels
+    from vit_demo.app.page_numbers import pixels as eight_bit_pixels
 
     try:
         if kind == DRAWING:

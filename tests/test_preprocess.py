@@ -6,14 +6,8 @@ import pytest
 from conftest import draw_on_canvas, mnist_test_digits, pixel_bomb_png
 from PIL import Image, ImageDraw
 
-from vit_demo.preprocess import (
-    STROKE_RANGE,
-    InputError,
-    NothingDrawn,
-    preprocess_drawing,
-    preprocess_photo,
-    stroke_width,
-)
+from vit_demo.data.preprocess import (STROKE_RANGE, InputError, NothingDrawn, preprocess_drawing, preprocess_photo,
+                                      stroke_width)
 
 
 def _png_bytes(image: Image.Image, **params) -> bytes:

@@ -10,8 +10,8 @@ from conftest import HAS_SHARED_CIFAR, HAS_SHARED_MNIST, PHOTOS, SHARED_DATA, ST
 from PIL import Image
 
 from vit_demo import InputError, NothingDrawn, WeightsError, load_model
-from vit_demo.data import load_split
-from vit_demo.evaluation import evaluate
+from vit_demo.data.datasets import load_split
+from vit_demo.training.evaluation import evaluate
 from vit_demo.weights import (CONFIG_FILE, CURVES_FILE, METRICS_FILE, WEIGHTS_FILE, WEIGHTS_ROOT, load_snapshots,
                               snapshot_epochs)
 

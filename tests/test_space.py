@@ -21,8 +21,8 @@ from gradio_client import handle_file
 from packaging.requirements import Requirement
 from packaging.version import Version
 
-from vit_demo import space, zerogpu
-
+from vit_demo.app import zerogpu
+from vit_demo.deploy import space
 SPACE = "someone/vit-demo"
 HUB_COLOURS = {"red", "yellow", "green", "blue", "indigo", "purple", "pink", "gray"}  # the Spaces config reference
 
@@ -48,7 +48,7 @@ def test_the_folder_holds_what_a_space_needs_and_nothing_else(bundle):
     files = files_in(bundle)
     assert not [f for f in files if "__pycache__" in f or f.endswith((".pyc", ".pyi"))]
     assert not [f for f in files if f.startswith("weights/") and f.endswith(".png")]  # pictures for people only
-    for needed in ("app.py", "vit_demo/ui/demo.py", "vit_demo/assets/app.css", "weights/mnist/model.safetensors",
+    for needed in ("app.py", "vit_demo/app/demo.py", "vit_demo/app/assets/app.css", "weights/mnist/model.safetensors",
                    "weights/cifar10/model.safetensors", "examples/digits/7.png", "examples/photos/ship.png"):
         assert needed in files
     assert (bundle / "app.py").read_bytes() == (REPO / "app.py").read_bytes()
@@ -107,7 +107,7 @@ def test_torch_is_a_release_zerogpu_supports_and_the_repository_admits_it(bundle
 
 
 def test_model_work_goes_through_spaces_gpu_on_zerogpu_only_when_the_models_are_on_its_gpu(bundle, monkeypatch):
-    assert "spaces.GPU(" in (bundle / "vit_demo" / "zerogpu.py").read_text(encoding="utf-8")
+    assert "spaces.GPU(" in (bundle / "vit_demo" / "app" / "zerogpu.py").read_text(encoding="utf-8")
     assert zerogpu.model_work(len) is len  # not on ZeroGPU: the function as it is
     through_gpu = []
 

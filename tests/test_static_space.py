@@ -23,9 +23,9 @@ import pytest
 
 from conftest import (assert_curves_drawn, draw, files_in, free_port, git_binaries, label_text, lfs_filters,
                       wait_for_label)
-from vit_demo import static_space
-from vit_demo.space import front_matter, needs_lfs
-from vit_demo.ui.models import classifier
+from vit_demo.app.service import classifier
+from vit_demo.deploy import static_space
+from vit_demo.deploy.space import front_matter, needs_lfs
 
 ZERO = [(0.5 + 0.28 * math.sin(2 * math.pi * i / 12), 0.5 - 0.36 * math.cos(2 * math.pi * i / 12)) for i in range(13)]
 SEVEN = [(0.25, 0.2), (0.75, 0.2), (0.45, 0.85)]
@@ -189,15 +189,15 @@ def test_views_and_photos_in_the_page(static_folder, browser):
 def test_the_pages_answers_match_the_servers(static_folder, browser):
     """What the page's model answers (the views' questions: another patch, heads off, the lens, why a class) against
     what the app's server functions answer for the same pixels."""
-    from vit_demo import live_view
-    from vit_demo.ui import attention_view, explanation_view, heads_view
-    from vit_demo.ui.models import predict
+    from vit_demo.app import page_numbers
+    from vit_demo.app import attention_view, explanation_view, heads_view
+    from vit_demo.app.service import predict
 
     with serving(static_folder) as (url, _), static_page(browser, url) as page:
         clear_and_draw(page, SEVEN)
         wait_for_label(page, "7")
         numbers = page.evaluate("window.vdLive.digit.state.numbers")
-        image = live_view.read_image(numbers["image"], (28, 28))
+        image = page_numbers.read_image(numbers["image"], (28, 28))
         ask = "(request) => window.vdLive.digit.ask[request.kind](request)"
         request = {"image": numbers["image"], "off": [[5, 0], [5, 2], [2, 1]], "mode": "mean"}
 

@@ -12,14 +12,15 @@ import torch
 from conftest import REPO
 from safetensors.torch import load_file
 
-import vit_demo.training as training
 from vit_demo import load_model
 from vit_demo.atomic import atomic_write
-from vit_demo.data import dataset_spec, load_split
-from vit_demo.heads import HEAD_MEANS_FILE, read_head_means
-from vit_demo.inside import ATTENTION_DISTANCE_FILE, read_attention_distance
+from vit_demo.data.datasets import dataset_spec, load_split
+from vit_demo.interpret.heads import HEAD_MEANS_FILE, read_head_means
+from vit_demo.interpret.inside import ATTENTION_DISTANCE_FILE, read_attention_distance
 from vit_demo.model import VisionTransformer
-from vit_demo.training import RECIPES, TrainStep, training_batch
+from vit_demo.training import loop as training
+from vit_demo.training.loop import TrainStep, training_batch
+from vit_demo.training.recipes import RECIPES
 from vit_demo.weights import (CALIBRATION_FILE, CONFIG_FILE, CURVES_FILE, METRICS_FILE, RELIABILITY_FILE, SNAPSHOTS_DIR,
                               SNAPSHOTS_INDEX, WEIGHTS_FILE, WeightsError, load_snapshots, read_calibration,
                               snapshot_epochs)
@@ -153,7 +154,7 @@ def test_snapshots_are_small_checked_and_show_the_model_learning(mnist_root, tmp
     # A snapshot is the model as it was: its accuracy on the test images is the one recorded for its epoch.
     images, labels = load_split("mnist", mnist_root, "test", download=False)
     images, labels = training._subset(images, labels, 300, 1)
-    from vit_demo.evaluation import evaluate
+    from vit_demo.training.evaluation import evaluate
     _, correct, n = evaluate(snapshots[0].model, images, labels)
     assert correct / n == pytest.approx(snapshots[0].test_accuracy, abs=2 / 300)  # fp16 may flip an image or two
     blob = bytearray((out / SNAPSHOTS_DIR / "epoch-0002.safetensors").read_bytes())

@@ -13,14 +13,15 @@ import torch
 from conftest import PHOTOS, read_live_grid, read_live_map, read_live_payload
 from PIL import Image, ImageDraw
 
-from vit_demo import calibration, faithfulness, live_view, render
-from vit_demo.ui import (attention_view, demo, digit_tab, explanation_view, inside_tab, models, photo_tab,
-                         training_view)
-from vit_demo.ui.attention_view import MEAN
-from vit_demo.ui.components import LARGE
-from vit_demo.canvas import CANVAS_SIZE, decode_drawing
-from vit_demo.outside_photos import outside_photos
-from vit_demo.preprocess import InputError
+from vit_demo.app import (attention_view, demo, digit_tab, explanation_view, inside_tab, page_numbers, photo_tab,
+                          service, training_view)
+from vit_demo.app.attention_view import MEAN
+from vit_demo.app.canvas import decode_drawing
+from vit_demo.app.components import LARGE
+from vit_demo.data.outside_photos import outside_photos
+from vit_demo.data.preprocess import CANVAS_SIZE, InputError
+from vit_demo.interpret import calibration, faithfulness
+from vit_demo.pictures import render
 from vit_demo.weights import WEIGHTS_ROOT, read_calibration
 
 
@@ -45,9 +46,9 @@ def test_decode_drawing():
             decode_drawing(bad)
 
 
-def drawn(strokes) -> models.Analysis:
+def drawn(strokes) -> service.Analysis:
     """A drawing as the model reads it, analysed."""
-    return models.analyse("mnist", decode_drawing(canvas_value(strokes)))
+    return service.analyse("mnist", decode_drawing(canvas_value(strokes)))
 
 
 def test_a_drawing_is_answered_once_with_every_views_numbers():
@@ -69,7 +70,7 @@ def test_a_drawing_is_answered_once_with_every_views_numbers():
         assert np.abs(served - from_numbers).mean() < 1.0  # levels of 255: quantising the map to uint8
     page = json.loads(numbers)
     patch = attention_view.first_query_patch(analysis)
-    assert page["key"] == live_view.image_key(analysis.input) and page["label"] == "7" and page["patch"] == patch
+    assert page["key"] == page_numbers.image_key(analysis.input) and page["label"] == "7" and page["patch"] == patch
     answers = page["answers"]
     for reply, exact in ((answers["rollout"]["map"], analysis.rollout),
                          (answers["relevance"]["7"], analysis.relevance)):
@@ -78,7 +79,7 @@ def test_a_drawing_is_answered_once_with_every_views_numbers():
     # Where the first query patch looks: its maps' numbers, as render.attention_grid would show them.
     query = answers["query"][str(patch)]
     np.testing.assert_allclose(read_live_grid(query, (6, 5, 7, 7)),
-                               live_view.quantise(live_view.grid_maps(analysis.attention, 1 + patch)) / 255)
+                               page_numbers.quantise(page_numbers.grid_maps(analysis.attention, 1 + patch)) / 255)
     assert f"Where patch {patch} looks" in query["title"]
     assert analysis.attention.shape == (6, 4, 50, 50) and analysis.relevance.shape == (7, 7)
     # Another class to explain: its relevance comes with the answer.
@@ -92,7 +93,7 @@ def test_a_drawing_is_answered_once_with_every_views_numbers():
 
 def test_blank_and_cleared_canvas_guess_nothing():
     for value in ("", canvas_value([])):
-        assert digit_tab.on_drawing(value) == {"message": live_view.caption_html(digit_tab.DRAW_PROMPT)}
+        assert digit_tab.on_drawing(value) == {"message": page_numbers.caption_html(digit_tab.DRAW_PROMPT)}
 
 
 def test_a_drawing_that_cant_be_read_is_said_in_place_of_the_prediction():
@@ -107,11 +108,11 @@ def test_a_drawing_that_cant_be_read_is_said_in_place_of_the_prediction():
 def test_a_button_reads_the_image_back_from_the_page(tmp_path):
     """The faithfulness and export buttons send the tab's numbers back: the image they name is the one analysed."""
     answer = digit_tab.stroke({"drawing": canvas_value(SEVEN), "choice": None})
-    again = models.image_analysis("mnist", json.dumps(answer))
+    again = service.image_analysis("mnist", json.dumps(answer))
     np.testing.assert_array_equal(again.input, drawn(SEVEN).input)
     assert again.label == "7"
     for nothing in ("", None, json.dumps({"message": "Draw a digit"}), "not JSON"):
-        assert models.image_analysis("mnist", nothing) is None
+        assert service.image_analysis("mnist", nothing) is None
 
 
 def test_layer_and_head_choices():
@@ -128,9 +129,9 @@ def test_the_page_asks_for_another_patch_from_its_pixels():
     ask = attention_view.ask_query("mnist")
     reply = ask({"image": image, "patch": 19})
     # Computed from the page's copy of the input, which is exactly the model's: the same maps as the analysis'.
-    assert reply["key"] == live_view.image_key(analysis.input) and reply["patch"] == 19
+    assert reply["key"] == page_numbers.image_key(analysis.input) and reply["patch"] == 19
     np.testing.assert_array_equal(read_live_grid(reply, (6, 5, 7, 7)),
-                                  live_view.quantise(live_view.grid_maps(analysis.attention, 20)) / 255)
+                                  page_numbers.quantise(page_numbers.grid_maps(analysis.attention, 20)) / 255)
     assert "Where patch 19 looks" in reply["title"]
     # A request the page would never send gets a reason, not a traceback.
     for bad, why in (({"image": image, "patch": 49}, "numbered 0 to 48"), ({"image": image, "patch": "3"}, "no patch"),
@@ -141,7 +142,7 @@ def test_the_page_asks_for_another_patch_from_its_pixels():
 
 def test_warm_up_runs_every_available_model():
     demo.warm_up()  # must not raise, with or without the CIFAR-10 weights
-    assert models.classifier.cache_info().currsize >= 1
+    assert service.classifier.cache_info().currsize >= 1
 
 
 def test_a_batch_gets_the_same_answers_as_one_drawing_at_a_time(tmp_path):
@@ -177,7 +178,7 @@ def test_a_batch_gets_the_same_answers_as_one_drawing_at_a_time(tmp_path):
 
 def test_why_this_class_and_why_not_another():
     analysis, numbers = drawn(SEVEN), json.dumps(digit_tab.on_drawing(canvas_value(SEVEN)))
-    clf = models.classifier("mnist")
+    clf = service.classifier("mnist")
     ask = explanation_view.ask_relevance("mnist")
     eight = ask({"image": json.loads(numbers)["image"], "label": "8"})
     assert eight["title"].startswith("<b>Why not 8?</b>") and "the model says <b>7</b>" in eight["title"]
@@ -200,8 +201,8 @@ def test_scoring_the_maps_of_the_image_in_hand():
     # The verdict on this image's own curves, against the spread of its random rankings, with the curves drawn.
     curves = explanation_view.map_curves(analysis)
     verdict = faithfulness.verdict(curves)
-    assert reply["key"] == live_view.image_key(analysis.input) and reply["label"] == "7"
-    assert reply["text"] == live_view.caption_html(explanation_view.verdict_text(verdict, "7"))
+    assert reply["key"] == page_numbers.image_key(analysis.input) and reply["label"] == "7"
+    assert reply["text"] == page_numbers.caption_html(explanation_view.verdict_text(verdict, "7"))
     assert f"±{verdict.deletion_noise:.2f}" in reply["text"] and f"±{verdict.insertion_noise:.2f}" in reply["text"]
     for kind, found in curves.items():
         np.testing.assert_allclose(reply["curves"][kind]["deletion"], found.deletion[0], rtol=1e-6)
@@ -213,15 +214,15 @@ def test_scoring_the_maps_of_the_image_in_hand():
 
 @pytest.mark.slow
 def test_the_training_slider_shows_the_model_as_it_was(snapshot_weights, monkeypatch):
-    monkeypatch.setenv(models.WEIGHTS_ENV, str(snapshot_weights))
-    for cached in (models.classifier, models.training_run, models.calibration_report):
+    monkeypatch.setenv(service.WEIGHTS_ENV, str(snapshot_weights))
+    for cached in (service.classifier, service.training_run, service.calibration_report):
         cached.cache_clear()
     try:
-        run = models.training_run("mnist")
+        run = service.training_run("mnist")
         assert run.problem is None and [s.epoch for s in run.snapshots] == [1, 2, 3] and run.positions == 4
         analysis = drawn(SEVEN)
         ask = training_view.ask_snapshot("mnist")
-        image = live_view.image_text(analysis.input)  # the page's copy of the input
+        image = page_numbers.image_text(analysis.input)  # the page's copy of the input
         first = ask({"image": image, "position": 1})
         first_note = first["note"]
         assert first_note.startswith("<b>Epoch 1 of 4</b>")
@@ -230,7 +231,7 @@ def test_the_training_slider_shows_the_model_as_it_was(snapshot_weights, monkeyp
         snapshot = run.snapshots[0]
         assert snapshot.temperature != 1.0
         with torch.no_grad():
-            said = snapshot.model(models.classifier("mnist").batch([analysis.input]))[0]  # (10,) logits
+            said = snapshot.model(service.classifier("mnist").batch([analysis.input]))[0]  # (10,) logits
         probs = calibration.probabilities(said, snapshot.temperature)
         assert f"({100 * float(probs.max()):.1f}%)" in first_note
         later = ask({"image": image, "position": 3})
@@ -238,16 +239,16 @@ def test_the_training_slider_shows_the_model_as_it_was(snapshot_weights, monkeyp
         first_maps, later_maps = (read_live_grid(numbers, (6, 5, 7, 7)) for numbers in (first, later))
         assert not np.array_equal(first_maps, later_maps)
         with torch.no_grad():
-            _, attention = run.snapshots[0].model(models.classifier("mnist").batch([analysis.input]),
+            _, attention = run.snapshots[0].model(service.classifier("mnist").batch([analysis.input]),
                                                   return_attention=True)
-        expected = live_view.grid_maps(attention[0].numpy())
+        expected = page_numbers.grid_maps(attention[0].numpy())
         np.testing.assert_allclose(first_maps, expected / expected.max(axis=(-2, -1), keepdims=True),
                                    atol=0.5 / 255 + 1e-6)
         # The last position is the trained model, whose grid the page draws from the tab's numbers: not asked for.
         assert "numbered 1 to 3" in ask({"image": image, "position": 4})["error"]
         assert "The trained model" in training_view.trained_note(run) and "epoch 4" in training_view.trained_note(run)
         # Exported for slides, at the slider's position.
-        from vit_demo.ui import export_view
+        from vit_demo.app import export_view
 
         for position, name in ((2, "-cls-grid-epoch2.png"), (4, "-cls-grid-trained.png")):
             path = export_view.on_png(analysis, export_view.TRAINING, 6, MEAN, None, None, position)
@@ -255,7 +256,7 @@ def test_the_training_slider_shows_the_model_as_it_was(snapshot_weights, monkeyp
             with Image.open(path) as picture:
                 assert picture.width >= 1600
     finally:
-        for cached in (models.classifier, models.training_run, models.calibration_report):
+        for cached in (service.classifier, service.training_run, service.calibration_report):
             cached.cache_clear()
 
 
@@ -280,14 +281,14 @@ def test_the_photo_tab_says_what_the_model_knows_and_reads_and_flags_the_unfamil
 
 
 def test_the_photo_tab_shows_the_photo_through_the_shipped_models_snapshots():
-    from vit_demo.ui import export_view
+    from vit_demo.app import export_view
 
     # The shipped photo model kept six snapshots of its 300 epochs: the slider has seven stops, the trained model last.
-    run = models.training_run("cifar10")
+    run = service.training_run("cifar10")
     assert run.problem is None and [s.epoch for s in run.snapshots] == [1, 3, 7, 17, 45, 116] and run.positions == 7
     photo = photo_tab.analyse_photo(str(PHOTOS / "ship.png"))
     ask = training_view.ask_snapshot("cifar10")
-    image = live_view.image_text(photo.input)  # the page's copy of the input
+    image = page_numbers.image_text(photo.input)  # the page's copy of the input
     first, later = (ask({"image": image, "position": position}) for position in (1, 6))
     assert first["note"].startswith("<b>Epoch 1 of 300</b>") and "27.33%" in first["note"]
     assert later["note"].startswith("<b>Epoch 116 of 300</b>") and "84.49%" in later["note"]
@@ -308,7 +309,7 @@ def weights_with_only(tmp_path, monkeypatch, model: str, files: tuple[str, ...],
     (tmp_path / model).mkdir()
     for name in files:
         shutil.copy(WEIGHTS_ROOT / model / name, tmp_path / model / name)
-    monkeypatch.setenv(models.WEIGHTS_ENV, str(tmp_path))
+    monkeypatch.setenv(service.WEIGHTS_ENV, str(tmp_path))
     for cached in caches:
         cached.cache_clear()
     try:
@@ -319,16 +320,16 @@ def weights_with_only(tmp_path, monkeypatch, model: str, files: tuple[str, ...],
 
 
 def test_weights_without_snapshots_say_so_in_place_of_the_slider(tmp_path, monkeypatch):
-    from vit_demo.ui import export_view
+    from vit_demo.app import export_view
     from vit_demo.weights import CONFIG_FILE, METRICS_FILE, WEIGHTS_FILE
 
     # Weights trained before train.py kept snapshots (or with --snapshots 0): the shipped photo model without its
     # snapshots. Its training view says so, shows nothing, and has nothing to export.
     with weights_with_only(tmp_path, monkeypatch, "cifar10", (CONFIG_FILE, WEIGHTS_FILE, METRICS_FILE),
-                           (models.classifier, models.training_run, models.calibration_report)):
+                           (service.classifier, service.training_run, service.calibration_report)):
         photo = photo_tab.analyse_photo(str(PHOTOS / "cat.png"))
-        assert "before snapshots were kept" in models.training_run("cifar10").problem
-        asked = training_view.ask_snapshot("cifar10")({"image": live_view.image_text(photo.input), "position": 1})
+        assert "before snapshots were kept" in service.training_run("cifar10").problem
+        asked = training_view.ask_snapshot("cifar10")({"image": page_numbers.image_text(photo.input), "position": 1})
         assert "no snapshot" in asked["error"]
         with pytest.raises(gr.Error, match="snapshots"):
             export_view.on_png(photo, export_view.TRAINING, 7, MEAN, None)
@@ -367,7 +368,7 @@ def test_inside_says_plainly_what_was_never_measured(tmp_path, monkeypatch):
 
     # The weights, without attention_distance.json, calibration.json, ...
     with weights_with_only(tmp_path, monkeypatch, "mnist", (CONFIG_FILE, WEIGHTS_FILE),
-                           (models.classifier, models.calibration_report, inside_tab.insides)):
+                           (service.classifier, service.calibration_report, inside_tab.insides)):
         views = inside_tab.inside_views("Digits (MNIST)")
         assert views[0] is not None and views[5] is None and views[7] is None and views[9] is None
         assert all("has not been measured" in views[i] for i in (6, 8, 10))  # the distance, reliability, importance
@@ -375,7 +376,7 @@ def test_inside_says_plainly_what_was_never_measured(tmp_path, monkeypatch):
 
 
 def test_export_for_slides_makes_each_view_1600_pixels_wide_and_a_gif_through_the_layers():
-    from vit_demo.ui import export_view
+    from vit_demo.app import export_view
 
     analysis = drawn(SEVEN)
     names = set()
@@ -411,7 +412,7 @@ def test_export_for_slides_makes_each_view_1600_pixels_wide_and_a_gif_through_th
 
 
 def test_export_before_any_image_says_so(monkeypatch):
-    from vit_demo.ui import export_view
+    from vit_demo.app import export_view
 
     warnings = []
     monkeypatch.setattr(gr, "Warning", warnings.append)

@@ -1,5 +1,5 @@
-"""The rule that flags an image unlike anything the model knows (vit_demo/unfamiliar.py): the shipped rules' rates on
-the held-out sets, against the goals of issue 30 and against their record; the rule as config.json keeps it; a
+"""The rule that flags an image unlike anything the model knows (vit_demo/interpret/unfamiliar.py): the shipped rules'
+rates on the held-out sets, against the goals of issue 30 and against their record; the rule as config.json keeps it; a
 non-digit drawing through the command line (/classify: tests/test_app_api.py; the page: tests/test_page_numbers.py)."""
 
 import json
@@ -10,9 +10,11 @@ import torch
 from conftest import HAS_SHARED_CIFAR, HAS_SHARED_MNIST, SHARED_DATA, draw_digit, run_cli
 from PIL import Image
 
-from vit_demo import calibration, load_model, sketches, unfamiliar
-from vit_demo.calibrate import data_for
-from vit_demo.data import load_split
+from vit_demo import load_model
+from vit_demo.data import sketches
+from vit_demo.data.datasets import load_split
+from vit_demo.interpret import calibration, unfamiliar
+from vit_demo.training.calibrate import data_for
 from vit_demo.weights import WEIGHTS_ROOT, read_calibration
 
 DIGIT_GOALS = {"pen digits flagged": 0.02, "non-digits flagged": 0.80, "accuracy": 0.995}
@@ -73,7 +75,7 @@ def test_the_digit_rule_meets_its_goals_on_held_out_drawings(digit_rates):
 def photo_rates():
     if not HAS_SHARED_CIFAR:
         pytest.skip("the real CIFAR-10 test set is not here")
-    from vit_demo.outside_photos import outside_photos
+    from vit_demo.data.outside_photos import outside_photos
 
     clf = load_model("cifar10", device="cpu")
     test_x, _ = load_split("cifar10", SHARED_DATA, "test", download=False)

@@ -12,20 +12,20 @@ import importlib
 from typing import TYPE_CHECKING, Any
 
 # Each name's module, imported on first use (PEP 562): importing a light module of the package, such as the
-# app's starting page, then costs no torch import.
+# app's starting page (app/starting.py), then costs no torch import.
 _HOMES = {
     "Classifier": "classifier", "Prediction": "classifier", "load_model": "classifier",
     "ViTConfig": "model", "VisionTransformer": "model",
-    "InputError": "preprocess", "NothingDrawn": "preprocess", "preprocess_drawing": "preprocess",
-    "preprocess_photo": "preprocess",
+    "InputError": "data.preprocess", "NothingDrawn": "data.preprocess", "preprocess_drawing": "data.preprocess",
+    "preprocess_photo": "data.preprocess",
     "WeightsError": "weights",
 }
 __all__ = sorted(_HOMES)
 
 if TYPE_CHECKING:
     from vit_demo.classifier import Classifier, Prediction, load_model
+    from vit_demo.data.preprocess import InputError, NothingDrawn, preprocess_drawing, preprocess_photo
     from vit_demo.model import ViTConfig, VisionTransformer
-    from vit_demo.preprocess import InputError, NothingDrawn, preprocess_drawing, preprocess_photo
     from vit_demo.weights import WeightsError
 
 

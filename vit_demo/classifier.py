@@ -9,11 +9,11 @@ from pathlib import Path
 import numpy as np
 import torch
 
-from vit_demo.calibration import probabilities
-from vit_demo.explain import PREDICTED, relevance_forward
+from vit_demo.data.preprocess import ImageInput, preprocess_drawing, preprocess_photo
 from vit_demo.device import resolve_device
+from vit_demo.interpret.calibration import probabilities
+from vit_demo.interpret.explain import PREDICTED, relevance_forward
 from vit_demo.model import VisionTransformer
-from vit_demo.preprocess import ImageInput, preprocess_drawing, preprocess_photo
 from vit_demo.weights import WeightsInfo, load_weights
 
 

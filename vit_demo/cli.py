@@ -14,17 +14,17 @@ import numpy as np
 import torch
 
 from vit_demo.atomic import atomic_write
-from vit_demo.calibrate import calibrate
-from vit_demo.device import resolve_device
 from vit_demo.classifier import Classifier, load_model
-from vit_demo.data import SPLITS, DatasetNotFound, load_split
-from vit_demo.evaluation import evaluate
-from vit_demo.faithfulness import MAP_KINDS, faithfulness
-from vit_demo import heads
-from vit_demo.inside import ATTENTION_DISTANCE_FILE, DISTANCE_IMAGES, write_attention_distance
-from vit_demo import explain, slides
-from vit_demo.preprocess import InputError
-from vit_demo.space import write_space
+from vit_demo.data.datasets import SPLITS, DatasetNotFound, load_split, spread
+from vit_demo.data.preprocess import InputError
+from vit_demo.deploy.space import write_space
+from vit_demo.device import resolve_device
+from vit_demo.interpret import explain, heads
+from vit_demo.interpret.faithfulness import MAP_KINDS, faithfulness
+from vit_demo.interpret.inside import ATTENTION_DISTANCE_FILE, DISTANCE_IMAGES, write_attention_distance
+from vit_demo.pictures import slides
+from vit_demo.training.calibrate import calibrate
+from vit_demo.training.evaluation import evaluate
 from vit_demo.weights import CALIBRATION_FILE, WeightsError, resolve_weights_folder, shown_path
 
 
@@ -152,7 +152,7 @@ def build_parser() -> argparse.ArgumentParser:
         description="Export the model (model.onnx beside its weights, with its head means and temperature), its "
                     "relevance and patching graphs (relevance.onnx, patching_heads.onnx, patching_residual.onnx) and "
                     "each training snapshot in snapshots.json (snapshots/epoch-XXXX.onnx) to ONNX through torch.onnx's "
-                    "exporter, with the checksum of the weights each was made from (vit_demo/onnx_export.py says "
+                    "exporter, with the checksum of the weights each was made from (vit_demo/onnx/export.py says "
                     "what the graphs take and give). One JSON line per file written.")
     graphs.add_argument("--model", action="append",
                         help="mnist, cifar10, or a path to a weights folder; may be given more than once (default: "
@@ -330,7 +330,7 @@ def run_head_means(args: argparse.Namespace) -> dict:
 def run_head_importance(args: argparse.Namespace) -> dict:
     """Write the weights folder's head importance and pruning curves; return a summary of what was written."""
     classifier, images, labels = heads_split(args, args.split)
-    picked = heads.spread(args.n, len(images))
+    picked = spread(args.n, len(images))
     record = heads.write_head_importance(classifier.info.folder, classifier.model, images[picked], labels[picked],
                                          ablation_means(args, classifier), args.split, args.batch_size)
     return {"model": args.model, "file": str(shown_path(classifier.info.folder / heads.HEAD_IMPORTANCE_FILE)),
@@ -340,7 +340,7 @@ def run_head_importance(args: argparse.Namespace) -> dict:
 
 def run_onnx(args: argparse.Namespace) -> list[dict]:
     """Write each model's ONNX graphs; one record per file written."""
-    from vit_demo.onnx_export import write_onnx  # imports onnx and the exporter: only for this command
+    from vit_demo.onnx.export import write_onnx  # imports onnx and the exporter: only for this command
 
     records = []
     for name in args.model or ["mnist", "cifar10"]:
@@ -408,7 +408,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         elif args.command == "space":
             records = [write_space(args.folder, args.force)]
         elif args.command == "static":
-            from vit_demo.static_space import write_static  # imports onnx and the app's views: only for this command
+            from vit_demo.deploy.static_space import write_static  # imports onnx and the app's views: only here
 
             records = [write_static(args.folder, args.force)]
         else:

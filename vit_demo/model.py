@@ -92,8 +92,8 @@ class Attention(nn.Module):
 
         ``replace``: (off, values), off bool (B or 1, H), values (B or 1, H, T, hd): where off is set, that head's
         output (its attention-weighted values, before the output projection) is replaced by values at every token.
-        An explicit hook point that exporters trace (they drop forward hooks): vit_demo/onnx_export.py switches
-        heads off through it, as heads.py's hook on ``proj`` does in PyTorch. None: nothing replaced.
+        An explicit hook point that exporters trace (they drop forward hooks): vit_demo/onnx/export.py switches
+        heads off through it, as heads/hooks.py's hook on ``proj`` does in PyTorch. None: nothing replaced.
         """
         B, T, C = x.shape
         qkv = self.qkv(x).reshape(B, T, 3, self.heads, self.head_dim).permute(2, 0, 3, 1, 4)  # (3, B, H, T, hd)
@@ -227,9 +227,16 @@ class VisionTransformer(nn.Module):
                          ) -> tuple[torch.Tensor, list[torch.Tensor | None], torch.Tensor]:
         """Logits (B, num_classes), each layer's attention weights (L x (B, H, T, T); L x None without
         ``need_weights``) and the [CLS] token after each block through the final norm, (B, L, D): what the logit lens
-        reads at [CLS], and what the unfamiliar-image rule measures (vit_demo/unfamiliar.py)."""
+        reads at [CLS], and what the unfamiliar-image rule measures (vit_demo/interpret/unfamiliar.py)."""
         logits, attentions, stream = self._encode(images, need_weights, keep_stream=True)
         return logits, attentions, self.norm(torch.stack([x[:, 0] for x in stream], dim=1))
+
+    def forward_head(self, x: torch.Tensor, all_tokens: bool = False) -> torch.Tensor:
+        """The final norm and the head on token features (..., T, D): the residual stream after the last block, or
+        after any block for the logit lens. Logits of [CLS] (..., num_classes), as the model reads its answer; with
+        ``all_tokens``, of every token (..., T, num_classes)."""
+        normed = self.norm(x)  # (..., T, D)
+        return self.head(normed if all_tokens else normed[..., 0, :])  # (..., T, classes) or (..., classes)
 
     def _encode(self, images: torch.Tensor, need_weights: bool, replace: HeadReplacement | None = None,
                 keep_stream: bool = False) -> tuple[torch.Tensor, list[torch.Tensor], list[torch.Tensor]]:
@@ -245,4 +252,4 @@ class VisionTransformer(nn.Module):
             if keep_stream:
                 stream.append(x)
         # (B, num_classes), L x (B, H, T, T) or L x None, L x (B, T, D) or []
-        return self.head(self.norm(x)[:, 0]), attentions, stream
+        return self.forward_head(x), attentions, stream

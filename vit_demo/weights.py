@@ -18,8 +18,8 @@ from safetensors.torch import load as load_safetensors
 from safetensors.torch import save as save_safetensors
 
 from vit_demo.atomic import atomic_write, atomic_write_text
-from vit_demo.calibration import UnfamiliarRule
-from vit_demo.data import DATASETS, DatasetSpec, dataset_spec
+from vit_demo.data.datasets import DATASETS, DatasetSpec, dataset_spec
+from vit_demo.interpret.calibration import UnfamiliarRule
 from vit_demo.model import ViTConfig, VisionTransformer
 
 WEIGHTS_ROOT = Path(__file__).resolve().parent.parent / "weights"
@@ -44,6 +44,11 @@ class WeightsInfo:
     config: ViTConfig
     temperature: float = 1.0  # logits are divided by it before the softmax (calibration.py); 1: not calibrated
     unfamiliar: UnfamiliarRule | None = None  # when an image looks unlike anything the model knows; None: no rule
+
+
+def weights_sha256(folder: Path) -> str:
+    """The SHA-256 of a weights folder's tensor file, as its config records it (``weights_sha256``)."""
+    return hashlib.sha256((folder / WEIGHTS_FILE).read_bytes()).hexdigest()
 
 
 def resolve_weights_folder(name_or_path: str | Path) -> Path:

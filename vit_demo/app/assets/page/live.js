@@ -1,0 +1,47 @@
+// The live views: a registry of every view the page draws itself (one module each, in views/), and ``mount``, which
+// the app's gr.HTML components call from their js_on_load (vit_demo/app/components.py: live_script) and the static
+// page calls for its copies of them (static.js). Every view draws from its tab's store (store.js); a view's module
+// says whether it follows the heads switched off (``knockout``: a head toggle redraws those alone) and whether it is
+// the prediction (``prediction``: the one view redrawn while the pen is down).
+import board from "./views/board.js";
+import cls from "./views/cls.js";
+import faithfulness from "./views/faithfulness.js";
+import input from "./views/input.js";
+import lens from "./views/lens.js";
+import patches from "./views/patches.js";
+import patching from "./views/patching.js";
+import prediction from "./views/prediction.js";
+import query from "./views/query.js";
+import relevance from "./views/relevance.js";
+import rollout from "./views/rollout.js";
+import selected from "./views/selected.js";
+import training from "./views/training.js";
+import { redrawAll, tabStore } from "./store.js";
+import { View } from "./view.js";
+
+export const VIEWS = { board, cls, faithfulness, input, lens, patches, patching, prediction, query, relevance, rollout,
+                       selected, training };
+const ON_SCREEN_MARGIN = "100px"; // a view this close to the screen counts as on it: its numbers are asked for early
+
+export function mount({ element, props, server, watch }, prefix, name) {
+  // View ``name`` of tab ``prefix`` in ``element``, with what Gradio hands a gr.HTML's js_on_load: ``props.value``
+  // and ``watch`` (the large view's value: the tab's numbers) and ``server`` (its server functions, by kind).
+  const spec = VIEWS[name], live = tabStore(prefix), view = new View(element, live, prefix, name);
+  if (!spec) throw new Error(`there is no live view '${name}'`);
+  for (const [kind, ask] of Object.entries(server ?? {})) if (typeof ask === "function") live.ask[kind] ??= ask;
+  live.inPage ||= Boolean(server?.inPage); // the static page's: its model answers (the app's canvas says so itself)
+  const entry = { element, name, draw: (...args) => spec.draw(view, ...args), prediction: Boolean(spec.prediction),
+                  knockout: Boolean(spec.knockout) };
+  view.draw = (...args) => entry.draw(...args); // through the entry, which scripts may wrap (benchmarks time it)
+  live.views.push(entry);
+  new IntersectionObserver(([seen]) => {
+    // Whether this view is on screen (or within ON_SCREEN_MARGIN of it): one that comes into view is drawn again.
+    if (seen.isIntersecting === live.onScreen.has(name)) return;
+    if (seen.isIntersecting) live.onScreen.add(name);
+    else live.onScreen.delete(name);
+    if (seen.isIntersecting) view.draw();
+  }, { rootMargin: ON_SCREEN_MARGIN }).observe(element);
+  spec.setup?.(view, { props, watch, draw: view.draw });
+  if (name === "selected") redrawAll(live); // the views that mounted before it, too
+  else view.draw();
+}

@@ -1,0 +1,270 @@
+// The numbers the page's views draw from (the format of app/page_numbers.py's payload), made in the page from the
+// page's own model: its attention (L, H, T, T) and calibrated logits. Pure functions on typed arrays, so they run in
+// the browser and under Node (tests/page_numbers.mjs checks them against Python's).
+//
+// Ports, step for step: vit_demo/interpret/explain.py (token_attention_maps, attention_rollout, first_query_patch) and
+// vit_demo/app/page_numbers.py (grid_maps, quantise, image_key, payload); the calibrated probabilities of
+// vit_demo/interpret/calibration.py and its unfamiliar rule (UnfamiliarRule.scores).
+
+export function gridSize(tokens) {
+  // Patches along one side, from T = g * g + 1 tokens.
+  const g = Math.round(Math.sqrt(tokens - 1));
+  if (g * g + 1 !== tokens) throw new Error(`${tokens} tokens is not a square grid plus [CLS]`);
+  return g;
+}
+
+export function gridMaps(attention, layers, heads, tokens, token = 0) {
+  // Where ``token`` attends (0: [CLS], 1 + i: patch i), per layer: every head, then the heads' mean, each over the
+  // patches alone, rescaled to sum to 1 (explain.token_attention_maps, page_numbers.grid_maps).
+  // attention (L, H, T, T) -> Float32Array (L, H + 1, g, g), in float32 as numpy computes it.
+  const g2 = tokens - 1, out = new Float32Array(layers * (heads + 1) * g2);
+  for (let l = 0; l < layers; l++) {
+    const mean = new Float64Array(g2);
+    for (let h = 0; h < heads; h++) {
+      const row = ((l * heads + h) * tokens + token) * tokens + 1; // attention[l, h, token, 1:]
+      let sum = 0;
+      for (let p = 0; p < g2; p++) sum = Math.fround(sum + attention[row + p]);
+      const at = (l * (heads + 1) + h) * g2;
+      for (let p = 0; p < g2; p++) out[at + p] = Math.fround(attention[row + p] / Math.max(sum, 1e-12));
+      for (let p = 0; p < g2; p++) mean[p] += out[at + p];
+    }
+    const at = (l * (heads + 1) + heads) * g2;
+    for (let p = 0; p < g2; p++) out[at + p] = Math.fround(mean[p] / heads);
+  }
+  return out;
+}
+
+export function roundHalfEven(x) {
+  // numpy's round: halves to the even neighbour.
+  const r = Math.round(x);
+  return Math.abs(x % 1) === 0.5 && r % 2 !== 0 ? r - 1 : r;
+}
+
+export function quantise(maps, size) {
+  // Each map of ``size`` values scaled to its own maximum and rounded to 0..255 (page_numbers.quantise): -> Uint8Array.
+  const out = new Uint8Array(maps.length);
+  for (let start = 0; start < maps.length; start += size) {
+    let peak = -Infinity;
+    for (let p = start; p < start + size; p++) peak = Math.max(peak, maps[p]);
+    const scale = Math.fround(255 / Math.fround(Math.max(peak, 1e-12)));
+    for (let p = start; p < start + size; p++) out[p] = roundHalfEven(Math.fround(maps[p] * scale));
+  }
+  return out;
+}
+
+export function rollout(attention, layers, heads, tokens) {
+  // Attention rollout (Abnar and Zuidema, 2020; explain.attention_rollout): each layer's head-averaged attention mixed
+  // half-and-half with the identity, rows renormalised, the layers multiplied in order; [CLS]'s row over the patches,
+  // summing to 1. (L, H, T, T) -> Float64Array (g * g). Only [CLS]'s row of the product is needed: it is carried from
+  // the last layer down (row 0 of M_L, times M_(L-1), ..., times M_1), T * T a layer where the whole product costs T^3.
+  const T = tokens;
+  let row = null;
+  for (let l = layers - 1; l >= 0; l--) {
+    const mixed = new Float64Array(T * T);
+    for (let h = 0; h < heads; h++) {
+      const at = (l * heads + h) * T * T;
+      for (let i = 0; i < T * T; i++) mixed[i] += attention[at + i];
+    }
+    for (let i = 0; i < T; i++) {
+      let sum = 0;
+      for (let j = 0; j < T; j++) {
+        mixed[i * T + j] = 0.5 * Math.fround(mixed[i * T + j] / heads) + (i === j ? 0.5 : 0);
+        sum += mixed[i * T + j];
+      }
+      for (let j = 0; j < T; j++) mixed[i * T + j] /= sum;
+    }
+    if (!row) row = mixed.slice(0, T); // row 0 of the last layer's
+    else {
+      const next = new Float64Array(T); // row @ mixed
+      for (let k = 0; k < T; k++) {
+        const r = row[k];
+        for (let j = 0; j < T; j++) next[j] += r * mixed[k * T + j];
+      }
+      row = next;
+    }
+  }
+  const map = row.slice(1, T);
+  const total = map.reduce((a, b) => a + b, 0);
+  return map.map((v) => v / total);
+}
+
+export function argmax(values) {
+  let best = 0;
+  for (let i = 1; i < values.length; i++) if (values[i] > values[best]) best = i;
+  return best;
+}
+
+export function softmax(logits) {
+  // Probabilities from logits (the graph's are calibrated already: divided by the temperature).
+  const peak = Math.max(...logits), exps = Array.from(logits, (z) => Math.exp(z - peak));
+  const total = exps.reduce((a, b) => a + b, 0);
+  return exps.map((e) => e / total);
+}
+
+export function logSumExp(values) {
+  const peak = Math.max(...values);
+  return peak + Math.log(Array.from(values).reduce((sum, v) => sum + Math.exp(v - peak), 0));
+}
+
+function float16(bits) {
+  const sign = bits & 0x8000 ? -1 : 1, exponent = (bits >> 10) & 0x1f, fraction = bits & 0x3ff;
+  if (exponent === 0) return sign * 2 ** -14 * (fraction / 1024);
+  if (exponent === 31) return fraction ? NaN : sign * Infinity;
+  return sign * 2 ** (exponent - 15) * (1 + fraction / 1024);
+}
+
+export function halves(text) {
+  // Base64 of little-endian float16 (calibration.py's arrays) -> Float64Array.
+  const raw = atob(text), out = new Float64Array(raw.length / 2);
+  for (let i = 0; i < out.length; i++) out[i] = float16(raw.charCodeAt(2 * i) | (raw.charCodeAt(2 * i + 1) << 8));
+  return out;
+}
+
+const decoded = new WeakMap(); // a rule -> its whitenings and whitened means, decoded once
+
+function whitened(rule) {
+  // The rule's whitenings W (parts, D, D) and its class means whitened, m W (parts, K, D): |(x - m) W|^2 is then
+  // |x W - m W|^2, one (D, D) product an image and layer where the distances to K means cost K of them.
+  if (!decoded.has(rule)) {
+    const means = halves(rule.means), whitenings = halves(rule.whitenings), [P, K, D] = rule.shape;
+    const meansWhitened = new Float64Array(P * K * D);
+    for (let p = 0; p < P; p++)
+      for (let k = 0; k < K; k++)
+        for (let d = 0; d < D; d++) {
+          const m = means[(p * K + k) * D + d];
+          for (let j = 0; j < D; j++) meansWhitened[(p * K + k) * D + j] += m * whitenings[(p * D + d) * D + j];
+        }
+    decoded.set(rule, { whitenings, meansWhitened });
+  }
+  return decoded.get(rule);
+}
+
+export function familiarity(calibrated, temperature, rule, features) {
+  // calibration.UnfamiliarRule.scores for one image, higher = more familiar: from its calibrated logits (K) and, for
+  // the mahalanobis rule, its [CLS] features after every layer (L, D), the graph's ``features``.
+  const energy = () => logSumExp(Array.from(calibrated, (z) => z * temperature));
+  if (rule.score === "energy") return energy();
+  if (rule.score === "max_probability") return Math.max(...softmax(calibrated));
+  if (rule.score !== "mahalanobis") throw new Error(`unknown unfamiliar score ${rule.score}`);
+  if (!features) throw new Error("the mahalanobis rule needs the graph's features");
+  const { whitenings, meansWhitened } = whitened(rule), [, K, D] = rule.shape, xw = new Float64Array(D);
+  const parts = rule.layers.map((layer, p) => { // minus the squared distance to the nearest class
+    xw.fill(0);
+    for (let d = 0; d < D; d++) {
+      const x = features[layer * D + d];
+      for (let j = 0; j < D; j++) xw[j] += x * whitenings[(p * D + d) * D + j];
+    }
+    let nearest = Infinity;
+    for (let k = 0; k < K; k++) {
+      let distance = 0;
+      for (let j = 0; j < D; j++) distance += (xw[j] - meansWhitened[(p * K + k) * D + j]) ** 2;
+      nearest = Math.min(nearest, distance);
+    }
+    return -nearest;
+  });
+  if (rule.energy) parts.push(energy());
+  return parts.reduce((sum, part, i) => sum + (part - rule.centre[i]) / rule.spread[i], 0);
+}
+
+export function unfamiliar(calibrated, temperature, rule, features = null) {
+  // calibration.UnfamiliarRule.flags: whether the image looks unlike anything the model knows (rule null: never).
+  return Boolean(rule) && familiarity(calibrated, temperature, rule, features) < rule.threshold;
+}
+
+export function base64(bytes) {
+  let text = "";
+  for (let i = 0; i < bytes.length; i += 0x8000) text += String.fromCharCode(...bytes.subarray(i, i + 0x8000));
+  return btoa(text);
+}
+
+export function fromBase64(text) {
+  // base64 -> bytes (atob refuses what is not base64).
+  const raw = atob(text);
+  const bytes = new Uint8Array(raw.length);
+  for (let i = 0; i < raw.length; i++) bytes[i] = raw.charCodeAt(i);
+  return bytes;
+}
+
+export function sha1Hex(bytes) {
+  // SHA-1 (FIPS 180-4) of a Uint8Array, as hex. Written out because crypto.subtle exists only on secure pages, and a
+  // talk's page is often opened over plain http on a LAN address.
+  const words = new Uint32Array((((bytes.length + 8) >> 6) + 1) * 16);
+  for (let i = 0; i < bytes.length; i++) words[i >> 2] |= bytes[i] << (24 - (i % 4) * 8);
+  words[bytes.length >> 2] |= 0x80 << (24 - (bytes.length % 4) * 8);
+  words[words.length - 1] = bytes.length * 8;
+  let [a0, b0, c0, d0, e0] = [0x67452301, 0xefcdab89, 0x98badcfe, 0x10325476, 0xc3d2e1f0];
+  const w = new Uint32Array(80), rotl = (x, n) => (x << n) | (x >>> (32 - n));
+  for (let block = 0; block < words.length; block += 16) {
+    for (let t = 0; t < 80; t++) w[t] = t < 16 ? words[block + t] : rotl(w[t - 3] ^ w[t - 8] ^ w[t - 14] ^ w[t - 16], 1);
+    let [a, b, c, d, e] = [a0, b0, c0, d0, e0];
+    for (let t = 0; t < 80; t++) {
+      const f = t < 20 ? (b & c) | (~b & d) : t < 40 ? b ^ c ^ d : t < 60 ? (b & c) | (b & d) | (c & d) : b ^ c ^ d;
+      const k = t < 20 ? 0x5a827999 : t < 40 ? 0x6ed9eba1 : t < 60 ? 0x8f1bbcdc : 0xca62c1d6;
+      const next = (rotl(a, 5) + f + e + k + w[t]) >>> 0;
+      [e, d, c, b, a] = [d, c, rotl(b, 30) >>> 0, a, next];
+    }
+    [a0, b0, c0, d0, e0] = [(a0 + a) >>> 0, (b0 + b) >>> 0, (c0 + c) >>> 0, (d0 + d) >>> 0, (e0 + e) >>> 0];
+  }
+  return [a0, b0, c0, d0, e0].map((x) => x.toString(16).padStart(8, "0")).join("");
+}
+
+export const imageKey = (pixels) => sha1Hex(pixels).slice(0, 16); // page_numbers.image_key
+
+export function gridPayload(attention, model, token = 0, about = {}) {
+  // page_numbers.grid_payload: every layer's maps of one token, quantised, with what they are (``about``).
+  const maps = gridMaps(attention, model.layers, model.heads, model.tokens, token);
+  return { ...about, maps: base64(quantise(maps, model.tokens - 1)) };
+}
+
+export function mapPayload(map, about = {}) {
+  // page_numbers.map_payload: one (g, g) map, quantised, with what it is.
+  return { ...about, grid: Math.round(Math.sqrt(map.length)), map: base64(quantise(map, map.length)) };
+}
+
+export function fill(template, values) {
+  // A caption the server wrote with {name} fields (vit_demo/deploy/static_space.py's texts), filled in.
+  return template.replace(/\{(\w+)\}/g, (whole, name) => (name in values ? String(values[name]) : whole));
+}
+
+export const percent = (p) => (100 * p).toFixed(1);
+
+function classes(model, calibrated) {
+  // The label, its probability and every class' (calibrated logits: the graph's are divided by the temperature).
+  const probs = softmax(calibrated), top = argmax(probs);
+  return { label: model.classes[top], confidence: probs[top],
+           probs: Object.fromEntries(model.classes.map((name, i) => [name, probs[i]])) };
+}
+
+export function prediction(model, calibrated, features) {
+  // The prediction's numbers: the label, every class' probability, and the unfamiliar notice ("" none).
+  const flagged = unfamiliar(calibrated, model.temperature, model.unfamiliar, features);
+  return { ...classes(model, calibrated), notice: flagged ? model.texts.notice : "" };
+}
+
+export function payload(model, pixels, run, milliseconds) {
+  // page_numbers.payload as panel.numbers makes it, for an image's 8-bit ``pixels`` (H, W, C) and the graph's ``run``
+  // ({logits, attention, features}): the prediction, the info line, every layer's [CLS] maps, and the answers for
+  // rollout and the first query patch (where rollout peaks).
+  const { layers, heads, tokens } = model;
+  const predicted = prediction(model, run.logits, run.features);
+  const roll = rollout(run.attention, layers, heads, tokens), patch = argmax(roll);
+  const answers = {
+    rollout: { map: mapPayload(roll) },
+    query: { [patch]: gridPayload(run.attention, model, 1 + patch, { patch, title: fill(model.texts.query, { patch }) }) },
+  };
+  const info = fill(model.texts.info, { label: predicted.label, percent: percent(predicted.confidence),
+                                        ms: milliseconds.toFixed(1) });
+  return {
+    key: imageKey(pixels), label: predicted.label, patch, answers, probs: predicted.probs, info, notice: predicted.notice,
+    size: model.large, layers, heads, grid: model.grid, height: model.height, width: model.width,
+    channels: model.channels, smooth: model.channels === 3, alpha: model.alpha,
+    image: base64(pixels), maps: gridPayload(run.attention, model).maps, colormap: model.colormap,
+  };
+}
+
+export function reading(model, calibrated) {
+  // panel.reading: the prediction alone, while the pen is down (no notice: it waits for the pen to lift).
+  const predicted = classes(model, calibrated);
+  return { reading: true, label: predicted.label, probs: predicted.probs, notice: "",
+           info: fill(model.texts.reading, { label: predicted.label, percent: percent(predicted.confidence) }) };
+}

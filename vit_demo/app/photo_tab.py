@@ -1,0 +1,102 @@
+"""The photo tab: upload a photo (or pick an example) and see every view; ``/predict_image`` for scripts."""
+
+from __future__ import annotations
+
+import html
+import json
+from pathlib import Path
+
+import gradio as gr
+
+from vit_demo.app.components import ASSETS, LARGE, UndecodedImage, live_canvas, served
+from vit_demo.app.explanation_view import PREDICTED_CHOICE, explain_label
+from vit_demo.app.page_model import app_description
+from vit_demo.app.panel import Panel, api_answer, build_panel, page_answer
+from vit_demo.app.service import analyse_batch, model_problem, starting_example
+from vit_demo.app.serving import SHARED_WORKERS
+from vit_demo.data.datasets import dataset_spec
+
+MODEL = "cifar10"
+LABEL = "Upload a photo (CIFAR-10)"  # the tab's (the static page's too)
+UPLOAD_PROMPT = "Upload a photo, or pick an example below."
+BLANK_PHOTO = "This image is blank: there is nothing to classify."
+FIRST_EXAMPLE = "horse"  # the example the page starts with
+
+
+def analyse_photo(path: str | None, choice: str = PREDICTED_CHOICE):
+    """The analysis of an uploaded photo (with the relevance of ``choice``), why it failed, or a message (a str)."""
+    if path is None:
+        return UPLOAD_PROMPT
+    return model_problem(MODEL) or analyse_batch(MODEL, [path], [explain_label(choice)])[0]
+
+
+def on_photo(path: str | None, choice: str = PREDICTED_CHOICE) -> str:
+    """Browser: a photo was uploaded (or removed); the page's answer (``panel.page_answer``), the tab's numbers."""
+    return page_answer(analyse_photo(path, choice), BLANK_PHOTO)
+
+
+def predict_image(path: str | None) -> tuple:
+    """API: classify a photo; the label, info, attention views and relevance (``Panel.api_outputs``)."""
+    return api_answer(MODEL, analyse_photo(path), BLANK_PHOTO)
+
+
+CLASSES_NOTE = (f"**It knows ten classes:** {', '.join(dataset_spec(MODEL).classes)}. Anything else gets one of "
+                "these ten, with a warning when the photo looks unlike them.")
+READS_NOTE = (f"**What the model reads:** {dataset_spec(MODEL).image_size} x {dataset_spec(MODEL).image_size} "
+              "pixels, the photo's shorter side scaled down and the centre square kept: a wide or tall photo loses "
+              "its edges.")
+INPUT_TITLE = (f"### Choose a photo\nUpload one or pick an example: it is shrunk to {dataset_spec(MODEL).image_size} "
+               f"x {dataset_spec(MODEL).image_size} pixels, as CIFAR-10's are.")
+READS_SIZE = 128  # pixels a side of the picture of what the model reads
+# The upload's change event where the page runs the model: the page reads the photo (assets/page/photo.js), or, where
+# it can't, asks the server by clicking the hidden button whose event does (#photo-server-read).
+READ_IN_PAGE_JS = """(photo) => {
+    const live = window.vdLive?.photo;
+    if (live?.readPhoto) live.readPhoto(photo?.url ?? null);
+    else document.querySelector("#photo-server-read")?.click();
+}"""
+
+
+def photo_input(examples: list[Path], first: Path | None) -> gr.Image:
+    """The upload (showing ``first`` at the start), its examples, and beside them the classes the model knows and
+    the square it reads."""
+    photo = UndecodedImage(None if first is None else str(first), type="filepath", label="Photo",
+                           sources=["upload", "clipboard"], elem_id="photo-input", height=LARGE)
+    gr.Examples([str(p) for p in examples], photo, label="Examples (CIFAR-10 test set)")
+    gr.Markdown(CLASSES_NOTE, elem_id="photo-classes", elem_classes=["vd-note", "vd-detail"])
+    with gr.Row(equal_height=False, elem_classes="vd-detail"):  # talk mode hides the notes: the examples fit
+        live_canvas("photo-reads", "photo", "input", "the square the model reads", READS_SIZE, READS_SIZE,
+                    scale=False)  # drawn in the page from the tab's numbers
+        gr.Markdown(READS_NOTE, elem_classes="vd-note")
+    return photo
+
+
+def photo_reader(described: dict) -> gr.HTML:
+    """What reads the photos in the page: the page's model (``described``: page_model.py's ``app_description``),
+    loaded by assets/page/photo.js."""
+    address = json.dumps(served(ASSETS / "page" / "photo.js"))
+    return gr.HTML("", html_template=f'<div hidden data-page-model="{html.escape(json.dumps(described))}"></div>',
+                   js_on_load=f"import(new URL({address}, document.baseURI).href)"
+                              ".then(({ usePhotoModel }) => usePhotoModel(element, 'photo'));",
+                   elem_id="photo-reader", elem_classes=["vd-hidden"], padding=False)
+
+
+def build_photo_tab(examples: list[Path]) -> Panel:
+    first, analysis = starting_example(MODEL, examples, FIRST_EXAMPLE)  # shown with the numbers that come with the page
+    photos, photo = build_panel("photo", MODEL, UPLOAD_PROMPT, INPUT_TITLE, lambda: photo_input(examples, first),
+                                analysis)
+    # One event per new photo: its numbers, the large view's value, which every view draws from. Where the page can
+    # run the model it reads the photo itself, and the server only where the page can't (the hidden button's event).
+    read = dict(fn=on_photo, inputs=[photo, photos.explanation.explain_class], outputs=photos.numbers,
+                api_visibility="private", show_progress="minimal", **SHARED_WORKERS)
+    described = None if model_problem(MODEL) else app_description(MODEL, UPLOAD_PROMPT, BLANK_PHOTO)
+    if described is None:
+        photo.change(**read)
+    else:
+        photo_reader(described)
+        gr.Button("Read on the server", elem_id="photo-server-read", elem_classes=["vd-hidden"]).click(**read)
+        photo.change(None, photo, None, js=READ_IN_PAGE_JS)
+    # API only: a photo file for scripts.
+    api_photo = UndecodedImage(type="filepath", label="photo", visible=False)
+    api_photo.change(predict_image, api_photo, photos.api_outputs, api_name="predict_image", **SHARED_WORKERS)
+    return photos

@@ -1,0 +1,260 @@
+"""``python -m vit_demo space DIR``: write the folder a Hugging Face Space needs, and nothing else.
+
+The Hub refuses a push that holds a binary file not stored through LFS/Xet, or any file over 10 MiB, and it checks
+every commit of the history pushed: this repository, whose history holds its weights and pictures as plain git
+files, can't be pushed to a Space as it is. The folder written here is uploaded instead, its files only (no
+history), by the Hub's own CLI, which stores each binary file through Xet:
+
+    hf upload USER/NAME DIR --repo-type space
+
+It holds app.py, the vit_demo package, the shipped weights and the example images; requirements.txt (the app's
+runtime requirements, torch pinned to a release ZeroGPU supports); README.md (the Space's front matter and a short
+card); and a .gitattributes that puts every binary file through LFS/Xet, so that a clone of the Space pushed with
+git is accepted too. docs/spaces.md says why, with the Hub's rules.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import shutil
+import tempfile
+from collections.abc import Callable
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parents[2]
+APP_FILE = "app.py"
+PACKAGE = "vit_demo"
+WEIGHTS = "weights"
+EXAMPLES = "examples"
+REQUIREMENTS = "requirements.txt"
+README = "README.md"
+GITATTRIBUTES = ".gitattributes"
+CONTENTS = (APP_FILE, PACKAGE, WEIGHTS, EXAMPLES, REQUIREMENTS, README, GITATTRIBUTES)  # what a bundle holds
+KEEP = (".git",)  # left in place when a folder is rewritten: a clone of the Space stays a clone
+MARKER = "<!-- Written by `python -m vit_demo space`: running it again rewrites this folder. -->"
+
+# The releases the Hub's ZeroGPU page lists as supported (2026): torch and Python.
+ZEROGPU_TORCH = ("2.8.0", "2.9.1", "2.10.0", "2.11.0")
+ZEROGPU_PYTHON = ("3.10", "3.12")
+SPACE_TORCH = ZEROGPU_TORCH[-1]
+SPACE_PYTHON = "3.12"
+SHORT_DESCRIPTION = "Draw a digit, see what each layer and head of a ViT looks at"  # the Hub takes 60 characters
+
+HUB_MAX_PLAIN_BYTES = 10 * 1024 * 1024  # the Hub refuses a file this large outside LFS/Xet, binary or not
+LFS_ATTRIBUTES = "filter=lfs diff=lfs merge=lfs -text"
+SKIPPED_DIRS = {"__pycache__"}
+SKIPPED_SUFFIXES = {".pyc", ".pyo", ".pyi"}  # compiled modules; the type stubs Gradio writes beside modules
+SKIPPED_IN_WEIGHTS = {".png"}  # training curves and reliability diagrams: pictures for people, not read by the app
+
+
+class SpaceError(ValueError):
+    """A folder the bundle can't be written into; the message says why and what to do."""
+
+
+def is_binary(path: Path) -> bool:
+    """Whether the Hub takes ``path`` for a binary file: a NUL byte in its first 8,000 bytes (git's own rule), or
+    bytes that are not UTF-8 text."""
+    data = path.read_bytes()
+    if b"\0" in data[:8000]:
+        return True
+    try:
+        data.decode("utf-8")
+    except UnicodeDecodeError:
+        return True
+    return False
+
+
+def needs_lfs(path: Path) -> bool:
+    """Whether the Hub accepts ``path`` only through LFS/Xet: a binary file, or any file of 10 MiB or more."""
+    return path.stat().st_size >= HUB_MAX_PLAIN_BYTES or is_binary(path)
+
+
+def lfs_patterns(root: Path) -> list[str]:
+    """.gitattributes patterns for every file under ``root`` that needs LFS/Xet: ``*.<suffix>`` for each suffix,
+    or the file's own path where it has none."""
+    patterns = set()
+    for path in sorted(p for p in root.rglob("*") if p.is_file() and ".git" not in p.relative_to(root).parts):
+        if needs_lfs(path):
+            patterns.add(f"*{path.suffix}" if path.suffix else "/" + path.relative_to(root).as_posix())
+    return sorted(patterns)
+
+
+def front_matter(readme: str) -> dict[str, str]:
+    """The ``key: value`` lines of a README's YAML front matter (values as written, quotes taken off)."""
+    match = re.match(r"---\n(.*?)\n---\n", readme, re.DOTALL)
+    if not match:
+        return {}
+    pairs = (line.split(":", 1) for line in match.group(1).splitlines() if ":" in line and not line.startswith("#"))
+    return {key.strip(): value.strip().strip('"') for key, value in pairs}
+
+
+def requirement_name(line: str) -> str | None:
+    """The package a requirements.txt line asks for, lower case (None for a comment or a blank line)."""
+    match = re.match(r"\s*([A-Za-z0-9][A-Za-z0-9._-]*)", line.split("#", 1)[0])
+    return match.group(1).lower() if match else None
+
+
+def gradio_pin(requirements: str) -> str:
+    """The Gradio release requirements.txt pins (``gradio==X``): the Space's ``sdk_version``."""
+    match = re.search(r"^gradio==([0-9][0-9A-Za-z.]*)\s*$", requirements, re.MULTILINE)
+    if not match:
+        raise SpaceError("requirements.txt must pin Gradio (a line gradio==X): a Space installs gradio==<sdk_version> "
+                         "in the same pip command, so the two must be the same release.")
+    return match.group(1)
+
+
+def space_requirements(requirements: str) -> str:
+    """The Space's requirements.txt from the repository's: torch pinned to the newest release ZeroGPU supports, and
+    no torchvision (only training and dataset downloads import it); every other line as it is."""
+    lines = ["# What the Space installs (written by `python -m vit_demo space` from the repository's requirements.txt):",
+             f"# torch {SPACE_TORCH}, the newest release ZeroGPU supports; no torchvision, which the app never imports."]
+    for line in requirements.splitlines():
+        name = requirement_name(line)
+        if name == "torch":
+            lines.append(f"torch=={SPACE_TORCH}")
+        elif name is not None and name != "torchvision":
+            lines.append(line.strip())
+    return "\n".join(lines) + "\n"
+
+
+def accuracy_note(model: str) -> str:
+    """A shipped model's test accuracy from its metrics.json, as "99.54%" ("" where it is not recorded)."""
+    try:
+        accuracy = json.loads((REPO / WEIGHTS / model / "metrics.json").read_text(encoding="utf-8"))["test_accuracy"]
+    except (OSError, ValueError, KeyError, TypeError):
+        return ""
+    return f" ({100 * accuracy:.2f}% on its test set)"
+
+
+def space_readme(sdk_version: str) -> str:
+    """The Space's README.md: its front matter, then a short card."""
+    return f"""---
+title: ViT demo
+emoji: 🔍
+colorFrom: indigo
+colorTo: yellow
+sdk: gradio
+sdk_version: {sdk_version}
+python_version: "{SPACE_PYTHON}"
+app_file: {APP_FILE}
+pinned: false
+short_description: "{SHORT_DESCRIPTION}"
+---
+{MARKER}
+
+# What does a Vision Transformer look at?
+
+Draw a digit or upload a photo and watch a Vision Transformer, written from scratch in PyTorch, classify it while
+you draw, with what every layer and every attention head looks at: the patch grid the model reads, [CLS] attention
+per layer and head, attention rollout, where any patch you click looks, and why it chose its class.
+
+Two small models: one for handwritten digits (MNIST{accuracy_note("mnist")}), one for photos (CIFAR-10
+{accuracy_note("cifar10")}). They run on the Space's CPU, a few milliseconds per drawing, so a visit spends
+no GPU quota. The page loads nothing from any other server.
+
+Scripts can call the lean `/classify` endpoint (an image file and a model name in, one JSON object out):
+
+```python
+from gradio_client import Client, handle_file
+
+Client("USER/NAME").predict(handle_file("digit.png"), "mnist", api_name="/classify")
+# {{'label': '7', 'confidence': ..., 'probs': {{'0': ..., ..., '9': ...}}, 'unfamiliar': False}}
+```
+"""
+
+
+def copy_tree(source: Path, target: Path, skipped_suffixes: set[str]) -> None:
+    """Copy the folder ``source`` to ``target``, less caches, compiled files and ``skipped_suffixes``."""
+    for folder, dirs, files in os.walk(source):
+        dirs[:] = sorted(d for d in dirs if d not in SKIPPED_DIRS and not d.startswith("."))
+        into = target / Path(folder).relative_to(source)
+        into.mkdir(parents=True, exist_ok=True)
+        for name in sorted(files):
+            suffix = Path(name).suffix
+            if not name.startswith(".") and suffix not in SKIPPED_SUFFIXES | skipped_suffixes:
+                shutil.copy2(Path(folder) / name, into / name)
+
+
+def build(target: Path) -> None:
+    """Write the bundle's contents into the empty folder ``target``."""
+    requirements = (REPO / REQUIREMENTS).read_text(encoding="utf-8")
+    sdk_version = gradio_pin(requirements)
+    shutil.copy2(REPO / APP_FILE, target / APP_FILE)
+    copy_tree(REPO / PACKAGE, target / PACKAGE, set())
+    copy_tree(REPO / WEIGHTS, target / WEIGHTS, SKIPPED_IN_WEIGHTS)
+    copy_tree(REPO / EXAMPLES, target / EXAMPLES, set())
+    (target / REQUIREMENTS).write_text(space_requirements(requirements), encoding="utf-8")
+    (target / README).write_text(space_readme(sdk_version), encoding="utf-8")
+    write_gitattributes(target)
+
+
+def is_bundle(folder: Path, marker: str = MARKER) -> bool:
+    """Whether ``folder`` holds a bundle the command that writes ``marker`` wrote (its README.md carries it)."""
+    try:
+        return marker in (folder / README).read_text(encoding="utf-8", errors="replace")
+    except OSError:
+        return False
+
+
+def check_target(folder: Path, force: bool, marker: str = MARKER) -> None:
+    """Raise SpaceError for a folder the bundle (whose README carries ``marker``) must not be written into."""
+    if folder.exists() and not folder.is_dir():
+        raise SpaceError(f"{folder} is a file, not a folder: nothing was written. Give a folder for the Space (a new "
+                         "one, or one this command wrote before).")
+    resolved = folder.resolve()
+    sources = [REPO / name for name in (PACKAGE, WEIGHTS, EXAMPLES)]
+    if resolved == REPO or REPO.is_relative_to(resolved) or any(resolved.is_relative_to(s) for s in sources):
+        raise SpaceError(f"{folder} is (or holds) this repository's own files: nothing was written. Write the Space "
+                         "into a folder of its own, e.g. ../vit-demo-space.")
+    if folder.is_dir() and any(entry.name not in KEEP for entry in folder.iterdir()):
+        if not force and not is_bundle(folder, marker):
+            raise SpaceError(f"{folder} is not empty and is not a Space folder this command wrote: nothing was "
+                             "changed. Give a new or empty folder, or add --force to replace everything in it (a "
+                             ".git folder is kept).")
+
+
+def write_space(folder: Path | str, force: bool = False) -> dict:
+    """Write the Space's folder into ``folder`` (created where needed; an earlier bundle, or with ``force`` any
+    folder, is rewritten whole, keeping only a ``.git``); return what was written, as one JSON-able record."""
+    folder = Path(folder)
+    replace_folder(folder, force, MARKER, build)
+    files = [p for p in folder.rglob("*") if p.is_file() and ".git" not in p.relative_to(folder).parts]
+    readme = front_matter((folder / README).read_text(encoding="utf-8"))
+    return {"space": str(folder), "files": len(files), "bytes": sum(p.stat().st_size for p in files),
+            "lfs_files": sum(needs_lfs(p) for p in files), "sdk_version": readme["sdk_version"],
+            "python_version": readme["python_version"], "torch": SPACE_TORCH,
+            "deploy": f"hf upload USER/NAME {folder} --repo-type space"}
+
+
+def write_gitattributes(target: Path) -> None:
+    """A .gitattributes that puts every file under ``target`` that needs it through LFS/Xet."""
+    rules = [f"{pattern} {LFS_ATTRIBUTES}" for pattern in lfs_patterns(target)]
+    (target / GITATTRIBUTES).write_text("# Every binary file, and any file of 10 MiB or more, through LFS/Xet: the Hub "
+                                        "refuses them as plain git files.\n" + "\n".join(rules) + "\n",
+                                        encoding="utf-8")
+
+
+def replace_folder(folder: Path, force: bool, marker: str, build: Callable[[Path], None]) -> None:
+    """Fill ``folder`` with what ``build`` writes into an empty folder, replacing what was there but a ``.git``, once
+    ``check_target`` allows it (``marker``: what the README of an earlier bundle of this kind carries).
+
+    The bundle is built beside ``folder`` first and moved in only once complete, so a failure changes nothing.
+    """
+    check_target(folder, force, marker)
+    folder.mkdir(parents=True, exist_ok=True)
+    staging = Path(tempfile.mkdtemp(prefix=f".{folder.resolve().name}.", dir=folder.resolve().parent))
+    try:
+        build(staging)
+        for entry in folder.iterdir():
+            if entry.name in KEEP:
+                continue
+            if entry.is_dir() and not entry.is_symlink():
+                shutil.rmtree(entry)
+            else:
+                entry.unlink()
+        for entry in staging.iterdir():
+            entry.rename(folder / entry.name)
+    finally:
+        shutil.rmtree(staging, ignore_errors=True)

@@ -1,0 +1,19 @@
+"""What each attention head does, one tool a module:
+
+- ``hooks``: one forward pass with heads or the residual stream edited, and both captured (the others build on it);
+- ``knockout``: switch heads off (mean- or zero-ablation), read as a logit difference; the heads' mean outputs;
+- ``lens``: the logit lens, what [CLS] and each patch would say after each layer;
+- ``patching``: two-image activation patching, head by head and position by position;
+- ``importance``: head importance (Michel et al., 2019) and the pruning curves that test it.
+
+The names the app, the command line and the exporter use are handed on here: ``heads.knockout(...)``.
+"""
+
+from vit_demo.interpret.heads.hooks import Edits, head_mask, run, switched_off  # noqa: F401
+from vit_demo.interpret.heads.importance import (HEAD_IMPORTANCE_FILE, IMPORTANCE_IMAGES, RANDOM_ORDERS,  # noqa: F401
+                                                 accuracy, head_importance, heads_report, pruning_curves,
+                                                 read_head_importance, write_head_importance)
+from vit_demo.interpret.heads.knockout import (HEAD_MEANS_FILE, MEAN_IMAGES, ablated_logits, head_means,  # noqa: F401
+                                               knockout, mean_sample, read_head_means, write_head_means)
+from vit_demo.interpret.heads.lens import lens_accuracy, lens_maps, logit_lens  # noqa: F401
+from vit_demo.interpret.heads.patching import patch, patching_base, patching_grid, restored_fractions  # noqa: F401

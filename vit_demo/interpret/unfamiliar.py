@@ -1,0 +1,259 @@
+"""Which images look unlike anything the model knows: every candidate score measured, and the rule chosen.
+
+Each candidate flags an image whose score lies under a threshold, set to flag ``FLAGGED_SHARE`` of the dataset's own
+images it is fitted on (the calibration's fit images, ``calibrate.data_for``):
+
+- ``max_probability``: the top calibrated probability (Hendrycks and Gimpel, 2017);
+- ``energy``: logsumexp of the logits (Liu, Wang, Owens and Li, 2020);
+- ``mahalanobis``: the Mahalanobis distance of the [CLS] features to the nearest class, of the last layer or of every
+  layer, standardised and summed (Lee, Lee, Lee and Shin, 2018), and either with the energy as one more part;
+  class means and a shared covariance per layer, fitted on ``TRAIN_IMAGES`` training images;
+- ``knn``: the cosine similarity of the last layer's [CLS] features to the ``KNN``-th nearest of those training
+  images (Sun, Ming, Zhu and Li, 2022, "Out-of-Distribution Detection with Deep Nearest Neighbors", ICML).
+  Measured only: the page would have to download every training image's features to apply it.
+
+What they are measured on. Digits: the model only ever sees a drawing through the app's preprocessing, so the
+dataset's own images are MNIST's handwritten digits written on the canvas (``sketches.on_canvas``): the training
+digits the Gaussians are fitted on, the fit images the threshold is set on, and the measure images, real pen digits
+the rule never saw. Also measured: the measure images as MNIST keeps them, and stroke digits (``sketches``). Outside:
+non-digit drawings (``sketches``), one set to choose on and one, drawn with another seed, to report. Photos: the
+training, fit and measure photos as they are; outside, the sample photos that packages install
+(``outside_photos``), split by photo (a photo and its quarters stay together, faces alternate): one half to choose
+on, the other to report. Nothing outside is fitted on. The rule chosen: of those the page can apply, the one that
+flags the most outside images of the choosing set.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import hashlib
+from pathlib import Path
+
+import numpy as np
+import torch
+
+from vit_demo.atomic import atomic_write
+from vit_demo.data import preprocess, sketches
+from vit_demo.data.datasets import default_cache_dir, load_split
+from vit_demo.interpret import calibration
+from vit_demo.interpret.calibration import UnfamiliarRule
+
+FLAGGED_SHARE = {"mnist": 0.015, "cifar10": 0.04}  # goals: at most 2% of pen digits, 5% of CIFAR-10 test photos
+TRAIN_IMAGES = 10_000  # training images the class means and covariances are fitted on
+KNN = 10
+DRAWINGS = 1160  # non-digit drawings in each of the two sets: 20 of each of the 58 kinds
+STROKE_DIGITS = 1000
+SEEDS = {"train": 11, "fit": 12, "measure": 13, "choose": 21, "report": 22, "strokes": 31}
+EIGEN_FLOOR = 1e-6  # directions of a covariance with less than this share of its largest variance are left out
+
+
+@dataclasses.dataclass(frozen=True)
+class Candidate:
+    name: str
+    score: str
+    layers: str = ""  # mahalanobis: "last" or "every"
+    energy: bool = False
+    page: bool = True  # whether the page can apply it
+
+
+CANDIDATES = (Candidate("max_probability", "max_probability"), Candidate("energy", "energy"),
+              Candidate("mahalanobis, last layer", "mahalanobis", "last"),
+              Candidate("mahalanobis, every layer", "mahalanobis", "every"),
+              Candidate("mahalanobis, last layer + energy", "mahalanobis", "last", True),
+              Candidate("mahalanobis, every layer + energy", "mahalanobis", "every", True),
+              Candidate(f"knn, last layer (k={KNN})", "knn", page=False))
+
+
+@dataclasses.dataclass(frozen=True)
+class Outputs:
+    """What the model makes of a set of images: logits (N, K) and [CLS] features after every layer (N, L, D)."""
+
+    logits: torch.Tensor
+    features: torch.Tensor
+
+
+@torch.no_grad()
+def outputs(model: torch.nn.Module, images: torch.Tensor, batch_size: int = 500) -> Outputs:
+    """The model's outputs for images (N, C, H, W), uint8 or float in [0, 1], on the CPU."""
+    device = next(model.parameters()).device
+    logits, features = [], []
+    for i in range(0, len(images), batch_size):
+        batch = images[i : i + batch_size].to(device)
+        batch = batch.float().div_(255) if batch.dtype == torch.uint8 else batch.float()
+        z, _, f = model.forward_features(batch)
+        logits.append(z.float().cpu())
+        features.append(f.float().cpu())
+    return Outputs(torch.cat(logits), torch.cat(features))
+
+
+def whitening(features: torch.Tensor, labels: torch.Tensor, classes: int) -> tuple[np.ndarray, np.ndarray]:
+    """Class means (K, D) and a whitening W (D, D) of the covariance the classes share (Lee et al.'s tied Gaussian),
+    both rounded to float16: the squared Mahalanobis distance of x to mean m is |(x - m) W|^2. Directions of almost
+    no variance (LayerNorm leaves one: the features sum to a constant) are left out, as a pseudo-inverse does."""
+    f = features.double()
+    means = torch.stack([f[labels == c].mean(0) for c in range(classes)])  # (K, D)
+    centred = f - means[labels]
+    variance, vectors = torch.linalg.eigh(centred.T @ centred / len(f))  # ascending
+    kept = variance > EIGEN_FLOOR * variance[-1]
+    w = torch.zeros_like(vectors)
+    w[:, kept] = vectors[:, kept] / variance[kept].sqrt()
+    return means.numpy().astype(np.float16), w.numpy().astype(np.float16)
+
+
+def fit(candidate: Candidate, train: Outputs, labels: torch.Tensor, familiar: Outputs, temperature: float,
+        share: float):
+    """The candidate fitted: an ``UnfamiliarRule`` (or for knn a function of ``Outputs``, with its threshold), with
+    the threshold that flags ``share`` of ``familiar``."""
+    if candidate.score == "knn":
+        bank = torch.nn.functional.normalize(train.features[:, -1], dim=-1)
+
+        def knn(found: Outputs) -> torch.Tensor:
+            query = torch.nn.functional.normalize(found.features[:, -1], dim=-1)
+            return torch.cat([(q @ bank.T).topk(KNN, dim=1).values[:, -1] for q in query.split(1000)]).double()
+        return knn, calibration.flag_threshold(knn(familiar), share)
+    if candidate.score != "mahalanobis":
+        threshold = calibration.flag_threshold(calibration.unfamiliarity_score(familiar.logits, candidate.score,
+                                                                               temperature), share)
+        return UnfamiliarRule(candidate.score, threshold)
+    depth = train.features.shape[1]
+    layers = (depth - 1,) if candidate.layers == "last" else tuple(range(depth))
+    fitted = [whitening(train.features[:, layer], labels, train.logits.shape[1]) for layer in layers]
+    means, whitenings = np.stack([m for m, _ in fitted]), np.stack([w for _, w in fitted])
+    unit = (1.0,) * (len(layers) + candidate.energy)
+    raw = UnfamiliarRule("mahalanobis", 0.0, layers, candidate.energy, means, whitenings, (0.0,) * len(unit), unit)
+    parts = raw.parts(familiar.logits, familiar.features)  # (N, parts)
+    centre, spread = tuple(parts.mean(0).tolist()), tuple(parts.std(0).tolist())
+    scored = dataclasses.replace(raw, centre=centre, spread=spread)
+    threshold = calibration.flag_threshold(scored.scores(familiar.logits, temperature, familiar.features), share)
+    return dataclasses.replace(scored, threshold=threshold)
+
+
+def scorer(fitted, temperature: float):
+    """A fitted candidate as (score of ``Outputs``, threshold)."""
+    if isinstance(fitted, UnfamiliarRule):
+        return (lambda found: fitted.scores(found.logits, temperature, found.features)), fitted.threshold
+    return fitted
+
+
+# ---- The images -------------------------------------------------------------------------------------------------
+
+
+def _source_key() -> str:
+    """What drawings made in code depend on besides their seed: the code that draws and reads them."""
+    return hashlib.sha256(b"".join(Path(module.__file__).read_bytes() for module in (sketches, preprocess))).hexdigest()
+
+
+def cached(name: str, make, *keys: bytes) -> torch.Tensor:
+    """``make()`` (a float32 array), kept in the cache folder under a key of ``keys`` and the drawing code: drawings
+    take some 10 ms each to read as the app reads them."""
+    key = hashlib.sha256(b"".join(keys) + _source_key().encode()).hexdigest()[:16]
+    path = default_cache_dir() / f"drawings-{name}-{key}.pt"
+    if path.is_file():
+        return torch.load(path, weights_only=True)
+    found = torch.from_numpy(np.asarray(make(), dtype=np.float32))
+    path.parent.mkdir(parents=True, exist_ok=True)
+    atomic_write(path, lambda f: torch.save(found, f))  # another process may be reading the cache
+    return found
+
+
+def canvas_digits(images: torch.Tensor, seed: int) -> torch.Tensor:
+    """MNIST digits (N, 1, 28, 28) uint8 written on the canvas and read as the app reads them, (N, 1, 28, 28)."""
+    digits = images[:, 0].numpy()
+    return cached("canvas", lambda: sketches.on_canvas(digits, seed), digits.tobytes(), str(seed).encode())[:, None]
+
+
+def drawing_set(kind: str, count: int, seed: int) -> tuple[torch.Tensor, list[str]]:
+    """``count`` drawings made in code, (N, 1, 28, 28), and what each is: non-digits ("family/kind") or stroke digits
+    (their digit)."""
+    if kind == "non-digits":
+        names = [name for name, _ in sketches.non_digit_kinds()]
+        make = lambda: sketches.non_digit_drawings(count, seed)[0]  # noqa: E731
+    else:
+        names = [str(digit) for digit, _ in sketches.digit_ways()]
+        make = lambda: sketches.digit_drawings(count, seed)[0]  # noqa: E731
+    images = cached(kind, make, f"{count} {seed}".encode())
+    return images[:, None], [names[i % len(names)] for i in range(count)]
+
+
+def split_photos(names: list[str]) -> np.ndarray:
+    """Which outside photos the rule is chosen on (True) and which it is reported on: every other source photo, with
+    its quarters, by name; every other face."""
+    sources = sorted({n.split("#")[0] for n in names if "#face" not in n})
+    choose = set(sources[::2])
+    return np.array([int(n.split("#face")[1]) % 2 == 1 if "#face" in n else n.split("#")[0] in choose for n in names])
+
+
+@dataclasses.dataclass(frozen=True)
+class ImageSets:
+    """What a model makes of every set the candidates are fitted and measured on."""
+
+    train: Outputs  # the class means and covariances are fitted on these
+    train_labels: torch.Tensor
+    fit: Outputs  # the threshold is set on these
+    familiar: dict[str, Outputs]  # the dataset's own, measured (the first: the goal's, with ``familiar_labels``)
+    familiar_labels: torch.Tensor
+    choose: Outputs  # outside images the rule is chosen on
+    report: Outputs  # outside images it is reported on
+    report_names: list[str]
+    outside: str  # what the outside images are, in words
+
+
+def image_sets(model: torch.nn.Module, dataset: str, data_dir: str | Path, fit_images: torch.Tensor,
+               measure: tuple[torch.Tensor, torch.Tensor]) -> ImageSets:
+    """Every set, for ``model`` of ``dataset`` with the calibration's fit images and measure images and labels."""
+    train_x, train_y = load_split(dataset, data_dir, "train")
+    pick = torch.randperm(len(train_x), generator=torch.Generator().manual_seed(SEEDS["train"]))[:TRAIN_IMAGES]
+    train_x, train_y = train_x[pick], train_y[pick]
+    run = lambda images: outputs(model, images)  # noqa: E731
+    if dataset == "mnist":
+        familiar = {"test digits written on the canvas": run(canvas_digits(measure[0], SEEDS["measure"])),
+                    "test digits as MNIST keeps them": run(measure[0]),
+                    "stroke digits": run(drawing_set("digits", STROKE_DIGITS, SEEDS["strokes"])[0])}
+        report, names = drawing_set("non-digits", DRAWINGS, SEEDS["report"])
+        train, fit_on = (run(canvas_digits(x, SEEDS[seed])) for x, seed in ((train_x, "train"), (fit_images, "fit")))
+        return ImageSets(train, train_y, fit_on, familiar, measure[1],
+                         run(drawing_set("non-digits", DRAWINGS, SEEDS["choose"])[0]), run(report), names,
+                         "non-digit drawings")
+    from vit_demo.data.outside_photos import outside_photos
+
+    pictures = outside_photos()
+    photos = torch.from_numpy(np.stack([preprocess.preprocess_photo(p) for _, p in pictures])).permute(0, 3, 1, 2)
+    chosen = torch.from_numpy(split_photos([name for name, _ in pictures]))
+    return ImageSets(run(train_x), train_y, run(fit_images), {"test photos": run(measure[0])}, measure[1],
+                     run(photos[chosen]), run(photos[~chosen]), [n for (n, _), c in zip(pictures, chosen) if not c],
+                     "outside photos")
+
+
+def _rate(flags: torch.Tensor) -> float:
+    return round(float(flags.double().mean()), 4) if len(flags) else 0.0
+
+
+def measure(sets: ImageSets, temperature: float, share: float) -> tuple[UnfamiliarRule, dict]:
+    """Fit every candidate, measure what each flags, and choose: (the rule, the report calibration.json keeps)."""
+    rows, rules = [], {}
+    for candidate in CANDIDATES:
+        fitted = fit(candidate, sets.train, sets.train_labels, sets.fit, temperature, share)
+        score, threshold = scorer(fitted, temperature)
+        familiar = {name: score(found) for name, found in sets.familiar.items()}
+        first, report = next(iter(familiar.values())), score(sets.report)
+        rows.append({"name": candidate.name, "page": candidate.page, "threshold": round(threshold, 6),
+                     "flagged": {name: _rate(s < threshold) for name, s in familiar.items()},
+                     "outside_flagged_choose": _rate(score(sets.choose) < threshold),
+                     "outside_flagged_report": _rate(report < threshold),
+                     "separation_auc": round(calibration.separation(first, report), 4)})
+        rules[candidate.name] = (fitted, first < threshold, report < threshold)
+    best = max((row for row in rows if row["page"]), key=lambda row: row["outside_flagged_choose"])
+    rule, flagged, caught = rules[best["name"]]
+    first = next(iter(sets.familiar.values()))
+    right = first.logits.argmax(1) == sets.familiar_labels
+    kinds: dict[str, list[bool]] = {}
+    for name, hit in zip(sets.report_names, caught.tolist()):
+        kinds.setdefault("faces" if "#face" in name else name.split("#quarter")[0], []).append(hit)
+    report = {"chosen": best["name"], "score": rule.score, "threshold": round(rule.threshold, 6),
+              "flagged_share_fitted": share, "train_images": len(sets.train_labels), "outside": sets.outside,
+              "familiar_images": {name: len(found.logits) for name, found in sets.familiar.items()},
+              "outside_images": {"choose": len(sets.choose.logits), "report": len(sets.report.logits)},
+              "accuracy_on_flagged": _rate(right[flagged]), "accuracy_on_the_rest": _rate(right[~flagged]),
+              "candidates": rows,
+              "report_by_kind": {kind: round(float(np.mean(hits)), 4) for kind, hits in kinds.items()}}
+    return rule, report

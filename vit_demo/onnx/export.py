@@ -1,0 +1,335 @@
+"""The model as an ONNX graph, for the page that runs it in the browser (onnxruntime-web, WebAssembly).
+
+Graph interface (``INTERFACE`` 1; ONNX opset ``OPSET``, 18):
+
+Inputs
+    ``image``          float32 (B, C, H, W), values in [0, 1]; B is dynamic (one image, or a batch).
+    ``heads_off``      float32 (L, H): a nonzero entry switches that head off (knockout), for every image of the
+                       batch; all zeros: the intact model. Nonzero, as ``heads.head_mask`` reads a mask.
+    ``mean_ablation``  float32 (1,): nonzero: a head switched off is replaced by its stored mean (the weights folder's
+                       ``head_means.safetensors``, baked into the graph as a constant; zeros where the folder has
+                       none for these weights, as for training snapshots); 0: by zeros.
+
+Outputs
+    ``logits``     float32 (B, K): the model's logits divided by the weights' temperature (calibration.py), so
+                   softmax(logits) is the probability the app shows.
+    ``attention``  float32 (B, L, H, T, T): every layer's and head's attention weights as the knockout leaves
+                   them (``heads.run(..., attention=True)`` under ``heads.switched_off``); token 0 is [CLS], token
+                   1 + i patch i in reading order.
+    ``lens``       float32 (B, L, T, K): the final norm and head applied to the residual stream after each block, at
+                   every token, raw (not divided by the temperature). Token 0 is [CLS]'s logit lens
+                   (``heads.logit_lens``); the softmax of tokens 1.. gives ``heads.lens_maps``.
+    ``features``   float32 (B, L, D): [CLS] after each block through the final norm (what the lens reads at [CLS],
+                   ``VisionTransformer.forward_features``), for the unfamiliar-image rule (interpret/unfamiliar.py).
+                   The model's graph and its snapshots' record their outputs in the metadata (``outputs``).
+
+The relevance graph (``RELEVANCE_FILE``, beside the model's) gives what the page cannot get from the first: the
+model's gradients. Inputs ``image`` (1, C, H, W), ``heads_off``, ``mean_ablation`` as above, and ``target`` float32
+(1, K), the one-hot of the class to explain; outputs ``logits`` (1, K) as above and ``relevance`` (1, N): each
+patch's class-specific relevance, ``explain.relevance_maps`` (Chefer et al., 2021) with the heads switched off.
+The backward pass is traced into plain operators (``make_fx`` over ``torch.autograd.grad``, as AOTAutograd builds a
+joint graph) and that graph exported: the ONNX runtime needs no autograd.
+
+The patching graphs (``PATCHING_FILES``: one for the heads, one for the residual stream) give two-image activation
+patching (Heimersheim & Nanda, 2024), ``heads.patching_grid``'s grids: vit_demo/onnx/patching.py says what they take
+and give.
+
+Knockout is that of ``heads.switched_off`` and ``heads.knockout``: a head's output, its attention-weighted values
+before the output projection, is replaced at every token. The graph goes through the model's own forward pass
+(``VisionTransformer.forward_edited``, the explicit attention path) with the replacement at the hook point
+``Attention.forward(replace=...)``: forward hooks, which heads/hooks.py uses, are not traced by exporters.
+
+Metadata (the model's ``metadata_props``, all strings): ``vit_demo.interface`` ("1"), ``exporter`` (this module's
+version, torch's, the exporter and opset), ``weights_file`` (relative to the weights folder) and ``weights_sha256``
+(its SHA-256: config.json's ``weights_sha256``, or the snapshot's in snapshots.json), ``head_means_sha256`` (of the
+head_means.safetensors baked in, or "none" for zeros), ``dataset``, ``classes`` (a JSON list), ``temperature``
+(repr of the float), ``epoch`` (snapshots only) and ``vit`` (the architecture, JSON); the patching graphs, which
+use neither head means nor temperature, have neither. ``stale_graphs`` reads them
+back to tell whether a folder's graphs match its weights.
+
+The exporter is torch.onnx.export's dynamo one (``dynamo=True``, needs onnxscript): the default since PyTorch 2.9,
+while the TorchScript one (``dynamo=False``) warns that it will be removed. It exports this model with a dynamic
+batch and matches PyTorch within about 1e-6 (tests/test_onnx_export.py). Its nodes carry the exporting machine's
+stack traces as metadata; they are stripped. Weights that are exact in float16 (training snapshots, kept as fp16,
+and the fp16 head means) are stored as float16 with a Cast to float32: the same numbers in half the bytes.
+
+References: PyTorch's "torch.onnx" documentation (``torch.onnx.export``, ``dynamic_shapes``); the ONNX operator
+specification (opset 18); onnxruntime-web for the page (the project's notes on running the model in the page).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import tempfile
+from pathlib import Path
+
+import numpy as np
+import onnx
+import torch
+from onnx import TensorProto, helper, numpy_helper
+from torch import nn
+
+from vit_demo.atomic import atomic_write
+from vit_demo.interpret import explain
+from vit_demo.interpret.heads import HEAD_MEANS_FILE, read_head_means
+from vit_demo.model import VisionTransformer
+from vit_demo.weights import (SNAPSHOTS_DIR, SNAPSHOTS_INDEX, WEIGHTS_FILE, load_snapshots, load_weights,
+                              read_weights_info, resolve_weights_folder)
+
+INTERFACE = "1"  # the graph interface above; a change the page must know about bumps it
+EXPORTER_VERSION = "1"  # this module's way of exporting (a change that alters the graphs' bytes bumps it)
+OPSET = 18  # LayerNormalization needs 17; 18 is the dynamo exporter's own default from torch 2.8 on
+MODEL_FILE = "model.onnx"  # in a weights folder, beside model.safetensors
+RELEVANCE_FILE = "relevance.onnx"  # beside it: the class-specific relevance, gradients traced in
+PATCHING_FILES = {"heads": "patching_heads.onnx", "residual": "patching_residual.onnx"}  # beside it: patching
+INPUTS = ("image", "heads_off", "mean_ablation")
+OUTPUTS = ("logits", "attention", "lens", "features")
+RELEVANCE_INPUTS = (*INPUTS, "target")
+RELEVANCE_OUTPUTS = ("logits", "relevance")
+
+
+class PageGraph(nn.Module):
+    """What the graph computes: the model with heads switched off, its attention and its logit lens.
+
+    ``means``: (L, H, T, Dh), the heads' mean outputs (None: zeros); ``temperature``: the calibration the logits
+    are divided by.
+    """
+
+    def __init__(self, model: VisionTransformer, means: torch.Tensor | None, temperature: float) -> None:
+        super().__init__()
+        c = model.config
+        self.model = model
+        if means is None:
+            means = torch.zeros(c.depth, c.heads, c.num_tokens, c.dim // c.heads)
+        self.register_buffer("means", means.float().contiguous())  # (L, H, T, Dh)
+        self.temperature = float(temperature)
+
+    def edited(self, image: torch.Tensor, heads_off: torch.Tensor, mean_ablation: torch.Tensor):
+        """The model's forward pass with the heads ``heads_off`` replaced by their means or zeros: logits (B, K),
+        L x (B, H, T, T) attention, L x (B, T, D) residual stream."""
+        off = (heads_off != 0)[None]  # (1, L, H) bool
+        values = (self.means * (mean_ablation != 0).to(self.means.dtype))[None]  # (1, L, H, T, Dh): means or zeros
+        return self.model.forward_edited(image, off, values)
+
+    def forward(self, image: torch.Tensor, heads_off: torch.Tensor,
+                mean_ablation: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor, torch.Tensor]:
+        logits, attentions, stream = self.edited(image, heads_off, mean_ablation)  # (B, K), L x (B, H, T, T), ...
+        normed = self.model.norm(torch.stack(stream, 1))  # (B, L, T, D)
+        lens = self.model.head(normed)  # (B, L, T, K): forward_head of every token
+        # (B, K), (B, L, H, T, T), (B, L, T, K), (B, L, D)
+        return logits / self.temperature, torch.stack(attentions, 1), lens, normed[:, :, 0]
+
+    def relevance(self, image: torch.Tensor, heads_off: torch.Tensor, mean_ablation: torch.Tensor,
+                  target: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+        """Calibrated logits (B, K) and each patch's relevance for the class ``target`` (B, K) one-hot, (B, N), as
+        ``explain.relevance_forward`` computes it."""
+        with torch.enable_grad():
+            x = image.detach().requires_grad_(True)  # the graph starts at the image, as relevance_forward's
+            logits, attentions, _ = self.edited(x, heads_off, mean_ablation)
+            gradients = torch.autograd.grad((logits * target).sum(), attentions)  # L x (B, H, T, T)
+        return logits.detach() / self.temperature, explain.accumulate_relevance(attentions, gradients)[:, 1:]
+
+
+def exporter_name() -> str:
+    return f"vit_demo.onnx.export {EXPORTER_VERSION}; torch {torch.__version__} dynamo exporter; opset {OPSET}"
+
+
+def to_onnx(model: VisionTransformer, means: torch.Tensor | None, temperature: float,
+            metadata: dict[str, str]) -> onnx.ModelProto:
+    """Export ``model`` (eval mode, on the CPU) as the graph described above, with ``metadata`` in its
+    metadata_props (``vit_demo.interface`` and ``exporter`` are added)."""
+    c = model.config
+    graph = PageGraph(model.cpu().eval(), means, temperature).eval()
+    example = (torch.rand(2, c.in_channels, c.image_size, c.image_size),  # a batch of 2: B stays symbolic
+               torch.zeros(c.depth, c.heads), torch.ones(1))
+    with tempfile.TemporaryDirectory() as tmp, torch.no_grad():
+        program = torch.onnx.export(
+            graph, example, dynamo=True, opset_version=OPSET, input_names=list(INPUTS), output_names=list(OUTPUTS),
+            dynamic_shapes=({0: torch.export.Dim("batch")}, None, None), external_data=False, optimize=True,
+            verbose=False, artifacts_dir=tmp)
+        proto = program.model_proto
+    return finish(proto, metadata)
+
+
+class _Traced(nn.Module):
+    """A traced function (an FX graph of plain operators) as a module, for the exporter."""
+
+    def __init__(self, traced: nn.Module) -> None:
+        super().__init__()
+        self.traced = traced
+
+    def forward(self, *inputs: torch.Tensor):
+        return self.traced(*inputs)
+
+
+def relevance_onnx(model: VisionTransformer, means: torch.Tensor | None, temperature: float,
+                   metadata: dict[str, str]) -> onnx.ModelProto:
+    """Export the relevance graph described above for one image (its backward pass traced by ``make_fx``)."""
+    from torch.fx.experimental.proxy_tensor import make_fx
+
+    c = model.config
+    graph = PageGraph(model.cpu().eval(), means, temperature).eval()
+    example = (torch.rand(1, c.in_channels, c.image_size, c.image_size), torch.zeros(c.depth, c.heads), torch.ones(1),
+               torch.nn.functional.one_hot(torch.tensor([0]), c.num_classes).float())
+    def relevance(image, heads_off, mean_ablation, target):  # a plain function: make_fx reads its arguments
+        return graph.relevance(image, heads_off, mean_ablation, target)
+
+    traced = make_fx(relevance)(*example)  # forward and backward, as aten operators
+    with tempfile.TemporaryDirectory() as tmp:
+        program = torch.onnx.export(
+            _Traced(traced).eval(), example, dynamo=True, opset_version=OPSET, input_names=list(RELEVANCE_INPUTS),
+            output_names=list(RELEVANCE_OUTPUTS), external_data=False, optimize=True, verbose=False,
+            artifacts_dir=tmp)
+        proto = program.model_proto
+    return finish(proto, metadata)
+
+
+def finish(proto: onnx.ModelProto, metadata: dict[str, str]) -> onnx.ModelProto:
+    _strip_provenance(proto)
+    _store_exact_halves(proto)
+    onnx.helper.set_model_props(proto, {"vit_demo.interface": INTERFACE, "exporter": exporter_name(), **metadata})
+    onnx.checker.check_model(proto)
+    return proto
+
+
+def _strip_provenance(proto: onnx.ModelProto) -> None:
+    """Drop what the exporter notes on each node (the exporting machine's stack traces, FX node names) and in doc
+    strings: not needed to run the graph, and they hold local paths."""
+    proto.doc_string = ""
+    proto.graph.doc_string = ""
+    for node in proto.graph.node:
+        del node.metadata_props[:]
+        node.doc_string = ""
+    for function in proto.functions:
+        for node in function.node:
+            del node.metadata_props[:]
+            node.doc_string = ""
+    for info in (*proto.graph.input, *proto.graph.output, *proto.graph.value_info):
+        del info.metadata_props[:]
+        info.doc_string = ""
+    del proto.graph.metadata_props[:]
+    for tensor in proto.graph.initializer:
+        del tensor.metadata_props[:]
+
+
+def _store_exact_halves(proto: onnx.ModelProto) -> None:
+    """Store each float32 initializer that float16 holds exactly as float16, read back through a Cast to float32
+    placed first in the graph: the graph computes with the very same numbers."""
+    casts = []
+    for index, tensor in enumerate(proto.graph.initializer):
+        if tensor.data_type != TensorProto.FLOAT:
+            continue
+        values = numpy_helper.to_array(tensor)
+        halves = values.astype(np.float16)
+        if values.size < 16 or not np.array_equal(halves.astype(np.float32), values):
+            continue
+        name = tensor.name
+        stored = numpy_helper.from_array(halves, f"{name}.fp16")
+        casts.append(helper.make_node("Cast", [stored.name], [name], to=TensorProto.FLOAT, name=f"{name}.to_fp32"))
+        proto.graph.initializer[index].CopyFrom(stored)  # ``tensor`` is this very message: read it before
+    for node in reversed(casts):
+        proto.graph.node.insert(0, node)
+
+
+def _sha256(path: Path) -> str:
+    return hashlib.sha256(path.read_bytes()).hexdigest()
+
+
+def _save(proto: onnx.ModelProto, path: Path) -> int:
+    blob = proto.SerializeToString()
+    path.parent.mkdir(parents=True, exist_ok=True)
+    atomic_write(path, lambda f: f.write(blob))
+    return len(blob)
+
+
+def expected_metadata(folder: str | Path) -> dict[str, dict[str, str]]:
+    """What each graph of a weights folder should say about the weights it was exported from: {path relative to the
+    folder: metadata}, for ``MODEL_FILE``, ``RELEVANCE_FILE``, the ``PATCHING_FILES`` and each snapshot listed in
+    snapshots.json. Checks nothing itself."""
+    folder = resolve_weights_folder(folder)
+    info, checksum = read_weights_info(folder)
+    common = {"dataset": info.dataset.name, "classes": json.dumps(list(info.dataset.classes)),
+              "vit": json.dumps(info.config.to_dict(), separators=(",", ":"))}
+    means_file = folder / HEAD_MEANS_FILE
+    model = VisionTransformer(info.config)
+    means_sha = _sha256(means_file) if read_head_means(folder, model) is not None else "none"
+    trained = {"weights_file": WEIGHTS_FILE, "weights_sha256": checksum, "head_means_sha256": means_sha,
+               "temperature": repr(info.temperature), **common}
+    expected = {MODEL_FILE: {**trained, "outputs": ",".join(OUTPUTS)}, RELEVANCE_FILE: trained}
+    for name in PATCHING_FILES.values():  # raw logits, nothing ablated: no temperature, no head means
+        expected[name] = {"weights_file": WEIGHTS_FILE, "weights_sha256": checksum, **common}
+    index = folder / SNAPSHOTS_INDEX
+    if index.is_file():
+        for entry in json.loads(index.read_text(encoding="utf-8")):
+            name = Path(entry["file"]).with_suffix(".onnx").as_posix()
+            expected[name] = {"weights_file": entry["file"], "weights_sha256": entry["sha256"],
+                              "head_means_sha256": "none", "temperature": repr(float(entry.get("temperature", 1.0))),
+                              "epoch": str(entry["epoch"]), "outputs": ",".join(OUTPUTS), **common}
+    return expected
+
+
+def read_metadata(path: str | Path) -> dict[str, str]:
+    """An ONNX file's metadata_props as a dict."""
+    proto = onnx.load(str(path), load_external_data=False)
+    return {prop.key: prop.value for prop in proto.metadata_props}
+
+
+def stale_graphs(folder: str | Path) -> list[str]:
+    """Why a weights folder's graphs are not in sync with its weights: one line per graph that is missing, or whose
+    metadata names other weights, head means, temperature, classes or architecture, or another interface. Empty:
+    every graph matches (a folder that has no graphs at all lists each as missing)."""
+    folder = resolve_weights_folder(folder)
+    problems = []
+    for name, expected in expected_metadata(folder).items():
+        path = folder / name
+        if not path.is_file():
+            problems.append(f"{name}: missing")
+            continue
+        found = read_metadata(path)
+        if found.get("vit_demo.interface") != INTERFACE:
+            problems.append(f"{name}: interface {found.get('vit_demo.interface')}, not {INTERFACE}")
+        for key, value in expected.items():
+            if found.get(key) != value:
+                problems.append(f"{name}: {key} is {found.get(key)!r}, the weights' is {value!r}")
+    return problems
+
+
+def write_onnx(folder: str | Path) -> list[dict]:
+    """Write a weights folder's graphs: ``model.onnx`` and ``relevance.onnx`` beside its weights (with its head means
+    and temperature), the ``PATCHING_FILES`` (vit_demo/onnx/patching.py), and
+    ``snapshots/epoch-XXXX.onnx`` for each snapshot in snapshots.json (its own temperature, zeros for the means).
+    Snapshot graphs no longer listed there are removed. Returns one record per file: its path (as users see it),
+    bytes, and what it was exported from."""
+    from vit_demo.onnx.patching import patching_onnx  # it builds on this module
+    from vit_demo.weights import shown_path
+
+    folder = resolve_weights_folder(folder)
+    info, model = load_weights(folder, "cpu")
+    expected = expected_metadata(folder)
+    records = []
+
+    def write(name: str, model: VisionTransformer, means: torch.Tensor | None, temperature: float,
+              export=to_onnx) -> None:
+        path = folder / name
+        size = _save(export(model, means, temperature, expected[name]), path)
+        record = {"file": str(shown_path(path)), "bytes": size, "weights": expected[name]["weights_file"]}
+        if "temperature" in expected[name]:
+            record.update(temperature=temperature,
+                          ablation="zeros" if expected[name]["head_means_sha256"] == "none" else "mean")
+        records.append(record)
+
+    means = read_head_means(folder, model)
+    write(MODEL_FILE, model, means, info.temperature)
+    write(RELEVANCE_FILE, model, means, info.temperature, relevance_onnx)
+    for kind, name in PATCHING_FILES.items():
+        write(name, model, None, info.temperature,
+              lambda model, _means, _temperature, metadata, kind=kind: patching_onnx(model, kind, metadata))
+    snapshots = load_snapshots(folder, "cpu")
+    for snapshot in snapshots:
+        write(f"{SNAPSHOTS_DIR}/epoch-{snapshot.epoch:04d}.onnx", snapshot.model, None, snapshot.temperature)
+    for path in sorted((folder / SNAPSHOTS_DIR).glob("epoch-*.onnx")):
+        if f"{SNAPSHOTS_DIR}/{path.name}" not in expected:
+            path.unlink()
+            records.append({"file": str(shown_path(path)), "removed": "its snapshot is not in snapshots.json"})
+    return records

@@ -1,0 +1,3 @@
+"""Making a weights folder: the recipes (``recipes``, read by the app too, without the trainer), the training loop
+behind ``train.py`` (``loop``), accuracy on a labelled set (``evaluation``), and the calibration fitted and recorded
+at the end of a run (``calibrate``)."""
