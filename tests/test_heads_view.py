@@ -64,7 +64,7 @@ def test_a_head_off_moves_the_logit_difference_as_heads_knockout_says(three, mod
     assert reply["logit_diff"]["ablated"] == pytest.approx(float(expected.ablated_logit_diff[0]), abs=1e-4)
     assert reply["logit_diff"]["ablated"] != pytest.approx(reply["logit_diff"]["intact"], abs=1e-3)
     assert reply["predicted"] == "3" and reply["runner_up"] == clf.classes[int(expected.runner_up[0])]
-    assert "5 of 24 heads off" in reply["info"] and f"{mode}-ablation" in reply["info"]
+    assert "5 of 24 heads off" in reply["info"] and f"replaced by {mode}s" in reply["info"]
     # The ablated run's maps: a head's output first changes the attention of the layer after it.
     maps = levels(reply["maps"], (6, 5, 7, 7))
     intact = page_numbers.quantise(page_numbers.grid_maps(three.attention))
