@@ -14,7 +14,6 @@ import pytest
 
 from conftest import HAS_SHARED_CIFAR, REPO, SHARED_DATA, mnist_test_digits, node_major
 from vit_demo.app import explanation_view, page_model, page_numbers
-from vit_demo.app.service import classifier
 from vit_demo.interpret import faithfulness
 from vit_demo.interpret.faithfulness import STEPS, Curves
 

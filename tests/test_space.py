@@ -6,7 +6,6 @@ import http.server
 import importlib.util
 import json
 import os
-import shutil
 import subprocess
 import threading
 import urllib.parse

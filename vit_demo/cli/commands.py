@@ -1,0 +1,213 @@
+"""What each command of ``python -m vit_demo`` runs (``vit_demo/cli/__init__.py`` builds the parser): the same
+functions as the app, their results as JSON records."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+import time
+from collections.abc import Sequence
+from pathlib import Path
+
+import numpy as np
+import torch
+
+from vit_demo.atomic import atomic_write
+from vit_demo.classifier import Classifier, load_model
+from vit_demo.data.datasets import DatasetNotFound, load_split, spread
+from vit_demo.data.preprocess import InputError
+from vit_demo.device import resolve_device
+from vit_demo.interpret import explain, heads
+from vit_demo.interpret.faithfulness import MAP_KINDS, faithfulness
+from vit_demo.interpret.inside import ATTENTION_DISTANCE_FILE, write_attention_distance
+from vit_demo.pictures import slides
+from vit_demo.training.calibrate import calibrate
+from vit_demo.training.evaluation import evaluate
+from vit_demo.weights import CALIBRATION_FILE, resolve_weights_folder, shown_path
+
+
+def predict_files(classifier: Classifier, files: Sequence[str], top: int, batch_size: int) -> int:
+    """Print one JSON line per file, in order; return how many files could not be classified."""
+    failures = 0
+    for start in range(0, len(files), batch_size):
+        chunk = files[start : start + batch_size]
+        records: list[dict] = []
+        inputs = []
+        for name in chunk:
+            try:
+                inputs.append(classifier.preprocess(name))
+                records.append({"file": name})
+            except InputError as exc:
+                records.append({"file": name, "error": str(exc)})
+                failures += 1
+        predictions = iter(classifier.predict_preprocessed(inputs, attention=False) if inputs else [])
+        for record in records:
+            if "error" not in record:
+                p = next(predictions)
+                record.update(label=p.label, confidence=round(p.confidence, 6),
+                              top=[[label, round(prob, 6)] for label, prob in p.top(top)], unfamiliar=p.unfamiliar)
+            print(json.dumps(record), flush=False)
+        sys.stdout.flush()
+    return failures
+
+
+def model_and_split(args: argparse.Namespace, limit: int | None) -> tuple[Classifier, torch.Tensor, torch.Tensor]:
+    """The model ``args.model`` and the first ``limit`` (None: all) images and labels of its dataset's split."""
+    classifier = load_model(args.model, args.device)
+    images, labels = load_split(classifier.info.dataset.name, args.data_dir, args.split)
+    return classifier, images[:limit], labels[:limit]
+
+
+def run_evaluate(args: argparse.Namespace) -> dict:
+    classifier, images, labels = model_and_split(args, args.limit)
+    dataset = classifier.info.dataset.name
+    started = time.perf_counter()
+    _, correct, n = evaluate(classifier.model, images, labels, args.batch_size)
+    return {"model": args.model, "dataset": dataset, "split": args.split, "n": n, "correct": correct,
+            "accuracy": correct / n, "seconds": round(time.perf_counter() - started, 2),
+            "device": str(classifier.device)}
+
+
+def run_faithfulness(args: argparse.Namespace) -> list[dict]:
+    """One record per kind of map: mean deletion and insertion AUC over the first ``args.n`` images."""
+    classifier, images, _ = model_and_split(args, args.n)
+    dataset = classifier.info.dataset.name
+    sums = {kind: [0.0, 0.0] for kind in MAP_KINDS}
+    for index, start in enumerate(range(0, len(images), args.batch_size)):
+        x = images[start : start + args.batch_size].to(classifier.device).float().div_(255)  # (B, C, H, W)
+        for kind, result in faithfulness(classifier.model, x, dataset, seed=index,
+                                         temperature=classifier.temperature).items():
+            sums[kind][0] += float(result.deletion_auc.sum())
+            sums[kind][1] += float(result.insertion_auc.sum())
+    return [{"method": kind, "model": args.model, "n": len(images), "deletion_auc": round(deletion / len(images), 4),
+             "insertion_auc": round(insertion / len(images), 4)} for kind, (deletion, insertion) in sums.items()]
+
+
+def run_calibrate(args: argparse.Namespace) -> dict:
+    """Fit and record the model's calibration; return the report, less its reliability bins."""
+    folder = resolve_weights_folder(args.model)
+    report = calibrate(folder, args.data_dir, resolve_device(args.device))
+    summary = {key: value for key, value in report.items() if key not in ("before", "after")}
+    for when in ("before", "after"):
+        summary[when] = {key: report[when][key] for key in ("ece", "nll", "accuracy_overall")}
+    return {"model": args.model, "file": str(shown_path(folder / CALIBRATION_FILE)), **summary}
+
+
+def run_inside(args: argparse.Namespace) -> dict:
+    """Write ``attention_distance.json`` into the model's weights folder; return what was written."""
+    classifier, images, _ = model_and_split(args, args.n)
+    distance = write_attention_distance(classifier.info.folder, classifier.model, images, args.split)
+    return {"model": args.model, "file": str(shown_path(classifier.info.folder / ATTENTION_DISTANCE_FILE)),
+            "images": len(images), "mean_attention_distance_px": np.round(distance.astype(float), 2).tolist()}
+
+
+def heads_split(args: argparse.Namespace, split: str) -> tuple[Classifier, torch.Tensor, torch.Tensor]:
+    """The model and its dataset's ``split`` (never downloaded: these commands study a model on data it knows)."""
+    if not Path(args.data_dir).is_dir():
+        raise DatasetNotFound(f"--data-dir {args.data_dir}: no such folder")
+    classifier = load_model(args.model, args.device)
+    images, labels = load_split(classifier.info.dataset.name, args.data_dir, split, download=False)
+    return classifier, images, labels
+
+
+def ablation_means(args: argparse.Namespace, classifier: Classifier) -> torch.Tensor:
+    """The weights folder's head means; where it has none, computed for this run from training images (saying so)."""
+    means = heads.read_head_means(classifier.info.folder, classifier.model)
+    if means is None:
+        print(f"note: {shown_path(classifier.info.folder)} has no {heads.HEAD_MEANS_FILE} for these weights; the "
+              f"means are computed for this run (keep them: python -m vit_demo head-means --model {args.model} "
+              f"--data-dir {args.data_dir})", file=sys.stderr)
+        train, _ = load_split(classifier.info.dataset.name, args.data_dir, "train", download=False)
+        means = heads.head_means(classifier.model, heads.mean_sample(train)).half().float()  # as the file keeps them
+    return means
+
+
+def every_kth(args: argparse.Namespace) -> tuple[Classifier, torch.Tensor, torch.Tensor]:
+    """The heads' commands' images: every ``args.every``-th of the split, ``args.n`` of them, and their labels."""
+    classifier, images, labels = heads_split(args, args.split)
+    return classifier, images[:: args.every][: args.n], labels[:: args.every][: args.n]
+
+
+def run_heads(args: argparse.Namespace) -> list[dict]:
+    """The baseline, each head's accuracy when it alone is ablated and its importance, and the pruning curves."""
+    classifier, images, labels = every_kth(args)
+    model = classifier.model
+    means = ablation_means(args, classifier) if args.ablation == "mean" else None
+    report = heads.heads_report(model, images, labels, means, args.batch_size)
+    records = [{"baseline": report["baseline"], "n": len(images)}]
+    for (layer, head), value in np.ndenumerate(report["accuracy"].numpy()):
+        records.append({"layer": layer + 1, "head": head + 1, "accuracy": float(value),
+                        "importance": float(f"{report['importance'][layer, head]:.6g}")})
+    records += [{"order": order, "curve": [round(value, 6) for value in curve]}
+                for order, curve in report["curves"].items()]
+    return records
+
+
+def run_lens(args: argparse.Namespace) -> list[dict]:
+    """The accuracy of [CLS] read through the final norm and head after each layer."""
+    classifier, images, labels = every_kth(args)
+    accuracies = heads.lens_accuracy(classifier.model, images, labels, args.batch_size)
+    return [{"layer": layer, "accuracy": value} for layer, value in enumerate(accuracies, 1)]
+
+
+def run_head_means(args: argparse.Namespace) -> dict:
+    """Write the weights folder's head means; return what was written."""
+    classifier, images, _ = heads_split(args, "train")
+    picked = heads.mean_sample(images)
+    heads.write_head_means(classifier.info.folder, classifier.model, picked)
+    path = classifier.info.folder / heads.HEAD_MEANS_FILE
+    return {"model": args.model, "file": str(shown_path(path)), "split": "train", "images": len(picked),
+            "bytes": path.stat().st_size}
+
+
+def run_head_importance(args: argparse.Namespace) -> dict:
+    """Write the weights folder's head importance and pruning curves; return a summary of what was written."""
+    classifier, images, labels = heads_split(args, args.split)
+    picked = spread(args.n, len(images))
+    record = heads.write_head_importance(classifier.info.folder, classifier.model, images[picked], labels[picked],
+                                         ablation_means(args, classifier), args.split, args.batch_size)
+    return {"model": args.model, "file": str(shown_path(classifier.info.folder / heads.HEAD_IMPORTANCE_FILE)),
+            "split": args.split, "images": record["images"], "baseline": record["baseline"],
+            "ablation": record["ablation"]}
+
+
+def run_onnx(args: argparse.Namespace) -> list[dict]:
+    """Write each model's ONNX graphs; one record per file written."""
+    from vit_demo.onnx.export import write_onnx  # imports onnx and the exporter: only for this command
+
+    records = []
+    for name in args.model or ["mnist", "cifar10"]:
+        records += [{"model": name, **record} for record in write_onnx(name)]
+    return records
+
+
+def run_export(args: argparse.Namespace) -> dict:
+    """Write one view of ``args.file`` for a slide; return what was written."""
+    classifier = load_model(args.model, args.device)
+    layers, heads = classifier.model.config.depth, classifier.model.config.heads
+    layer = layers if args.layer is None else args.layer
+    if not 1 <= layer <= layers:
+        raise ValueError(f"--layer must be 1 to {layers}")
+    head = None  # the mean over heads
+    if args.head != "mean":
+        if not args.head.isdigit() or not 1 <= int(args.head) <= heads:
+            raise ValueError(f"--head must be 1 to {heads}, or mean")
+        head = int(args.head) - 1
+    image = classifier.preprocess(args.file)
+    prediction = classifier.predict_preprocessed([image], relevance_for=[args.label])[0]
+    patches = explain.grid_size(prediction.attention) ** 2
+    patch = (explain.first_query_patch(explain.attention_rollout(prediction.attention)) if args.patch is None
+             else args.patch)
+    if not 0 <= patch < patches:
+        raise ValueError(f"--patch must be 0 to {patches - 1}")
+    name = slides.slide_name(classifier.info.dataset.name, prediction.label, args.view, layer - 1, head,
+                             prediction.relevance_label, patch)
+    if args.view == slides.LAYERS_GIF:
+        data = slides.layers_gif(prediction.input, prediction.attention, head)
+    else:
+        data = slides.png_bytes(slides.view_slide(args.view, prediction.input, prediction.attention, layer - 1, head,
+                                                  prediction.relevance, patch, args.width))
+    out = Path(args.out or name)
+    atomic_write(out, lambda f: f.write(data))
+    return {"file": args.file, "label": prediction.label, "view": args.view, "out": str(out), "bytes": len(data)}
