@@ -97,12 +97,13 @@ def png_data_url(picture: Image.Image) -> str:
     return "data:image/png;base64," + base64.b64encode(processing_utils.encode_pil_to_bytes(picture, "png")).decode()
 
 
-def colour_scale(low: str = "none", high: str = "most (each map's own maximum)") -> str:
-    """HTML: the colour map of every overlay as a bar, from ``low`` to ``high`` (by default: none to the most, each
-    map scaled to its own maximum)."""
-    table = render.colormap("inferno")  # (256, 3)
+def colour_scale(low: str = "none", high: str = "most (each map's own maximum)", cmap: str = render.HEAT,
+                 classes: str = "vd-scale") -> str:
+    """HTML: a colour scale (by default every overlay's) as a bar, from ``low`` to ``high`` (by default: none to the
+    most, each map scaled to its own maximum)."""
+    table = render.colormap(cmap)  # (256, 3)
     stops = ", ".join(f"rgb{tuple(int(v) for v in table[round(255 * i / 8)])} {100 * i / 8:g}%" for i in range(9))
-    return (f'<div class="vd-scale" aria-hidden="true"><span>{html.escape(low)}</span>'
+    return (f'<div class="{classes}" aria-hidden="true"><span>{html.escape(low)}</span>'
             f'<span class="vd-scale-bar" style="background: linear-gradient(to right, {stops})"></span>'
             f"<span>{html.escape(high, quote=False)}</span></div>")
 

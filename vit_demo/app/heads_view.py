@@ -19,6 +19,7 @@ A pen stroke's answer is untouched: none of this is computed until the page asks
 
 from __future__ import annotations
 
+import base64
 import html
 import json
 import threading
@@ -37,6 +38,7 @@ from vit_demo.app.zerogpu import model_work
 from vit_demo.interpret import explain, heads
 from vit_demo.interpret.calibration import probabilities
 from vit_demo.model import ViTConfig
+from vit_demo.pictures import render
 from vit_demo.weights import WeightsError
 
 HEADS_CSS = (ASSETS / "heads_view.css").read_text(encoding="utf-8")
@@ -221,9 +223,7 @@ PATCHING_HOW = ("**How to read it:** each square is one part of the model copied
 def diverging_scale() -> str:
     """HTML: the patching grids' colour scale, from -1 (blue) through 0 (white, the corrupt run) to 1 (red, the
     clean run); values beyond are drawn as the ends."""
-    return ('<div class="vd-scale vd-diverging" aria-hidden="true"><span>−1</span><span class="vd-scale-bar" '
-            'style="background: linear-gradient(to right, rgb(33,102,172), rgb(255,255,255), rgb(178,24,43))">'
-            '</span><span>1 (clean)</span></div>')
+    return colour_scale("−1", "1 (clean)", render.DIVERGING, "vd-scale vd-diverging")
 
 
 def heads_html(prefix: str, view: str, template: str, ask: list[Callable[[dict], dict]], elem_id: str) -> gr.HTML:
@@ -293,7 +293,8 @@ def patching_template(config: ViTConfig) -> str:
     """The patching view's HTML: the two images kept (clean and corrupt), the status, the residual stream's button
     (where its grid doesn't come with the heads' at once: ``residual_at_once``), how to read it, and the grids."""
     return (
-        f'<div class="vd-patching" data-residual="{str(residual_at_once(config)).lower()}">'
+        f'<div class="vd-patching" data-residual="{str(residual_at_once(config)).lower()}" '
+        f'data-colours="{base64.b64encode(render.colormap(render.DIVERGING).tobytes()).decode()}">'
         '<div class="vd-patching-pair">'
         + "".join(f'<div class="vd-slot" data-slot="{slot}"><canvas class="vd-slot-image" width="96" height="96" '
                   f'role="img" aria-label="the {slot} image"></canvas><div><b>{slot.capitalize()}</b>'

@@ -64,7 +64,7 @@ def description(model: str, prompt: str, blank: str, address: Callable[[Path], s
         "height": config.image_size, "width": config.image_size, "channels": config.in_channels,
         "layers": config.depth, "heads": config.heads, "tokens": config.num_tokens, "grid": config.grid_size,
         "large": LARGE, "alpha": render.HEAT_ALPHA,
-        "colormap": base64.b64encode(render.colormap("inferno").astype("uint8").tobytes()).decode(),
+        "colormap": base64.b64encode(render.colormap(render.HEAT).astype("uint8").tobytes()).decode(),
         "graph": address(graph), "relevance": address(relevance),
         "patching": {kind: address(path) for kind, path in patching_files(model).items()},  # loaded when asked
         "snapshots": [{"graph": address(path), "note": page_numbers.caption_html(

@@ -108,5 +108,5 @@ def payload(image: np.ndarray, attention: np.ndarray, size: int, label: str, pat
         "size": size, "layers": maps.shape[0], "heads": maps.shape[1] - 1, "grid": maps.shape[-1],
         "height": image.shape[0], "width": image.shape[1], "channels": 1 if image.ndim == 2 else 3,
         "smooth": image.ndim == 3, "alpha": render.HEAT_ALPHA,
-        "image": image_text(image), "maps": _b64(maps), "colormap": _b64(render.colormap("inferno")),
+        "image": image_text(image), "maps": _b64(maps), "colormap": _b64(render.colormap(render.HEAT)),
     }

@@ -19,8 +19,15 @@ TEXT = (20, 20, 20)
 GRID_LINE = (0, 170, 255)
 
 
+# The house's two colour scales, each one matplotlib table here, sent to the page as it is (page_numbers, page_model,
+# the patching view's data-colours): how much (attention, relevance: none to the most) and which way (patching,
+# filter weights: -1 blue, 0 white, 1 red).
+HEAT = "inferno"
+DIVERGING = "RdBu_r"
+
+
 @functools.cache
-def colormap(name: str = "inferno") -> np.ndarray:
+def colormap(name: str = HEAT) -> np.ndarray:
     """A matplotlib colormap as a (256, 3) uint8 lookup table."""
     import matplotlib
 
@@ -84,7 +91,7 @@ def _blend_tables(name: str) -> np.ndarray:
     return np.trunc(blended).astype(np.uint8)  # (3, 256, 256)
 
 
-def overlays(image: np.ndarray, maps: np.ndarray, size: int, cmap: str = "inferno") -> list[Image.Image]:
+def overlays(image: np.ndarray, maps: np.ndarray, size: int, cmap: str = HEAT) -> list[Image.Image]:
     """Heatmaps over the image: (N, g, g) maps -> N pictures of size x size.
 
     Each map is scaled to its own maximum and upsampled smoothly; the image shows through underneath, the more the
@@ -102,7 +109,7 @@ def overlays(image: np.ndarray, maps: np.ndarray, size: int, cmap: str = "infern
     return pictures
 
 
-def overlay(image: np.ndarray, heatmap: np.ndarray, size: int = 336, cmap: str = "inferno") -> Image.Image:
+def overlay(image: np.ndarray, heatmap: np.ndarray, size: int = 336, cmap: str = HEAT) -> Image.Image:
     """One heatmap (g, g) over the image, as a size x size picture."""
     return overlays(image, heatmap[None], size, cmap)[0]
 
@@ -191,7 +198,7 @@ def attention_grid_thumb(heads: int, width: int) -> int:
     return thumb
 
 
-def attention_grid(image: np.ndarray, maps: np.ndarray, thumb: int = 96, cmap: str = "inferno") -> Image.Image:
+def attention_grid(image: np.ndarray, maps: np.ndarray, thumb: int = 96, cmap: str = HEAT) -> Image.Image:
     """One thumbnail per layer (rows) and head (columns), plus each layer's mean over heads (last column).
 
     ``maps``: (L, H, g, g), e.g. where [CLS] attends in every layer and head.
@@ -232,7 +239,7 @@ def filter_components(components: np.ndarray, share: np.ndarray, tile: int = 56)
     peaks = np.abs(components).max(axis=(1, 2, 3), keepdims=True).clip(1e-12)  # (K, 1, 1, 1)
     levels = _crisp_levels((components / peaks).reshape(K * C, p, p), -1, 1, tile)  # (K*C, tile, tile); 128 = 0
     if C == 1:
-        rgb = colormap("RdBu_r")[levels]  # (K, tile, tile, 3)
+        rgb = colormap(DIVERGING)[levels]  # (K, tile, tile, 3)
     else:
         rgb = levels.reshape(K, C, tile, tile).transpose(0, 2, 3, 1)  # (K, tile, tile, 3)
     rows = (K + _FILTER_COLUMNS - 1) // _FILTER_COLUMNS
@@ -247,7 +254,7 @@ def filter_components(components: np.ndarray, share: np.ndarray, tile: int = 56)
         draw.text((x + tile // 2, y + tile + _FILTER_LABEL // 2), f"{index + 1} · {percent}", fill=TEXT,
                   font=font(13), anchor="mm")
     if C == 1:
-        return with_colour_key(canvas, colormap("RdBu_r"), ("negative weight", "0", "positive weight"))
+        return with_colour_key(canvas, colormap(DIVERGING), ("negative weight", "0", "positive weight"))
     return with_colour_key(canvas, grey_ramp(), ("negative", "0", "positive, per colour"))
 
 

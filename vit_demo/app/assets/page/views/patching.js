@@ -5,10 +5,13 @@ import { decode } from "../picture.js";
 import { asking } from "../store.js";
 import { escape } from "../view.js";
 
-function diverging(value) {
-  // -1 blue, 0 white (the corrupt run), 1 red (the clean run); beyond, the ends.
-  const t = Math.max(-1, Math.min(1, value)), end = t >= 0 ? [178, 24, 43] : [33, 102, 172], a = Math.abs(t);
-  return `rgb(${end.map((c) => Math.round(255 + a * (c - 255))).join(",")})`;
+function diverging(table) {
+  // The house's diverging scale (render.DIVERGING: 256 RGB, the template's data-colours) as value -> CSS colour: -1
+  // blue, 0 white (the corrupt run), 1 red (the clean run); beyond, the ends.
+  return (value) => {
+    const at = Math.round((Math.max(-1, Math.min(1, value)) + 1) * 127.5) * 3;
+    return `rgb(${table[at]},${table[at + 1]},${table[at + 2]})`;
+  };
 }
 
 function drawKept(canvas, kept) {
@@ -29,7 +32,7 @@ function drawKept(canvas, kept) {
   context.drawImage(small, 0, 0, canvas.width, canvas.height);
 }
 
-function headsGrid(canvas, values) {
+function headsGrid(canvas, values, colour) {
   // (L, H) restored shares as a heatmap, each written in its cell; layers down, heads across.
   const L = values.length, H = values[0].length, left = 62, top = 20, w = 46, h = 26;
   canvas.width = left + H * w;
@@ -47,7 +50,7 @@ function headsGrid(canvas, values) {
     context.textAlign = "center";
     for (let head = 0; head < H; head++) {
       const value = values[layer][head], x = left + head * w, y = top + layer * h;
-      context.fillStyle = diverging(value);
+      context.fillStyle = colour(value);
       context.fillRect(x + 1, y + 1, w - 2, h - 2);
       context.fillStyle = Math.abs(value) > 0.6 ? "#fff" : "#111";
       context.fillText(Math.abs(value) < 0.005 ? "0.00" : value.toFixed(2), x + w / 2, y + h / 2); // no "-0.00"
@@ -55,7 +58,7 @@ function headsGrid(canvas, values) {
   }
 }
 
-function residualGrid(canvas, values, grid) {
+function residualGrid(canvas, values, grid, colour) {
   // (L, T) restored shares: per layer, [CLS] as a bar over the patches laid out as in the image.
   const L = values.length, cell = grid <= 7 ? 7 : 6, tile = grid * cell, gap = 8, top = 16, bar = 10;
   canvas.width = L * (tile + gap) - gap;
@@ -68,10 +71,10 @@ function residualGrid(canvas, values, grid) {
     const x = layer * (tile + gap), row = values[layer];
     context.fillStyle = "#444";
     context.fillText(`layer ${layer + 1}`, x + tile / 2, top / 2);
-    context.fillStyle = diverging(row[0]);
+    context.fillStyle = colour(row[0]);
     context.fillRect(x, top, tile, bar);
     for (let patch = 0; patch < grid * grid; patch++) {
-      context.fillStyle = diverging(row[1 + patch]);
+      context.fillStyle = colour(row[1 + patch]);
       context.fillRect(x + (patch % grid) * cell, top + bar + 2 + Math.floor(patch / grid) * cell, cell, cell);
     }
     context.strokeStyle = "#bbb";
@@ -105,7 +108,7 @@ function drawSlots(root, live) {
   }
 }
 
-function drawGrids(grids, reply) {
+function drawGrids(grids, reply, colour) {
   const [clean, corrupt] = reply.classes.map(escape);
   const directions = [["clean_into_corrupt", `Clean into corrupt: the ${corrupt}'s run, given one part of the ` +
                        `${clean}'s`], ["corrupt_into_clean", `Corrupt into clean: the ${clean}'s run, given one ` +
@@ -117,9 +120,9 @@ function drawGrids(grids, reply) {
     `aria-label="${title}: each position of the residual stream"></canvas>` : ""}</div>`).join("");
   for (const [name] of directions) {
     const block = grids.querySelector(`[data-direction="${name}"]`);
-    headsGrid(block.querySelector("canvas.vd-patch-heads"), reply[name].heads);
+    headsGrid(block.querySelector("canvas.vd-patch-heads"), reply[name].heads, colour);
     if (reply.residual) residualGrid(block.querySelector("canvas.vd-patch-residual"), reply[name].residual,
-                                     Math.round(Math.sqrt(reply[name].residual[0].length - 1)));
+                                     Math.round(Math.sqrt(reply[name].residual[0].length - 1)), colour);
   }
 }
 
@@ -150,7 +153,7 @@ export default {
       `clean image, <b>${reply.logit_diff.corrupt.toFixed(2)}</b> for the corrupt one (${took})` +
       (typeof asked === "string" ? `. ${escape(asked)}` : asked ? `. The residual stream: ${asking(live)}` : ".");
     more.hidden = reply.residual || asked === true;
-    drawGrids(grids, reply);
+    drawGrids(grids, reply, (root.colour ??= diverging(decode(root.dataset.colours))));
     root.dataset.drawn = `${pair}/${reply.residual}`;
   },
   setup(view) {
