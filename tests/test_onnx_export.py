@@ -17,7 +17,7 @@ from vit_demo.data.datasets import load_split
 from vit_demo.interpret import explain, heads
 from vit_demo.interpret.heads import HEAD_MEANS_FILE
 from vit_demo.onnx import patching
-from vit_demo.onnx.export import (INPUTS, INTERFACE, MODEL_FILE, OUTPUTS, PATCHING_FILES, RELEVANCE_FILE,
+from vit_demo.onnx.export import (INPUTS, INTERFACE, GRAPH_FILE, OUTPUTS, PATCHING_GRAPH_FILES, RELEVANCE_GRAPH_FILE,
                                   RELEVANCE_OUTPUTS, read_metadata, stale_graphs)
 from vit_demo.weights import CONFIG_FILE, WEIGHTS_FILE, WEIGHTS_ROOT, load_snapshots, load_weights, update_config
 
@@ -98,7 +98,7 @@ def max_diff(a, b) -> float:
 @pytest.mark.parametrize("name", SHIPPED)
 def test_graph_matches_pytorch_on_1000_real_test_images(name, shipped, sessions, images):
     info, model, _ = shipped[name]
-    session = sessions(info.folder / MODEL_FILE)
+    session = sessions(info.folder / GRAPH_FILE)
     x_all = images(name).float() / 255
     worst = {"logits": 0.0, "attention": 0.0, "features": 0.0}
     for x in x_all.split(BATCH):
@@ -133,7 +133,7 @@ def knockout_masks(model) -> dict[str, torch.Tensor]:
 def test_graph_switches_heads_off_as_heads_knockout_does(name, ablation, shipped, sessions, images):
     info, model, means = shipped[name]
     assert means is not None, f"{name} has no {HEAD_MEANS_FILE} for its weights"
-    session = sessions(info.folder / MODEL_FILE)
+    session = sessions(info.folder / GRAPH_FILE)
     x = images(name)[:: PARITY_IMAGES // 20].float() / 255  # 20 images, spread over CIFAR-10's classes
     for label, mask in knockout_masks(model).items():
         out = run_graph(session, x, mask, mean=ablation == "mean")
@@ -154,7 +154,7 @@ def test_graph_switches_heads_off_as_heads_knockout_does(name, ablation, shipped
 @pytest.mark.parametrize("name", SHIPPED)
 def test_graph_lens_is_heads_logit_lens_and_lens_maps(name, shipped, sessions, images):
     info, model, _ = shipped[name]
-    session = sessions(info.folder / MODEL_FILE)
+    session = sessions(info.folder / GRAPH_FILE)
     x = images(name)[:: PARITY_IMAGES // 50].float() / 255  # 50 images
     out = run_graph(session, x)
     lens = torch.from_numpy(out["lens"])  # (B, L, T, K), raw logits
@@ -209,7 +209,7 @@ def test_relevance_graph_matches_explain_on_100_real_test_images(name, shipped, 
     and for another, on 100 real test images (CIFAR-10's spread over its classes); and with heads switched off,
     against the relevance the app computes through heads.switched_off."""
     info, model, means = shipped[name]
-    session = sessions(info.folder / RELEVANCE_FILE)
+    session = sessions(info.folder / RELEVANCE_GRAPH_FILE)
     x = images(name)[:: PARITY_IMAGES // RELEVANCE_IMAGES].float() / 255  # (100, C, H, W)
     worst = 0.0
     for i in range(len(x)):
@@ -253,12 +253,12 @@ def test_patching_graphs_match_heads_patching_grid_on_real_pairs(name, shipped, 
     info, model, _ = shipped[name]
     x = images(name)[:: PARITY_IMAGES // 20].float() / 255  # 20 images, spread over CIFAR-10's classes
     K = info.config.num_classes
-    worst = {kind: 0.0 for kind in PATCHING_FILES}
+    worst = {kind: 0.0 for kind in PATCHING_GRAPH_FILES}
     for i, j in different_pairs(model, x, PATCHING_PAIRS):
         grid = heads.patching_grid(model, x[i], x[j])
         feeds = {"clean": x[i : i + 1].numpy(), "corrupt": x[j : j + 1].numpy(),
                  "classes": np.eye(K, dtype=np.float32)[list(grid["classes"])]}
-        for kind, file in PATCHING_FILES.items():
+        for kind, file in PATCHING_GRAPH_FILES.items():
             out = dict(zip(patching.OUTPUTS, sessions(info.folder / file).run(None, feeds)))
             expected = [grid["logit_diff"]["clean"], grid["logit_diff"]["corrupt"]]
             assert max_diff(out["logit_diff"], expected) <= LOGITS_TOL, (kind, i, j)
@@ -274,7 +274,7 @@ def test_patching_graphs_interface(name, shipped):
     info, _, _ = shipped[name]
     c = info.config
     shapes = {"heads": [c.depth, c.heads], "residual": [c.depth, c.num_tokens]}
-    for kind, file in PATCHING_FILES.items():
+    for kind, file in PATCHING_GRAPH_FILES.items():
         graph = onnx.load(str(info.folder / file)).graph
         dims = {value.name: [d.dim_param or d.dim_value for d in value.type.tensor_type.shape.dim]
                 for value in (*graph.input, *graph.output)}
@@ -295,7 +295,7 @@ def test_committed_graphs_are_in_sync_with_their_weights(name):
     assert stale_graphs(WEIGHTS_ROOT / name) == []
     folder = WEIGHTS_ROOT / name
     config = json.loads((folder / CONFIG_FILE).read_text())
-    metadata = read_metadata(folder / MODEL_FILE)
+    metadata = read_metadata(folder / GRAPH_FILE)
     assert metadata["weights_sha256"] == config["weights_sha256"]
     assert metadata["dataset"] == name and json.loads(metadata["classes"]) == config["classes"]
     assert float(metadata["temperature"]) == config["temperature"]
@@ -306,7 +306,7 @@ def test_committed_graphs_are_in_sync_with_their_weights(name):
 def test_graph_interface(name, shipped):
     info, _, _ = shipped[name]
     c = info.config
-    graph = onnx.load(str(info.folder / MODEL_FILE)).graph
+    graph = onnx.load(str(info.folder / GRAPH_FILE)).graph
     dtypes = {value.name: value.type.tensor_type.elem_type for value in (*graph.input, *graph.output)}
     assert [value.name for value in graph.input] == list(INPUTS)
     assert [value.name for value in graph.output] == list(OUTPUTS)
@@ -323,27 +323,27 @@ def test_graph_interface(name, shipped):
     T, K = c.num_tokens, c.num_classes
     assert [dims(value) for value in graph.output] == [[batch, K], [batch, c.depth, c.heads, T, T],
                                                         [batch, c.depth, T, K], [batch, c.depth, c.dim]]
-    opset = {entry.domain: entry.version for entry in onnx.load(str(info.folder / MODEL_FILE)).opset_import}
+    opset = {entry.domain: entry.version for entry in onnx.load(str(info.folder / GRAPH_FILE)).opset_import}
     assert opset[""] >= 17
-    model = onnx.load(str(info.folder / MODEL_FILE))
+    model = onnx.load(str(info.folder / GRAPH_FILE))
     assert not any(node.metadata_props for node in model.graph.node)  # the exporter's stack traces are stripped
-    assert str(REPO).encode() not in (info.folder / MODEL_FILE).read_bytes()
+    assert str(REPO).encode() not in (info.folder / GRAPH_FILE).read_bytes()
 
 
 def test_a_stale_graph_is_told_apart(tmp_path):
     folder = tmp_path / "mnist"
     folder.mkdir()
-    for file in (CONFIG_FILE, WEIGHTS_FILE, HEAD_MEANS_FILE, MODEL_FILE, RELEVANCE_FILE, *PATCHING_FILES.values()):
+    for file in (CONFIG_FILE, WEIGHTS_FILE, HEAD_MEANS_FILE, GRAPH_FILE, RELEVANCE_GRAPH_FILE, *PATCHING_GRAPH_FILES.values()):
         shutil.copy(WEIGHTS_ROOT / "mnist" / file, folder / file)
     assert stale_graphs(folder) == []
     update_config(folder, temperature=0.75)
     assert stale_graphs(folder) == [f"{name}: temperature is '0.524881', the weights' is '0.75'"
-                                    for name in (MODEL_FILE, RELEVANCE_FILE)]
+                                    for name in (GRAPH_FILE, RELEVANCE_GRAPH_FILE)]
     (folder / HEAD_MEANS_FILE).unlink()  # now the graph's means belong to no file: zeros were expected
     problems = stale_graphs(folder)
     assert len(problems) == 4 and "head_means_sha256" in problems[0] and "temperature" in problems[1]
     update_config(folder, weights_sha256="0" * 64)  # other weights: every graph, the patching graphs too
     assert {problem.split(":")[0] for problem in stale_graphs(folder)} == {
-        MODEL_FILE, RELEVANCE_FILE, *PATCHING_FILES.values()}
-    (folder / MODEL_FILE).unlink()
+        GRAPH_FILE, RELEVANCE_GRAPH_FILE, *PATCHING_GRAPH_FILES.values()}
+    (folder / GRAPH_FILE).unlink()
     assert stale_graphs(folder)[0] == "model.onnx: missing"

@@ -31,6 +31,14 @@ RELIABILITY_FILE = "reliability.png"  # its reliability diagrams, before and aft
 CURVES_FILE = "training_curves.png"
 SNAPSHOTS_DIR = "snapshots"  # the model during training, a few epochs on a log scale (train.py --snapshots)
 SNAPSHOTS_INDEX = "snapshots.json"
+# Made from the weights by the tools that study them (python -m vit_demo head-means, head-importance, inside, onnx),
+# once, and read by the app, which has no dataset.
+HEAD_MEANS_FILE = "head_means.safetensors"  # each head's mean output, for mean-ablation
+HEAD_IMPORTANCE_FILE = "head_importance.json"  # importance and pruning curves
+ATTENTION_DISTANCE_FILE = "attention_distance.json"  # each layer's and head's mean attention distance
+GRAPH_FILE = "model.onnx"  # the model as the page runs it (vit_demo/onnx/export.py)
+RELEVANCE_GRAPH_FILE = "relevance.onnx"  # the class-specific relevance, gradients traced in
+PATCHING_GRAPH_FILES = {"heads": "patching_heads.onnx", "residual": "patching_residual.onnx"}  # two-image patching
 
 
 class WeightsError(RuntimeError):

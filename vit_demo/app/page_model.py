@@ -20,7 +20,7 @@ from vit_demo.app.heads_view import KNOCKOUT_TEXT
 from vit_demo.app.panel import INFO_TEXT, READING_TEXT, UNREADABLE_TEXT, unfamiliar_text
 from vit_demo.app.service import classifier, model_config, training_run, weights_folder
 from vit_demo.interpret.faithfulness import FLAT, RANDOM_RANKINGS, STEPS
-from vit_demo.onnx.export import MODEL_FILE, PATCHING_FILES, RELEVANCE_FILE, expected_metadata, stale_graphs
+from vit_demo.onnx.export import GRAPH_FILE, PATCHING_GRAPH_FILES, RELEVANCE_GRAPH_FILE, expected_metadata, stale_graphs
 from vit_demo.pictures import render
 
 SOURCE = ASSETS / "page" / "source.js"  # the page's model: the module the app's canvas imports
@@ -39,16 +39,16 @@ def graph_files(model: str) -> tuple[Path, Path, list[Path]]:
     if stale:
         raise GraphsMissing(f"The {model} graphs are missing or older than the weights ({', '.join(stale)}): make "
                             f"them with `python -m vit_demo onnx --model {model}`.")
-    trained = (MODEL_FILE, RELEVANCE_FILE, *PATCHING_FILES.values())
+    trained = (GRAPH_FILE, RELEVANCE_GRAPH_FILE, *PATCHING_GRAPH_FILES.values())
     snapshots = [folder / name for name in expected_metadata(folder) if name not in trained]
-    return folder / MODEL_FILE, folder / RELEVANCE_FILE, snapshots
+    return folder / GRAPH_FILE, folder / RELEVANCE_GRAPH_FILE, snapshots
 
 
 def patching_files(model: str) -> dict[str, Path]:
     """A model's patching graphs (vit_demo/onnx/patching.py), {"heads": path, "residual": path}, checked as
     ``graph_files`` checks them."""
     folder = graph_files(model)[0].parent
-    return {kind: folder / name for kind, name in PATCHING_FILES.items()}
+    return {kind: folder / name for kind, name in PATCHING_GRAPH_FILES.items()}
 
 
 def description(model: str, prompt: str, blank: str, address: Callable[[Path], str]) -> dict:

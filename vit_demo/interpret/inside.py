@@ -14,8 +14,8 @@ import torch
 from torch import nn
 
 from vit_demo.atomic import atomic_write_text
+from vit_demo.weights import ATTENTION_DISTANCE_FILE
 
-ATTENTION_DISTANCE_FILE = "attention_distance.json"  # in a weights folder: computed once, read by the app
 DISTANCE_IMAGES = 1000  # test images the distance is averaged over
 
 

@@ -23,14 +23,14 @@ Outputs
                    ``VisionTransformer.forward_features``), for the unfamiliar-image rule (interpret/unfamiliar.py).
                    The model's graph and its snapshots' record their outputs in the metadata (``outputs``).
 
-The relevance graph (``RELEVANCE_FILE``, beside the model's) gives what the page cannot get from the first: the
+The relevance graph (``RELEVANCE_GRAPH_FILE``, beside the model's) gives what the page cannot get from the first: the
 model's gradients. Inputs ``image`` (1, C, H, W), ``heads_off``, ``mean_ablation`` as above, and ``target`` float32
 (1, K), the one-hot of the class to explain; outputs ``logits`` (1, K) as above and ``relevance`` (1, N): each
 patch's class-specific relevance, ``explain.relevance_maps`` (Chefer et al., 2021) with the heads switched off.
 The backward pass is traced into plain operators (``make_fx`` over ``torch.autograd.grad``, as AOTAutograd builds a
 joint graph) and that graph exported: the ONNX runtime needs no autograd.
 
-The patching graphs (``PATCHING_FILES``: one for the heads, one for the residual stream) give two-image activation
+The patching graphs (``PATCHING_GRAPH_FILES``: one for the heads, one for the residual stream) give two-image activation
 patching (Heimersheim & Nanda, 2024), ``heads.patching_grid``'s grids: vit_demo/onnx/patching.py says what they take
 and give.
 
@@ -72,17 +72,15 @@ from torch import nn
 
 from vit_demo.atomic import atomic_write
 from vit_demo.interpret import explain
-from vit_demo.interpret.heads import HEAD_MEANS_FILE, read_head_means
+from vit_demo.interpret.heads import read_head_means
 from vit_demo.model import VisionTransformer
-from vit_demo.weights import (SNAPSHOTS_DIR, SNAPSHOTS_INDEX, WEIGHTS_FILE, load_snapshots, load_weights,
-                              read_weights_info, resolve_weights_folder)
+from vit_demo.weights import (GRAPH_FILE, HEAD_MEANS_FILE, PATCHING_GRAPH_FILES, RELEVANCE_GRAPH_FILE, SNAPSHOTS_DIR,
+                              SNAPSHOTS_INDEX, WEIGHTS_FILE, load_snapshots, load_weights, read_weights_info,
+                              resolve_weights_folder)
 
 INTERFACE = "1"  # the graph interface above; a change the page must know about bumps it
 EXPORTER_VERSION = "1"  # this module's way of exporting (a change that alters the graphs' bytes bumps it)
 OPSET = 18  # LayerNormalization needs 17; 18 is the dynamo exporter's own default from torch 2.8 on
-MODEL_FILE = "model.onnx"  # in a weights folder, beside model.safetensors
-RELEVANCE_FILE = "relevance.onnx"  # beside it: the class-specific relevance, gradients traced in
-PATCHING_FILES = {"heads": "patching_heads.onnx", "residual": "patching_residual.onnx"}  # beside it: patching
 INPUTS = ("image", "heads_off", "mean_ablation")
 OUTPUTS = ("logits", "attention", "lens", "features")
 RELEVANCE_INPUTS = (*INPUTS, "target")
@@ -245,7 +243,7 @@ def _save(proto: onnx.ModelProto, path: Path) -> int:
 
 def expected_metadata(folder: str | Path) -> dict[str, dict[str, str]]:
     """What each graph of a weights folder should say about the weights it was exported from: {path relative to the
-    folder: metadata}, for ``MODEL_FILE``, ``RELEVANCE_FILE``, the ``PATCHING_FILES`` and each snapshot listed in
+    folder: metadata}, for ``GRAPH_FILE``, ``RELEVANCE_GRAPH_FILE``, the ``PATCHING_GRAPH_FILES`` and each snapshot listed in
     snapshots.json. Checks nothing itself."""
     folder = resolve_weights_folder(folder)
     info, checksum = read_weights_info(folder)
@@ -256,8 +254,8 @@ def expected_metadata(folder: str | Path) -> dict[str, dict[str, str]]:
     means_sha = _sha256(means_file) if read_head_means(folder, model) is not None else "none"
     trained = {"weights_file": WEIGHTS_FILE, "weights_sha256": checksum, "head_means_sha256": means_sha,
                "temperature": repr(info.temperature), **common}
-    expected = {MODEL_FILE: {**trained, "outputs": ",".join(OUTPUTS)}, RELEVANCE_FILE: trained}
-    for name in PATCHING_FILES.values():  # raw logits, nothing ablated: no temperature, no head means
+    expected = {GRAPH_FILE: {**trained, "outputs": ",".join(OUTPUTS)}, RELEVANCE_GRAPH_FILE: trained}
+    for name in PATCHING_GRAPH_FILES.values():  # raw logits, nothing ablated: no temperature, no head means
         expected[name] = {"weights_file": WEIGHTS_FILE, "weights_sha256": checksum, **common}
     index = folder / SNAPSHOTS_INDEX
     if index.is_file():
@@ -297,7 +295,7 @@ def stale_graphs(folder: str | Path) -> list[str]:
 
 def write_onnx(folder: str | Path) -> list[dict]:
     """Write a weights folder's graphs: ``model.onnx`` and ``relevance.onnx`` beside its weights (with its head means
-    and temperature), the ``PATCHING_FILES`` (vit_demo/onnx/patching.py), and
+    and temperature), the ``PATCHING_GRAPH_FILES`` (vit_demo/onnx/patching.py), and
     ``snapshots/epoch-XXXX.onnx`` for each snapshot in snapshots.json (its own temperature, zeros for the means).
     Snapshot graphs no longer listed there are removed. Returns one record per file: its path (as users see it),
     bytes, and what it was exported from."""
@@ -320,9 +318,9 @@ def write_onnx(folder: str | Path) -> list[dict]:
         records.append(record)
 
     means = read_head_means(folder, model)
-    write(MODEL_FILE, model, means, info.temperature)
-    write(RELEVANCE_FILE, model, means, info.temperature, relevance_onnx)
-    for kind, name in PATCHING_FILES.items():
+    write(GRAPH_FILE, model, means, info.temperature)
+    write(RELEVANCE_GRAPH_FILE, model, means, info.temperature, relevance_onnx)
+    for kind, name in PATCHING_GRAPH_FILES.items():
         write(name, model, None, info.temperature,
               lambda model, _means, _temperature, metadata, kind=kind: patching_onnx(model, kind, metadata))
     snapshots = load_snapshots(folder, "cpu")

@@ -8,7 +8,7 @@ exactly what ``heads.patching_grid`` returns, by tracing its own code (``heads.p
 ``heads.restored_fractions``, forward hooks included: the exporter runs them as Python while it traces) rather than a
 second copy of it.
 
-Two graphs per weights folder, beside model.onnx (``onnx_export.PATCHING_FILES``):
+Two graphs per weights folder, beside model.onnx (``onnx_export.PATCHING_GRAPH_FILES``):
 
 - ``patching_heads.onnx``: every head, both directions (L * H patched runs each);
 - ``patching_residual.onnx``: every position of the residual stream after every layer, both directions (L * T each):

@@ -15,10 +15,9 @@ import torch.nn.functional as F
 from vit_demo.atomic import atomic_write_text
 from vit_demo.interpret.heads.hooks import Edits, Off, ablation, head_mask, model_input, run
 from vit_demo.model import VisionTransformer
-from vit_demo.weights import CONFIG_FILE, weights_sha256
+from vit_demo.weights import CONFIG_FILE, HEAD_IMPORTANCE_FILE, weights_sha256
 
 RANDOM_ORDERS = 5  # seeded random orders the random pruning curve averages
-HEAD_IMPORTANCE_FILE = "head_importance.json"  # in a weights folder: importance and pruning curves, for the app
 IMPORTANCE_IMAGES = 1000  # test images the importance file is measured over
 
 

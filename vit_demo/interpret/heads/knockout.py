@@ -22,9 +22,8 @@ from vit_demo.atomic import atomic_write
 from vit_demo.data.datasets import spread
 from vit_demo.interpret.heads.hooks import Off, ablation, head_mask, run
 from vit_demo.model import VisionTransformer
-from vit_demo.weights import CONFIG_FILE, weights_sha256
+from vit_demo.weights import CONFIG_FILE, HEAD_MEANS_FILE, weights_sha256
 
-HEAD_MEANS_FILE = "head_means.safetensors"  # in a weights folder: each head's mean output, for mean-ablation
 MEAN_IMAGES = 1000  # training images the means are taken over
 
 
