@@ -11,9 +11,8 @@
 import { readFileSync, writeFileSync } from "node:fs";
 import { performance } from "node:perf_hooks";
 
-import {
-  InputError, NothingDrawn, preprocessDrawing, preprocessPhoto,
-} from "../vit_demo/app/assets/page/preprocess.js";
+import { preprocessDrawing } from "../vit_demo/app/assets/page/drawing.js";
+import { InputError, NothingDrawn, preprocessPhoto } from "../vit_demo/app/assets/page/preprocess.js";
 
 const DRAWING = 0, PHOTO = 1;
 

@@ -5,6 +5,9 @@
 // Ports, step for step: vit_demo/interpret/explain.py (token_attention_maps, attention_rollout, first_query_patch) and
 // vit_demo/app/page_numbers.py (grid_maps, quantise, image_key, payload); the calibrated probabilities of
 // vit_demo/interpret/calibration.py and its unfamiliar rule (UnfamiliarRule.scores).
+import { roundHalfEven } from "./arithmetic.js";
+
+export { roundHalfEven }; // (the views' numbers round as numpy does)
 
 export function gridSize(tokens) {
   // Patches along one side, from T = g * g + 1 tokens.
@@ -32,12 +35,6 @@ export function gridMaps(attention, layers, heads, tokens, token = 0) {
     for (let p = 0; p < g2; p++) out[at + p] = Math.fround(mean[p] / heads);
   }
   return out;
-}
-
-export function roundHalfEven(x) {
-  // numpy's round: halves to the even neighbour.
-  const r = Math.round(x);
-  return Math.abs(x % 1) === 0.5 && r % 2 !== 0 ? r - 1 : r;
 }
 
 export function quantise(maps, size) {

@@ -1,12 +1,13 @@
 // Where a tab's numbers come from when the page runs the model itself: the same answers the app's server functions
 // give (vit_demo/app: digit_tab.stroke, attention_view.ask_query, training_view.ask_snapshot, heads_view's knockout,
 // lens and patching, explanation_view.ask_relevance), in the same format (vit_demo/app/page_numbers.py), made from the
-// page's own graphs (model.js) and preprocessing (preprocess.js). The views (live.js) and the canvas (canvas.js) call
-// these as they call the server: they cannot tell which answered.
+// page's own graphs (model.js) and preprocessing (drawing.js, preprocess.js). The views (live.js) and the canvas
+// (canvas.js) call these as they call the server: they cannot tell which answered.
 //
 // ``model``: a tab's model as vit_demo/app/page_model.py describes it: its shape, classes, temperature, unfamiliar
 // rule, graphs (addresses relative to ``base``), and its captions with {fields}.
-import { InputError, NothingDrawn, preprocessDrawing, preprocessPhoto } from "./preprocess.js";
+import { preprocessDrawing } from "./drawing.js";
+import { InputError, NothingDrawn, preprocessPhoto } from "./preprocess.js";
 import * as graph from "./model.js";
 import { scoreMaps, verdictText } from "./faithfulness.js";
 

@@ -1,0 +1,143 @@
+// torch's F.interpolate on a (1, 1, H, W) float32 tensor, as aten/src/ATen/native/cpu computes it: area (adaptive
+// average pooling), bilinear with align_corners=False, and bilinear with antialias=True; for the page's preprocessing
+// (preprocess.js). An image is a plane: { h, w, data: Float32Array(h * w) }, row-major (one channel).
+import { f32, fma } from "./arithmetic.js";
+
+// ---- torch's F.interpolate on a (1, 1, H, W) float32 tensor -------------------------------------------------------
+
+export function areaResize(plane, oh, ow) {
+  // F.interpolate(mode="area") = adaptive_avg_pool2d: each output pixel the float32 mean of its input block
+  // [floor(o * in / out), ceil((o + 1) * in / out)), summed row by row, divided by the block's height then its width.
+  // (h, w) -> (oh, ow)
+  const { h, w, data } = plane, out = new Float32Array(oh * ow);
+  for (let oy = 0; oy < oh; oy++) {
+    const y0 = Math.floor((oy * h) / oh), y1 = Math.ceil(((oy + 1) * h) / oh);
+    for (let ox = 0; ox < ow; ox++) {
+      const x0 = Math.floor((ox * w) / ow), x1 = Math.ceil(((ox + 1) * w) / ow);
+      let sum = 0;
+      for (let y = y0; y < y1; y++) for (let x = x0; x < x1; x++) sum = f32(sum + data[y * w + x]);
+      out[oy * ow + ox] = f32(f32(sum / (y1 - y0)) / (x1 - x0));
+    }
+  }
+  return { h: oh, w: ow, data: out };
+}
+
+function linearTaps(inSize, outSize) {
+  // torch's compute_source_index_and_lambda (align_corners=False), in float32: for each output index, the two input
+  // indices and their weights. -> { i0, i1: Int32Array(out), l0, l1: Float32Array(out) }
+  const scale = outSize > 1 ? f32(inSize / outSize) : 0; // area_pixel_compute_scale
+  const i0 = new Int32Array(outSize), i1 = new Int32Array(outSize);
+  const l0 = new Float32Array(outSize), l1 = new Float32Array(outSize);
+  for (let o = 0; o < outSize; o++) {
+    if (inSize === outSize) {
+      i0[o] = i1[o] = o;
+      l0[o] = 1;
+      continue;
+    }
+    let real = f32(scale * (o + 0.5) - 0.5); // area_pixel_compute_source_index (exact in float64, rounded once)
+    if (real < 0) real = 0;
+    const index = Math.min(Math.floor(real), inSize - 1); // guard_index_and_lambda
+    const lambda = Math.min(Math.max(f32(real - index), 0), 1);
+    i0[o] = index;
+    i1[o] = index + (index < inSize - 1 ? 1 : 0);
+    l1[o] = lambda;
+    l0[o] = f32(1 - lambda);
+  }
+  return { i0, i1, l0, l1 };
+}
+
+export function bilinearResize(plane, oh, ow) {
+  // F.interpolate(mode="bilinear", align_corners=False) of one channel, as torch's CPU kernel does it in float32
+  // (with fused multiply-adds). For an output with oh + ow <= 128 torch takes its channels-last kernel
+  // (upsample_bilinear2d_kernel_impl_float: the four corner weights multiplied first, then the four products
+  // summed); for larger outputs its generic kernel (each row interpolated along the width, then the two rows along
+  // the height). (h, w) -> (oh, ow)
+  const { h, w, data } = plane, out = new Float32Array(oh * ow);
+  const ys = linearTaps(h, oh), xs = linearTaps(w, ow);
+  const cornersFirst = oh + ow <= 128;
+  for (let oy = 0; oy < oh; oy++) {
+    const r0 = ys.i0[oy] * w, r1 = ys.i1[oy] * w, h0 = ys.l0[oy], h1 = ys.l1[oy];
+    for (let ox = 0; ox < ow; ox++) {
+      const c0 = xs.i0[ox], c1 = xs.i1[ox], w0 = xs.l0[ox], w1 = xs.l1[ox];
+      const v00 = data[r0 + c0], v01 = data[r0 + c1], v10 = data[r1 + c0], v11 = data[r1 + c1];
+      let value;
+      if (cornersFirst) {
+        const w00 = f32(h0 * w0), w01 = f32(h0 * w1), w10 = f32(h1 * w0), w11 = f32(h1 * w1);
+        value = fma(v11, w11, fma(v10, w10, fma(v00, w00, f32(v01 * w01)))); // v00 w00 + v01 w01 + v10 w10 + v11 w11
+      } else {
+        const top = fma(v00, w0, f32(v01 * w1)), bottom = fma(v10, w0, f32(v11 * w1)); // v0 w0 + v1 w1
+        value = fma(top, h0, f32(bottom * h1));
+      }
+      out[oy * ow + ox] = value;
+    }
+  }
+  return { h: oh, w: ow, data: out };
+}
+
+function antialiasTaps(inSize, outSize) {
+  // torch's _compute_indices_min_size_weights_aa for the bilinear (triangle) filter, in float32 (scalar_t float):
+  // for each output index, the first input index, how many inputs it reads and their normalised weights.
+  // -> { start, count: Int32Array(out), weights: Float32Array(out * taps), taps }
+  const scale = outSize > 1 ? f32(inSize / outSize) : 0;
+  const support = scale >= 1 ? scale : 1; // (interp_size / 2) * scale, interp_size 2
+  const taps = Math.ceil(support) * 2 + 1;
+  const invscale = scale >= 1 ? f32(1 / scale) : 1;
+  const start = new Int32Array(outSize), count = new Int32Array(outSize);
+  const weights = new Float32Array(outSize * taps);
+  for (let o = 0; o < outSize; o++) {
+    const center = f32(scale * (o + 0.5));
+    const xmin = Math.max(Math.trunc(f32(center - support) + 0.5), 0);
+    const xsize = Math.min(Math.max(Math.min(Math.trunc(f32(center + support) + 0.5), inSize) - xmin, 0), taps);
+    let total = 0;
+    for (let j = 0; j < xsize; j++) {
+      const x = Math.abs(f32((f32(j + xmin - center) + 0.5) * invscale)); // the filter's argument, as float
+      const weight = x < 1 ? f32(1 - x) : 0; // HelperInterpLinear::aa_filter
+      weights[o * taps + j] = weight;
+      total = f32(total + weight);
+    }
+    if (total !== 0) for (let j = 0; j < xsize; j++) weights[o * taps + j] = f32(weights[o * taps + j] / total);
+    start[o] = xmin;
+    count[o] = xsize;
+  }
+  return { start, count, weights, taps };
+}
+
+function tapSum(data, from, step, weights, at, n) {
+  // One output of torch's antialiased pass (interpolate_aa_single_dim): sum = t0 w0, then sum += tj wj for each
+  // further tap, in order, in float32. As torch's x86-64 build compiles that loop (measured against it: exact on
+  // every output tried), the further taps go four at a time with each product rounded before it is added, and the
+  // last (n - 1) % 4 taps one at a time with a fused multiply-add.
+  let sum = f32(data[from] * weights[at]);
+  const grouped = 1 + Math.floor((n - 1) / 4) * 4;
+  for (let j = 1; j < grouped; j++) sum = f32(sum + f32(data[from + j * step] * weights[at + j]));
+  for (let j = grouped; j < n; j++) sum = fma(data[from + j * step], weights[at + j], sum);
+  return sum;
+}
+
+export function antialiasResize(plane, oh, ow) {
+  // F.interpolate(mode="bilinear", antialias=True, align_corners=False) of one channel, as torch's separable CPU
+  // kernel does it: along the width first (if it changes), then along the height (if it changes), each output its
+  // taps summed in order in float32 (tapSum). (h, w) -> (oh, ow)
+  let { h, w, data } = plane;
+  if (ow !== w) {
+    const taps = antialiasTaps(w, ow), out = new Float32Array(h * ow);
+    for (let y = 0; y < h; y++) {
+      const row = y * w;
+      for (let o = 0; o < ow; o++) {
+        out[y * ow + o] = tapSum(data, row + taps.start[o], 1, taps.weights, o * taps.taps, taps.count[o]);
+      }
+    }
+    data = out;
+    w = ow;
+  }
+  if (oh !== h) {
+    const taps = antialiasTaps(h, oh), out = new Float32Array(oh * w);
+    for (let o = 0; o < oh; o++) {
+      const from = taps.start[o] * w, at = o * taps.taps, n = taps.count[o];
+      for (let x = 0; x < w; x++) out[o * w + x] = tapSum(data, from + x, w, taps.weights, at, n);
+    }
+    data = out;
+    h = oh;
+  }
+  return { h, w, data };
+}
