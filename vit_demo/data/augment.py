@@ -6,6 +6,7 @@ so a batch on the GPU never waits for the host and a seeded generator repeats th
 
 from __future__ import annotations
 
+import dataclasses
 import math
 import random
 
@@ -87,41 +88,111 @@ def augment_photos(images: torch.Tensor, generator: torch.Generator) -> torch.Te
     return random_crop_flip(images, generator)
 
 
-# TrivialAugment Wide's operations and strongest magnitudes, as in torchvision's TrivialAugmentWide
-# (torchvision/transforms/v2/_auto_augment.py): shears up to 0.99, shifts up to 32 px, rotations up to 135
-# degrees, colour factors 1 +- 0.99, posterize to 8..2 bits, solarize thresholds 1..0.
-TRIVIAL_AUGMENT_OPS = ("identity", "shear_x", "shear_y", "translate_x", "translate_y", "rotate", "brightness", "color",
-                       "contrast", "sharpness", "posterize", "solarize", "autocontrast", "equalize")
-MAGNITUDE_BINS = 31
+# The operations TrivialAugment Wide and AutoAugment choose from, as torchvision has them
+# (torchvision/transforms/v2/_auto_augment.py), in one order: an image's operation is an index into it.
+OPERATIONS = ("identity", "shear_x", "shear_y", "translate_x", "translate_y", "rotate", "brightness", "color",
+              "contrast", "sharpness", "posterize", "solarize", "autocontrast", "equalize", "invert")
+TRIVIAL_AUGMENT_OPS = OPERATIONS[:-1]  # TrivialAugment Wide's 14: all but invert
 _GEOMETRIC = ("shear_x", "shear_y", "translate_x", "translate_y", "rotate")
 _BLENDS = ("brightness", "color", "contrast", "sharpness")  # blend towards a degenerate image by 1 + magnitude
 _SIGNED = _GEOMETRIC + _BLENDS
 
 
-def trivial_augment(images: torch.Tensor, generator: torch.Generator, bins: int = MAGNITUDE_BINS) -> torch.Tensor:
+@dataclasses.dataclass(frozen=True)
+class AugmentSpace:
+    """How strong each operation gets, as torchvision's _AUGMENTATION_SPACE tables: magnitude bin k of ``bins`` is
+    k / (bins - 1) of the way from none to the strongest."""
+
+    bins: int
+    shear: float  # the strongest shear
+    translate: float  # the longest shift: pixels, or with ``translate_share`` a share of the image's side
+    translate_share: bool
+    rotate: float  # degrees
+    blend: float  # brightness, colour, contrast, sharpness: a factor of 1 +- this
+    fewest_bits: int  # posterize keeps 8 bits down to this
+
+
+TRIVIAL_WIDE = AugmentSpace(bins=31, shear=0.99, translate=32.0, translate_share=False, rotate=135.0, blend=0.99,
+                            fewest_bits=2)
+AUTO_AUGMENT = AugmentSpace(bins=10, shear=0.3, translate=150 / 331, translate_share=True, rotate=30.0, blend=0.9,
+                            fewest_bits=4)
+
+# AutoAugment's CIFAR-10 policy (Cubuk et al., 2019; torchvision's AutoAugmentPolicy.CIFAR10): 25 sub-policies of
+# two operations, each (operation, probability, magnitude bin of AUTO_AUGMENT's 10).
+AUTO_AUGMENT_CIFAR10 = (
+    (("invert", 0.1, 0), ("contrast", 0.2, 6)),
+    (("rotate", 0.7, 2), ("translate_x", 0.3, 9)),
+    (("sharpness", 0.8, 1), ("sharpness", 0.9, 3)),
+    (("shear_y", 0.5, 8), ("translate_y", 0.7, 9)),
+    (("autocontrast", 0.5, 0), ("equalize", 0.9, 0)),
+    (("shear_y", 0.2, 7), ("posterize", 0.3, 7)),
+    (("color", 0.4, 3), ("brightness", 0.6, 7)),
+    (("sharpness", 0.3, 9), ("brightness", 0.7, 9)),
+    (("equalize", 0.6, 0), ("equalize", 0.5, 0)),
+    (("contrast", 0.6, 7), ("sharpness", 0.6, 5)),
+    (("color", 0.7, 7), ("translate_x", 0.5, 8)),
+    (("equalize", 0.3, 0), ("autocontrast", 0.4, 0)),
+    (("translate_y", 0.4, 3), ("sharpness", 0.2, 6)),
+    (("brightness", 0.9, 6), ("color", 0.2, 8)),
+    (("solarize", 0.5, 2), ("invert", 0.0, 0)),
+    (("equalize", 0.2, 0), ("autocontrast", 0.6, 0)),
+    (("equalize", 0.2, 0), ("equalize", 0.6, 0)),
+    (("color", 0.9, 9), ("equalize", 0.6, 0)),
+    (("autocontrast", 0.8, 0), ("solarize", 0.2, 8)),
+    (("brightness", 0.1, 3), ("color", 0.7, 0)),
+    (("solarize", 0.4, 5), ("autocontrast", 0.9, 0)),
+    (("translate_y", 0.9, 9), ("translate_y", 0.7, 9)),
+    (("autocontrast", 0.9, 0), ("solarize", 0.8, 3)),
+    (("equalize", 0.8, 0), ("invert", 0.1, 0)),
+    (("translate_y", 0.7, 9), ("autocontrast", 0.9, 0)),
+)
+
+
+def trivial_augment(images: torch.Tensor, generator: torch.Generator) -> torch.Tensor:
     """TrivialAugment Wide (Mueller & Hutter, 2021) with its own operation and strength for every image.
 
     ``images``: (B, C, H, W) in [0, 1]; ``generator`` lives on the images' device, so everything runs there.
-    Each image draws one of the 14 operations, a magnitude bin out of ``bins`` and, for the signed
-    operations, a sign, as torchvision's ``TrivialAugmentWide`` does for a single image.
+    Each image draws one of the 14 operations, a magnitude bin and, for the signed operations, a sign, as
+    torchvision's ``TrivialAugmentWide`` does for a single image.
     """
     B, device = images.shape[0], images.device
     op = torch.randint(len(TRIVIAL_AUGMENT_OPS), (B,), generator=generator, device=device)
-    strength = torch.randint(bins, (B,), generator=generator, device=device)
-    sign = torch.rand(B, generator=generator, device=device).lt(0.5).float().mul(2).sub(1)  # (B,) of +-1
-    return apply_trivial_augment(images, op, strength, sign, bins)
+    strength = torch.randint(TRIVIAL_WIDE.bins, (B,), generator=generator, device=device)
+    return apply_operations(images, op, strength, random_sign(B, generator, device), TRIVIAL_WIDE)
 
 
-def apply_trivial_augment(images: torch.Tensor, op: torch.Tensor, strength: torch.Tensor, sign: torch.Tensor,
-                          bins: int = MAGNITUDE_BINS) -> torch.Tensor:
-    """Apply operation ``op[i]`` (an index into TRIVIAL_AUGMENT_OPS) at magnitude bin ``strength[i]`` (of
-    ``bins``) and ``sign[i]`` (+-1, for the signed operations) to image i of a (B, C, H, W) batch in [0, 1].
+def auto_augment(images: torch.Tensor, generator: torch.Generator,
+                 policy: tuple = AUTO_AUGMENT_CIFAR10) -> torch.Tensor:
+    """AutoAugment (Cubuk et al., 2019) with its CIFAR-10 policy, every image its own draw, as torchvision's
+    ``AutoAugment`` does for a single image: a sub-policy, then each of its two operations with its probability
+    (at its magnitude, signed at random where it can be). (B, C, H, W) in [0, 1], on the images' device."""
+    B, device = images.shape[0], images.device
+    ops = torch.tensor([[OPERATIONS.index(name) for name, _, _ in pair] for pair in policy], device=device)  # (P, 2)
+    chances = torch.tensor([[chance for _, chance, _ in pair] for pair in policy], device=device)  # (P, 2)
+    strengths = torch.tensor([[strength for _, _, strength in pair] for pair in policy], device=device)  # (P, 2)
+    pick = torch.randint(len(policy), (B,), generator=generator, device=device)
+    for step in range(2):
+        applied = torch.rand(B, generator=generator, device=device) <= chances[pick, step]  # as torchvision: <=
+        op = torch.where(applied, ops[pick, step], 0)  # 0: identity
+        images = apply_operations(images, op, strengths[pick, step], random_sign(B, generator, device), AUTO_AUGMENT)
+    return images
+
+
+def random_sign(count: int, generator: torch.Generator, device: torch.device) -> torch.Tensor:
+    return torch.rand(count, generator=generator, device=device).lt(0.5).float().mul(2).sub(1)  # (count,) of +-1
+
+
+def apply_operations(images: torch.Tensor, op: torch.Tensor, strength: torch.Tensor, sign: torch.Tensor,
+                     space: AugmentSpace = TRIVIAL_WIDE) -> torch.Tensor:
+    """Apply operation ``op[i]`` (an index into OPERATIONS) at magnitude bin ``strength[i]`` of ``space`` and
+    ``sign[i]`` (+-1, for the signed operations) to image i of a (B, C, H, W) batch in [0, 1].
 
     No Python loop over images or operations: every candidate is computed for the whole batch (cheap at
     32x32) and each image keeps its own. The geometric operations are one affine warp of the whole batch.
     """
     B, C, H, W = images.shape
-    is_op = {name: op == i for i, name in enumerate(TRIVIAL_AUGMENT_OPS)}  # name -> (B,) bool
+    bins = space.bins
+    is_op = {name: op == i for i, name in enumerate(OPERATIONS)}  # name -> (B,) bool
     sign = torch.where(_any(is_op, _SIGNED), sign, 1.0)  # (B,)
 
     def magnitude(first: float, last: float) -> torch.Tensor:  # (B,): torchvision's own table, bin by bin
@@ -130,17 +201,19 @@ def apply_trivial_augment(images: torch.Tensor, op: torch.Tensor, strength: torc
     # Geometry. affine_grid takes, for each output pixel, where to sample the input, in [-1, 1] coordinates.
     # Shears pivot on the top-left corner and rotations on the centre; each operation gives the same pixels
     # as torchvision's for the same magnitude and sign (a test checks this).
-    shear = magnitude(0, 0.99) * sign
-    shift = -(magnitude(0, 32) * sign).trunc()  # whole pixels, as torchvision's int(magnitude); sampling moves back
-    angle = torch.deg2rad(magnitude(0, 135) * sign)
+    shear = magnitude(0, space.shear) * sign
+    longest = (space.translate * W, space.translate * H) if space.translate_share else (space.translate,) * 2
+    # Shifts by whole pixels, as torchvision's int(magnitude); sampling moves back.
+    shift_x, shift_y = (-(magnitude(0, side) * sign).trunc() for side in longest)
+    angle = torch.deg2rad(magnitude(0, space.rotate) * sign)
     cos, sin = torch.cos(angle), torch.sin(angle)
     zero, one = torch.zeros_like(sign), torch.ones_like(sign)
     rotate, shear_x, shear_y = is_op["rotate"], is_op["shear_x"], is_op["shear_y"]
     theta = torch.stack([
         torch.stack([torch.where(rotate, cos, one), torch.where(rotate, -sin * H / W, torch.where(shear_x, shear * H / W, zero)),
-                     torch.where(shear_x, shear * H / W, torch.where(is_op["translate_x"], 2 * shift / W, zero))], -1),
+                     torch.where(shear_x, shear * H / W, torch.where(is_op["translate_x"], 2 * shift_x / W, zero))], -1),
         torch.stack([torch.where(rotate, sin * W / H, torch.where(shear_y, shear * W / H, zero)), torch.where(rotate, cos, one),
-                     torch.where(shear_y, shear * W / H, torch.where(is_op["translate_y"], 2 * shift / H, zero))], -1),
+                     torch.where(shear_y, shear * W / H, torch.where(is_op["translate_y"], 2 * shift_y / H, zero))], -1),
     ], 1)  # (B, 2, 3)
     grid = F.affine_grid(theta.to(images.dtype), [B, C, H, W], align_corners=False)
     warped = F.grid_sample(images, grid, mode="nearest", padding_mode="zeros", align_corners=False)
@@ -152,17 +225,17 @@ def apply_trivial_augment(images: torch.Tensor, op: torch.Tensor, strength: torc
                  torch.where(is_op["color"].view(B, 1, 1, 1), gray.expand_as(images),
                  torch.where(is_op["contrast"].view(B, 1, 1, 1), gray.mean(dim=(1, 2, 3), keepdim=True).expand_as(images),
                              smooth(images))))
-    factor = (1 + magnitude(0, 0.99) * sign).view(B, 1, 1, 1)
+    factor = (1 + magnitude(0, space.blend) * sign).view(B, 1, 1, 1)
     blended = (factor * images + (1 - factor) * degenerate).clamp(0, 1)
     out = torch.where(_any(is_op, _BLENDS).view(B, 1, 1, 1), blended, out)
 
-    bits = (8 - torch.arange(bins, device=images.device) / ((bins - 1) / 6)).round()[strength]  # 8..2
+    bits = (8 - torch.arange(bins, device=images.device) / ((bins - 1) / (8 - space.fewest_bits))).round()[strength]
     levels = torch.exp2(bits).view(B, 1, 1, 1)  # posterize
     posterized = (images * levels).floor().clamp(max=levels - 1) / levels
     threshold = magnitude(1, 0).view(B, 1, 1, 1)  # solarize above 1..0
     solarized = torch.where(images >= threshold, 1 - images, images)
     for name, result in (("posterize", posterized), ("solarize", solarized), ("autocontrast", autocontrast(images)),
-                         ("equalize", v2.functional.equalize(images))):
+                         ("equalize", v2.functional.equalize(images)), ("invert", 1 - images)):
         out = torch.where(is_op[name].view(B, 1, 1, 1), result, out)
     return out
 

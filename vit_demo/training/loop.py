@@ -21,7 +21,7 @@ from torch.nn.parallel import DistributedDataParallel
 from tqdm import tqdm
 
 from vit_demo.atomic import atomic_write, atomic_write_text
-from vit_demo.data.augment import AUGMENTATIONS, mix_batch, random_erasing, trivial_augment
+from vit_demo.data.augment import AUGMENTATIONS, auto_augment, mix_batch, random_erasing, trivial_augment
 from vit_demo.data.datasets import DatasetSpec, dataset_spec, load_split
 from vit_demo.device import resolve_device
 from vit_demo.interpret.heads import mean_sample, write_head_means
@@ -47,6 +47,7 @@ RECIPE_FLAGS = {
     "warmup_epochs": (float, None),
     "label_smoothing": (float, None),
     "trivial_augment": (bool, "TrivialAugment, per image, on top of the crop/flip or affine augmentation"),
+    "auto_augment": (bool, "AutoAugment's CIFAR-10 policy, per image, in place of TrivialAugment"),
     "random_erasing": (float, "each image's chance of a random erased rectangle (0: off)"),
     "mix_prob": (float, "each batch's chance of MixUp or CutMix"),
     "mixup_alpha": (float, "MixUp strength (0 turns it off)"),
@@ -102,6 +103,8 @@ def recipe_from_args(args: argparse.Namespace) -> Recipe:
     recipe = RECIPES[args.dataset]
     arch = {k: getattr(args, k) for k in ARCHITECTURE_FLAGS if getattr(args, k) is not None}
     hyper = {k: getattr(args, k) for k in RECIPE_FLAGS if getattr(args, k) is not None}
+    if hyper.get("auto_augment"):  # in place of the recipe's TrivialAugment, unless that is asked for too
+        hyper.setdefault("trivial_augment", False)
     return dataclasses.replace(recipe, vit=dataclasses.replace(recipe.vit, **arch), **hyper)
 
 
@@ -151,7 +154,9 @@ def training_batch(images: torch.Tensor, labels: torch.Tensor, recipe: Recipe, s
     Per-image draws come from ``generator`` (on the device); the batch-level MixUp/CutMix draws from ``rng``.
     """
     x = AUGMENTATIONS[spec.name](images.float().div_(255), generator)
-    if recipe.trivial_augment:
+    if recipe.auto_augment:
+        x = auto_augment(x, generator)
+    elif recipe.trivial_augment:
         x = trivial_augment(x, generator)
     if recipe.random_erasing > 0:
         x = random_erasing(x, generator, recipe.random_erasing, spec.mean)

@@ -21,10 +21,15 @@ class Recipe:
     warmup_epochs: float
     label_smoothing: float
     trivial_augment: bool = False  # TrivialAugment, per image, on top of the dataset's own augmentation
+    auto_augment: bool = False  # AutoAugment's CIFAR-10 policy instead (Lee et al. 2021's recipe), per image
     random_erasing: float = 0.0  # each image's chance of a rectangle filled with the mean colour (0 = off)
     mix_prob: float = 1.0  # each batch's chance of MixUp or CutMix (when either is on)
     mixup_alpha: float = 0.0  # 0 = no MixUp
     cutmix_alpha: float = 0.0  # 0 = no CutMix; with both on, a mixed batch gets one of the two
+
+    def __post_init__(self) -> None:
+        if self.trivial_augment and self.auto_augment:
+            raise ValueError("a recipe uses TrivialAugment or AutoAugment, not both")
 
 
 def _vit_for(spec: DatasetSpec, **arch: int | float) -> ViTConfig:
