@@ -264,6 +264,28 @@ def test_upload_a_photo(page):
     assert page.outside_requests == []
 
 
+def test_the_views_dim_while_a_slow_photo_is_read(page):
+    """A photo whose file takes a second to arrive (held back here, as a large upload on a slow link is): the views
+    dim until its numbers are in, so the last photo's answer never looks like this one's, then come back."""
+    if not (REPO / "weights" / "cifar10" / "config.json").is_file():
+        pytest.skip("no CIFAR-10 weights: the upload tab only says how to train them")
+    page.get_by_role("tab", name="Upload a photo (CIFAR-10)").click()
+    page.wait_for_function("window.vdLive?.photo?.readPhoto", timeout=60000)
+    page.evaluate("""() => { window.__dimmed = false;
+        new MutationObserver(() => { if (document.querySelector('.vd-live.vd-waiting')) window.__dimmed = true; })
+          .observe(document.body, { subtree: true, attributes: true, attributeFilter: ['class'] }); }""")
+
+    def slowly(route):
+        time.sleep(1.0)  # the page waits for the file meanwhile; its views dim after 150 ms (store.setWaiting)
+        route.continue_()
+
+    page.route("**/gradio_api/file=**/frog.png", slowly)
+    page.locator("#photo-input input[type='file']").set_input_files(str(PHOTOS / "frog.png"))
+    wait_for_label(page, "frog", panel="photo")
+    assert page.evaluate("() => window.__dimmed")
+    page.wait_for_function("() => !document.querySelector('.vd-live.vd-waiting')")  # back once the numbers are in
+
+
 def test_a_bad_upload_says_why_and_the_next_photo_works(page, tmp_path):
     if not (REPO / "weights" / "cifar10" / "config.json").is_file():
         pytest.skip("no CIFAR-10 weights: the upload tab only says how to train them")
