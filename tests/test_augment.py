@@ -57,11 +57,15 @@ def example_photos() -> torch.Tensor:
     return torch.stack([torch.from_numpy(np.array(Image.open(f).convert("RGB"))).permute(2, 0, 1) for f in files]) / 255
 
 
+def our_name(transform_id: str) -> str:
+    """torchvision's name of an operation ("TranslateX") as OPERATIONS has it ("translate_x")."""
+    return transform_id.lower().replace("translate", "translate_").replace("shear", "shear_")
+
+
 def torchvision_op(transform: type, name: str, bin_: int, sign: float, image: torch.Tensor) -> torch.Tensor:
     """What torchvision's TrivialAugmentWide or AutoAugment (``transform``) does to one image for this operation,
     magnitude bin and sign."""
-    names = {name.lower().replace("translate", "translate_").replace("shear", "shear_"): name
-             for name in transform._AUGMENTATION_SPACE}
+    names = {our_name(name): name for name in transform._AUGMENTATION_SPACE}
     transform_id = names[name]
     magnitudes, signed = transform._AUGMENTATION_SPACE[transform_id]
     space = TRIVIAL_WIDE if transform is v2.TrivialAugmentWide else AUTO_AUGMENT
@@ -91,9 +95,8 @@ def test_each_operation_gives_torchvisions_pixels(transform, name):
 
 def test_the_auto_augment_policy_is_torchvisions_cifar10_policy():
     theirs = v2.AutoAugment(v2.AutoAugmentPolicy.CIFAR10)._policies
-    assert [[(name, chance, strength) for name, chance, strength in pair] for pair in AUTO_AUGMENT_CIFAR10] == [
-        [(name.lower().replace("translate", "translate_").replace("shear", "shear_"), chance, strength or 0)
-         for name, chance, strength in pair] for pair in theirs]
+    assert [list(pair) for pair in AUTO_AUGMENT_CIFAR10] == [
+        [(our_name(name), chance, strength or 0) for name, chance, strength in pair] for pair in theirs]
 
 
 def test_auto_augment_draws_per_image_and_repeats_with_a_seed():

@@ -7,6 +7,7 @@ so a batch on the GPU never waits for the host and a seeded generator repeats th
 from __future__ import annotations
 
 import dataclasses
+import functools
 import math
 import random
 
@@ -167,15 +168,23 @@ def auto_augment(images: torch.Tensor, generator: torch.Generator,
     ``AutoAugment`` does for a single image: a sub-policy, then each of its two operations with its probability
     (at its magnitude, signed at random where it can be). (B, C, H, W) in [0, 1], on the images' device."""
     B, device = images.shape[0], images.device
-    ops = torch.tensor([[OPERATIONS.index(name) for name, _, _ in pair] for pair in policy], device=device)  # (P, 2)
-    chances = torch.tensor([[chance for _, chance, _ in pair] for pair in policy], device=device)  # (P, 2)
-    strengths = torch.tensor([[strength for _, _, strength in pair] for pair in policy], device=device)  # (P, 2)
+    ops, chances, strengths = policy_tables(policy, device)  # (P, 2) each
     pick = torch.randint(len(policy), (B,), generator=generator, device=device)
     for step in range(2):
         applied = torch.rand(B, generator=generator, device=device) <= chances[pick, step]  # as torchvision: <=
         op = torch.where(applied, ops[pick, step], 0)  # 0: identity
         images = apply_operations(images, op, strengths[pick, step], random_sign(B, generator, device), AUTO_AUGMENT)
     return images
+
+
+@functools.cache
+def policy_tables(policy: tuple, device: torch.device) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+    """A policy's operations (indices into OPERATIONS), chances and magnitude bins, (P, 2) each, on ``device``: made
+    once, not copied to the device for every batch."""
+    ops = torch.tensor([[OPERATIONS.index(name) for name, _, _ in pair] for pair in policy], device=device)
+    chances = torch.tensor([[chance for _, chance, _ in pair] for pair in policy], device=device)
+    strengths = torch.tensor([[strength for _, _, strength in pair] for pair in policy], device=device)
+    return ops, chances, strengths
 
 
 def random_sign(count: int, generator: torch.Generator, device: torch.device) -> torch.Tensor:
