@@ -128,7 +128,8 @@ export function overlay(context, state, map, grid, size, x, y) {
   const picture = scratch.get(size), out = new Uint32Array(picture.data.buffer);
   if (!map) out.set(under.words);
   else {
-    const heat = resize(map, grid, grid, size, true), tables = blendTables(state), pixels = size * size;
+    const heat = resize(map, grid, grid, size, true), pixels = size * size;
+    const tables = (state.blend ??= blendTables(state)); // looked up once an image, not once a tile
     if (under.planes.length === 1) {
       const [grey] = under.planes, blended = tables.grey;
       for (let p = 0; p < pixels; p++) out[p] = blended[(level(heat[p]) << 8) | grey[p]];

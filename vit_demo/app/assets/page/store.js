@@ -12,6 +12,7 @@ const FRESH = () => ({
   state: null, // the image's numbers, decoded: {numbers, key, image, maps, colormap}
   message: null, // what is said in place of a prediction, where there is no image (HTML)
   reading: null, // the prediction alone, while the pen is down (the views show the last drawing the pen left)
+  dimming: null, // the timer that dims the views while a new image is read (setWaiting)
   views: [], // the mounted views: {element, name, draw, prediction, knockout}
   answers: {}, // image key -> kind ("query", "relevance", "snapshot", ...) -> which -> the answer
   pending: {}, // "key/kind/which" -> true while asked; false (or why, a string) once it failed
