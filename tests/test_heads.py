@@ -13,7 +13,7 @@ from vit_demo import cli, load_model
 from vit_demo.data.datasets import load_split
 from vit_demo.interpret import heads
 from vit_demo.interpret.heads.hooks import edited
-from vit_demo.weights import CONFIG_FILE, WEIGHTS_FILE, WEIGHTS_ROOT
+from vit_demo.weights import CONFIG_FILE, HEAD_MEANS_FILE, WEIGHTS_FILE, WEIGHTS_ROOT
 
 
 @pytest.fixture(scope="module")
@@ -197,7 +197,7 @@ def test_head_means_are_kept_for_their_own_weights_only(model, digits, tmp_path)
     config["weights_sha256"] = "0" * 64  # as if the weights had been trained again
     (folder / CONFIG_FILE).write_text(json.dumps(config))
     assert heads.read_head_means(folder) is None
-    assert (WEIGHTS_ROOT / "mnist" / heads.HEAD_MEANS_FILE).stat().st_size < 100_000
+    assert (WEIGHTS_ROOT / "mnist" / HEAD_MEANS_FILE).stat().st_size < 100_000
 
 
 def test_head_mask_names_what_it_refuses(model):
@@ -251,7 +251,7 @@ def test_heads_and_lens_commands(mnist_root, tmp_path, capsys):
         assert abs(a["accuracy"] - b["accuracy"]) <= 1 / 40 + 1e-9
         assert a["importance"] == pytest.approx(b["importance"], rel=0.05, abs=1e-4)
     written, _ = command(capsys, "head-means", "--model", str(folder), *data)
-    assert written[0]["images"] == heads.MEAN_IMAGES and written[0]["file"].endswith(heads.HEAD_MEANS_FILE)
+    assert written[0]["images"] == heads.MEAN_IMAGES and written[0]["file"].endswith(HEAD_MEANS_FILE)
     torch.testing.assert_close(heads.read_head_means(folder), heads.read_head_means(WEIGHTS_ROOT / "mnist"),
                                atol=2e-3, rtol=2e-3)
 

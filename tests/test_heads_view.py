@@ -14,7 +14,7 @@ from vit_demo import cli
 from vit_demo.app import heads_view, inside_tab, page_numbers, service
 from vit_demo.interpret import heads
 from vit_demo.pictures import figures
-from vit_demo.weights import CONFIG_FILE, WEIGHTS_FILE, WEIGHTS_ROOT
+from vit_demo.weights import CONFIG_FILE, HEAD_IMPORTANCE_FILE, HEAD_MEANS_FILE, WEIGHTS_FILE, WEIGHTS_ROOT
 
 EXAMPLES = WEIGHTS_ROOT.parent / "examples"
 
@@ -204,7 +204,7 @@ def test_a_stroke_carries_none_of_it():
 def weights_copy(tmp_path):
     folder = tmp_path / "mnist"
     folder.mkdir()
-    for name in (CONFIG_FILE, WEIGHTS_FILE, heads.HEAD_MEANS_FILE):
+    for name in (CONFIG_FILE, WEIGHTS_FILE, HEAD_MEANS_FILE):
         shutil.copy(WEIGHTS_ROOT / "mnist" / name, folder / name)
     return folder
 
@@ -225,7 +225,7 @@ def test_the_importance_file_belongs_to_its_weights(tmp_path, mnist_root, capsys
     config["weights_sha256"] = "0" * 64  # as if the weights had been trained again
     (folder / CONFIG_FILE).write_text(json.dumps(config))
     assert heads.read_head_importance(folder) is None
-    (folder / heads.HEAD_IMPORTANCE_FILE).write_text("[1, 2]")
+    (folder / HEAD_IMPORTANCE_FILE).write_text("[1, 2]")
     assert heads.read_head_importance(folder) is None
 
 

@@ -15,11 +15,11 @@ from PIL import Image
 
 from vit_demo.data.datasets import load_split
 from vit_demo.interpret import explain, heads
-from vit_demo.interpret.heads import HEAD_MEANS_FILE
 from vit_demo.onnx import patching
 from vit_demo.onnx.export import (INPUTS, INTERFACE, GRAPH_FILE, OUTPUTS, PATCHING_GRAPH_FILES, RELEVANCE_GRAPH_FILE,
                                   RELEVANCE_OUTPUTS, read_metadata, stale_graphs)
-from vit_demo.weights import CONFIG_FILE, WEIGHTS_FILE, WEIGHTS_ROOT, load_snapshots, load_weights, update_config
+from vit_demo.weights import (CONFIG_FILE, HEAD_MEANS_FILE, WEIGHTS_FILE, WEIGHTS_ROOT, load_snapshots, load_weights,
+                              update_config)
 
 ort = pytest.importorskip("onnxruntime", reason="onnxruntime is not installed (pip install -r requirements-dev.txt)")
 

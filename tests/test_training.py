@@ -15,15 +15,15 @@ from safetensors.torch import load_file
 from vit_demo import load_model
 from vit_demo.atomic import atomic_write
 from vit_demo.data.datasets import dataset_spec, load_split
-from vit_demo.interpret.heads import HEAD_MEANS_FILE, read_head_means
+from vit_demo.interpret.heads import read_head_means
 from vit_demo.interpret.inside import ATTENTION_DISTANCE_FILE, read_attention_distance
 from vit_demo.model import VisionTransformer
 from vit_demo.training import loop as training
 from vit_demo.training.loop import TrainStep, training_batch
 from vit_demo.training.recipes import RECIPES
-from vit_demo.weights import (CALIBRATION_FILE, CONFIG_FILE, CURVES_FILE, METRICS_FILE, RELIABILITY_FILE, SNAPSHOTS_DIR,
-                              SNAPSHOTS_INDEX, WEIGHTS_FILE, WeightsError, load_snapshots, read_calibration,
-                              snapshot_epochs)
+from vit_demo.weights import (CALIBRATION_FILE, CONFIG_FILE, CURVES_FILE, HEAD_MEANS_FILE, METRICS_FILE,
+                              RELIABILITY_FILE, SNAPSHOTS_DIR, SNAPSHOTS_INDEX, WEIGHTS_FILE, WeightsError,
+                              load_snapshots, read_calibration, snapshot_epochs)
 
 TINY = ["--patch-size", "7", "--dim", "32", "--depth", "1", "--heads", "2", "--mlp-dim", "64", "--no-progress"]
 

@@ -17,7 +17,7 @@ from vit_demo.deploy.space import write_space
 from vit_demo.interpret import heads
 from vit_demo.interpret.inside import DISTANCE_IMAGES
 from vit_demo.pictures import slides
-from vit_demo.weights import WeightsError
+from vit_demo.weights import HEAD_IMPORTANCE_FILE, HEAD_MEANS_FILE, WeightsError
 
 
 def one(run: Callable[[argparse.Namespace], dict]) -> Callable[[argparse.Namespace], list[dict]]:
@@ -136,7 +136,7 @@ def build_parser() -> argparse.ArgumentParser:
         help="compute each head's mean output over training images, for mean-ablation, and keep it in the weights "
              "folder",
         description=f"Average each head's output at each token over {heads.MEAN_IMAGES:,} training images spread "
-                    f"evenly over the split, and write {heads.HEAD_MEANS_FILE} (fp16) beside the weights. "
+                    f"evenly over the split, and write {HEAD_MEANS_FILE} (fp16) beside the weights. "
                     "train.py writes it at the end of a run; this writes it for existing weights. One JSON line.",
     ).set_defaults(run=one(run_head_means))
 
@@ -146,8 +146,8 @@ def build_parser() -> argparse.ArgumentParser:
              "folder for the app's Inside tab",
         description=f"Measure what `heads` prints (the accuracy with each head ablated, its importance, the pruning "
                     f"curves) over N images spread evenly over the split, with mean-ablation (the weights folder's "
-                    f"{heads.HEAD_MEANS_FILE}, or means computed from training images where it has none), and write "
-                    f"{heads.HEAD_IMPORTANCE_FILE} beside the weights: the app has no dataset, so it reads this file. "
+                    f"{HEAD_MEANS_FILE}, or means computed from training images where it has none), and write "
+                    f"{HEAD_IMPORTANCE_FILE} beside the weights: the app has no dataset, so it reads this file. "
                     "Run it once after training (it takes minutes, so train.py leaves it out). One JSON line.")
     importance.add_argument("--n", type=positive_int, default=heads.IMPORTANCE_IMAGES,
                             help=f"images, spread evenly over the split (default {heads.IMPORTANCE_IMAGES})")

@@ -24,7 +24,8 @@ from vit_demo.interpret.inside import ATTENTION_DISTANCE_FILE, write_attention_d
 from vit_demo.pictures import slides
 from vit_demo.training.calibrate import calibrate
 from vit_demo.training.evaluation import evaluate
-from vit_demo.weights import CALIBRATION_FILE, resolve_weights_folder, shown_path
+from vit_demo.weights import (CALIBRATION_FILE, HEAD_IMPORTANCE_FILE, HEAD_MEANS_FILE, resolve_weights_folder,
+                              shown_path)
 
 
 def predict_files(classifier: Classifier, files: Sequence[str], top: int, batch_size: int) -> int:
@@ -115,7 +116,7 @@ def ablation_means(args: argparse.Namespace, classifier: Classifier) -> torch.Te
     """The weights folder's head means; where it has none, computed for this run from training images (saying so)."""
     means = heads.read_head_means(classifier.info.folder, classifier.model)
     if means is None:
-        print(f"note: {shown_path(classifier.info.folder)} has no {heads.HEAD_MEANS_FILE} for these weights; the "
+        print(f"note: {shown_path(classifier.info.folder)} has no {HEAD_MEANS_FILE} for these weights; the "
               f"means are computed for this run (keep them: python -m vit_demo head-means --model {args.model} "
               f"--data-dir {args.data_dir})", file=sys.stderr)
         train, _ = load_split(classifier.info.dataset.name, args.data_dir, "train", download=False)
@@ -156,7 +157,7 @@ def run_head_means(args: argparse.Namespace) -> dict:
     classifier, images, _ = heads_split(args, "train")
     picked = heads.mean_sample(images)
     heads.write_head_means(classifier.info.folder, classifier.model, picked)
-    path = classifier.info.folder / heads.HEAD_MEANS_FILE
+    path = classifier.info.folder / HEAD_MEANS_FILE
     return {"model": args.model, "file": str(shown_path(path)), "split": "train", "images": len(picked),
             "bytes": path.stat().st_size}
 
@@ -167,7 +168,7 @@ def run_head_importance(args: argparse.Namespace) -> dict:
     picked = spread(args.n, len(images))
     record = heads.write_head_importance(classifier.info.folder, classifier.model, images[picked], labels[picked],
                                          ablation_means(args, classifier), args.split, args.batch_size)
-    return {"model": args.model, "file": str(shown_path(classifier.info.folder / heads.HEAD_IMPORTANCE_FILE)),
+    return {"model": args.model, "file": str(shown_path(classifier.info.folder / HEAD_IMPORTANCE_FILE)),
             "split": args.split, "images": record["images"], "baseline": record["baseline"],
             "ablation": record["ablation"]}
 

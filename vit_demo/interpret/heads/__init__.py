@@ -10,10 +10,10 @@ The names the app, the command line and the exporter use are handed on here: ``h
 """
 
 from vit_demo.interpret.heads.hooks import Edits, head_mask, run, switched_off  # noqa: F401
-from vit_demo.interpret.heads.importance import (HEAD_IMPORTANCE_FILE, IMPORTANCE_IMAGES, RANDOM_ORDERS,  # noqa: F401
-                                                 accuracy, head_importance, heads_report, pruning_curves,
+from vit_demo.interpret.heads.importance import (IMPORTANCE_IMAGES, RANDOM_ORDERS, accuracy,  # noqa: F401
+                                                 head_importance, heads_report, pruning_curves,
                                                  read_head_importance, write_head_importance)
-from vit_demo.interpret.heads.knockout import (HEAD_MEANS_FILE, MEAN_IMAGES, ablated_logits, head_means,  # noqa: F401
-                                               knockout, mean_sample, read_head_means, write_head_means)
+from vit_demo.interpret.heads.knockout import (MEAN_IMAGES, ablated_logits, head_means, knockout,  # noqa: F401
+                                               mean_sample, read_head_means, write_head_means)
 from vit_demo.interpret.heads.lens import lens_accuracy, lens_maps, logit_lens  # noqa: F401
 from vit_demo.interpret.heads.patching import patch, patching_base, patching_grid, restored_fractions  # noqa: F401
