@@ -1,7 +1,6 @@
 import dataclasses
 import json
 import os
-import random
 import signal
 import subprocess
 import sys
@@ -19,7 +18,7 @@ from vit_demo.interpret.heads import read_head_means
 from vit_demo.interpret.inside import ATTENTION_DISTANCE_FILE, read_attention_distance
 from vit_demo.model import VisionTransformer
 from vit_demo.training import loop as training
-from vit_demo.training.loop import TrainStep, training_batch
+from vit_demo.training.step import TrainStep, training_batches
 from vit_demo.training.recipes import RECIPES
 from vit_demo.weights import (CALIBRATION_FILE, CONFIG_FILE, CURVES_FILE, HEAD_MEANS_FILE, METRICS_FILE,
                               RELIABILITY_FILE, SNAPSHOTS_DIR, SNAPSHOTS_INDEX, WEIGHTS_FILE, WeightsError,
@@ -115,8 +114,8 @@ def test_compiled_step_gives_the_plain_steps_losses(cifar_root):
     recipe = RECIPES["cifar10"]
     vit = dataclasses.replace(recipe.vit, patch_size=8, dim=32, depth=2, heads=2, mlp_dim=64, drop_path=0.0)
     images, labels = load_split("cifar10", cifar_root, "train", download=False)
-    batches = [training_batch(images[i::4][:64], labels[i::4][:64], recipe, spec, torch.Generator().manual_seed(i),
-                              random.Random(i)) for i in range(3)]
+    batches = [training_batches(images[i::4][:64], labels[i::4][:64], recipe, spec, torch.Generator().manual_seed(i),
+                                64) for i in range(3)]
     losses = {}
     for compile_mode in (None, "default"):
         torch.manual_seed(0)
