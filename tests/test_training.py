@@ -107,6 +107,14 @@ def test_resume_is_exact_with_the_photo_recipe(cifar_root, tmp_path, monkeypatch
                            "--no-progress")
 
 
+def test_resume_is_exact_with_the_graph_step(mnist_root, tmp_path, monkeypatch):
+    # The device schedule's step counter and learning rate go into the checkpoint and come back.
+    args = ("--train-limit", "600", "--test-limit", "200", "--epochs", "2", "--graph-step", *TINY)
+    assert_resume_is_exact(mnist_root, tmp_path, monkeypatch, "mnist", *args)
+    with pytest.raises(SystemExit, match="made with --graph-step; resume it the same way"):
+        run_train(mnist_root, tmp_path, *[a for a in args if a != "--graph-step"], "--resume", name="broken")
+
+
 @pytest.mark.slow
 def test_compiled_step_gives_the_plain_steps_losses(cifar_root):
     """The fast loop (torch.compile) and the plain one train alike: same losses on the same batches."""
