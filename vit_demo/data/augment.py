@@ -327,7 +327,7 @@ def mix_batches(images: torch.Tensor, targets: torch.Tensor, batch_size: int, ge
     mixed = torch.rand(N, generator=generator, device=device) < p  # (N,)
     cutmix_share = 0.5 if mixup_alpha > 0 and cutmix_alpha > 0 else float(cutmix_alpha > 0)
     cutmix = torch.rand(N, generator=generator, device=device) < cutmix_share  # (N,)
-    alpha = torch.where(cutmix, cutmix_alpha, mixup_alpha).expand(2, N)  # the chosen kind's, always > 0
+    alpha = torch.where(cutmix, cutmix_alpha, mixup_alpha).repeat(2, 1)  # (2, N): the chosen kind's, always > 0
     gamma = torch._standard_gamma(alpha, generator=generator)  # (2, N)
     lam = gamma[0] / (gamma[0] + gamma[1])  # (N,) ~ Beta(alpha, alpha)
     # CutMix: a box of sides sqrt(1 - lam) of the image's around a random centre, clipped to the image.

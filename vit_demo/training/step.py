@@ -154,6 +154,7 @@ class TrainStep:
         self.sums = torch.zeros(2, dtype=torch.float64, device=device)  # summed loss, correct
         self.static: tuple[torch.Tensor, torch.Tensor] | None = None  # the graph's x (B, C, H, W), target (B, classes)
         self.cuda_graph: torch.cuda.CUDAGraph | None = None
+        self.side_stream: torch.cuda.Stream | None = None  # the warm-up's and the capture's
         self.eager_steps = 0
 
     def _loss(self, x: torch.Tensor, target: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
@@ -192,16 +193,18 @@ class TrainStep:
             if self.cuda_graph is None:
                 self.cuda_graph = torch.cuda.CUDAGraph()
                 self.optimizer.zero_grad(set_to_none=True)
-                with torch.cuda.graph(self.cuda_graph):  # records the step's kernels; runs none of them
+                # Records the step's kernels and runs none of them; on the warm-up's stream, whose cuBLAS
+                # workspace is made already.
+                with torch.cuda.graph(self.cuda_graph, stream=self.side_stream):
                     self._step(*self.static)
             self.cuda_graph.replay()
 
     def _warm_up(self) -> None:
         """One real step, eagerly on a side stream, before the capture (its lazy state, AdamW's moments and
         cuBLAS's workspaces among them, made outside the graph)."""
-        stream = torch.cuda.Stream(self.device)
-        stream.wait_stream(torch.cuda.current_stream(self.device))
-        with torch.cuda.stream(stream):
+        self.side_stream = self.side_stream or torch.cuda.Stream(self.device)
+        self.side_stream.wait_stream(torch.cuda.current_stream(self.device))
+        with torch.cuda.stream(self.side_stream):
             self._step(*self.static)
-        torch.cuda.current_stream(self.device).wait_stream(stream)
+        torch.cuda.current_stream(self.device).wait_stream(self.side_stream)
         self.eager_steps += 1
