@@ -92,7 +92,10 @@ def test_the_graph_step_gives_the_plain_steps_losses_and_weights(device):
     assert losses[False][0] != losses[False][-1]  # the model learnt between the batches
     assert losses[True] == pytest.approx(losses[False], abs=1e-6 if cpu else 1e-3)
     for name, plain in weights[False].items():
-        torch.testing.assert_close(weights[True][name], plain, rtol=0, atol=1e-6 if cpu else 1e-4, msg=name)
+        if cpu:
+            torch.testing.assert_close(weights[True][name], plain, rtol=0, atol=1e-6, msg=name)
+        else:  # bf16 and cuDNN's own reductions: weights within 1% (one missed AdamW step moves them some 5%)
+            assert (weights[True][name] - plain).norm() <= 1e-2 * plain.norm(), name
     assert lrs[True] == pytest.approx(lrs[False], rel=1e-6)
 
 

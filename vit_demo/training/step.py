@@ -85,8 +85,10 @@ def warmup_cosine(step: torch.Tensor, warmup_steps: int, total_steps: int) -> to
 def host_schedule(optimizer: torch.optim.Optimizer, warmup_steps: int,
                   total_steps: int) -> torch.optim.lr_scheduler.LambdaLR:
     """warmup_cosine as a LambdaLR: the learning rate is a Python float, set by the host after each step."""
-    return torch.optim.lr_scheduler.LambdaLR(
-        optimizer, lambda step: float(warmup_cosine(torch.tensor(step, dtype=torch.float64), warmup_steps, total_steps)))
+    def factor(step: int) -> float:
+        return float(warmup_cosine(torch.tensor(step, dtype=torch.float64), warmup_steps, total_steps))
+
+    return torch.optim.lr_scheduler.LambdaLR(optimizer, factor)
 
 
 class DeviceSchedule:
@@ -146,7 +148,8 @@ class TrainStep:
         if graph and not isinstance(scheduler, DeviceSchedule):
             raise ValueError("a step captured in a CUDA graph needs a DeviceSchedule: a graph never replays host code")
         if graph and compile_mode == "reduce-overhead":
-            raise ValueError("the graph step is a CUDA graph already: compile it in the default mode, not reduce-overhead")
+            raise ValueError("the graph step is a CUDA graph already: compile it in the default mode, "
+                             "not reduce-overhead")
         self.model, self.optimizer, self.scheduler = model, optimizer, scheduler
         self.label_smoothing, self.device, self.compile_mode, self.graph = label_smoothing, device, compile_mode, graph
         self.loss = torch.compile(self._loss, mode=None if compile_mode == "default" else compile_mode) \
