@@ -50,7 +50,7 @@ class Loop:
         # The recipe's schedule, a billion steps long: the learning rate stays at its peak.
         scheduler = DeviceSchedule(optimizer, 0, 10**9, device) if graph else host_schedule(optimizer, 0, 10**9)
         self.step = TrainStep(model, optimizer, scheduler, self.recipe.label_smoothing, device,
-                              GRAPH_MODES[mode] if graph else None if mode == "eager" else mode, graph=graph)
+                              GRAPH_MODES[mode] if graph else (None if mode == "eager" else mode), graph=graph)
         self.chunk_batches = GRAPH_CHUNK_BATCHES if graph else 1
         self.generator = torch.Generator(device).manual_seed(0)
 

@@ -152,6 +152,38 @@ def test_a_chunk_of_batches_equals_its_batches_made_one_by_one_with_the_same_dra
         assert (chunk_target.max(1).values < 1).any()  # the batches were mixed
 
 
+class HostData(TorchFunctionMode):
+    """The tensors made under it from Python data (torch.tensor, Tensor.new_tensor, torch.as_tensor): on a GPU each is
+    a copy from host memory that makes the host wait for the GPU."""
+
+    MAKERS = (torch.tensor, torch.Tensor.new_tensor, torch.as_tensor)
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.made: list[str] = []
+
+    def __torch_function__(self, func, types, args=(), kwargs=None):
+        if func in self.MAKERS:
+            self.made.append(func.__name__)
+        return func(*args, **(kwargs or {}))
+
+
+@pytest.mark.parametrize("dataset", ["cifar10", "mnist"])
+@pytest.mark.parametrize("policy", ["trivial_augment", "auto_augment"])
+def test_making_batches_copies_nothing_from_the_host(dataset, policy):
+    """The CPU's stand-in for torch.cuda's sync debug mode: making a chunk of batches, every augmentation on, makes no
+    tensor from Python data (AutoAugment's policy tables are made once per device, at the first batch)."""
+    spec = dataset_spec(dataset)
+    recipe = dataclasses.replace(RECIPES["cifar10"], vit=RECIPES[dataset].vit, mix_prob=1.0,
+                                 trivial_augment=policy == "trivial_augment", auto_augment=policy == "auto_augment")
+    images = torch.randint(0, 256, (32, spec.channels, spec.image_size, spec.image_size), dtype=torch.uint8)
+    labels = torch.arange(32) % 10
+    training_batches(images, labels, recipe, spec, torch.Generator().manual_seed(0), 8)
+    with HostData() as host:
+        training_batches(images, labels, recipe, spec, torch.Generator().manual_seed(1), 8)
+    assert host.made == []
+
+
 @pytest.mark.skipif(not torch.cuda.is_available(), reason="no GPU")
 def test_the_graph_step_never_waits_for_the_gpu():
     """Batches made a chunk at a time and replayed steps, under torch.cuda's sync debug mode 'error': any host

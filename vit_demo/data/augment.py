@@ -1,7 +1,8 @@
 """Batched data augmentation on the training device: each image its own random draw, whole batches at once.
 
 Every function takes a ``torch.Generator`` on the images' device and draws all its random numbers from it,
-so a batch on the GPU never waits for the host and a seeded generator repeats the same augmentation.
+so a batch on the GPU never waits for the host and a seeded generator repeats the same augmentation. Constants are
+Python numbers or made on the device, never copied from host memory: such a copy makes the host wait for the GPU.
 """
 
 from __future__ import annotations
@@ -255,16 +256,17 @@ def grayscale(images: torch.Tensor) -> torch.Tensor:
     """(B, 3, H, W) or (B, 1, H, W) -> (B, 1, H, W) luma, with torchvision's weights."""
     if images.shape[1] == 1:
         return images
-    weights = images.new_tensor([0.2989, 0.587, 0.114]).view(1, 3, 1, 1)
-    return (images * weights).sum(1, keepdim=True)
+    r, g, b = images.unbind(1)  # (B, H, W) each; weights as Python numbers: no copy from the host
+    return (0.2989 * r + 0.587 * g + 0.114 * b).unsqueeze(1)
 
 
 def smooth(images: torch.Tensor) -> torch.Tensor:
     """The sharpness operation's degenerate image: a 3x3 smoothing (1s around a 5, over 13) inside a
     one-pixel border that stays as it is, as in torchvision and PIL."""
     C = images.shape[1]
-    kernel = images.new_tensor([[1.0, 1, 1], [1, 5, 1], [1, 1, 1]]).div(13).expand(C, 1, 3, 3)
-    inner = F.conv2d(images, kernel, groups=C)  # (B, C, H - 2, W - 2)
+    kernel = images.new_ones(C, 1, 3, 3)  # made on the device: no copy from the host
+    kernel[:, :, 1, 1] = 5
+    inner = F.conv2d(images, kernel / 13, groups=C)  # (B, C, H - 2, W - 2)
     return torch.cat([images[:, :, :1], torch.cat([images[:, :, 1:-1, :1], inner, images[:, :, 1:-1, -1:]], 3),
                       images[:, :, -1:]], 2)
 
@@ -304,7 +306,8 @@ def random_erasing(images: torch.Tensor, generator: torch.Generator, p: float, f
     inside_cols = (cols >= left[:, None]) & (cols < (left + w)[:, None])  # (B, W)
     erase = uniform(0, 1) < p  # (B,)
     mask = (inside_rows[:, :, None] & inside_cols[:, None, :] & erase[:, None, None]).unsqueeze(1)  # (B, 1, H, W)
-    return torch.where(mask, images.new_tensor(fill).view(1, C, 1, 1), images)
+    colour = torch.stack([images.new_full((), value) for value in fill]).view(1, C, 1, 1)  # no copy from the host
+    return torch.where(mask, colour, images)
 
 
 def mix_batches(images: torch.Tensor, targets: torch.Tensor, batch_size: int, generator: torch.Generator, p: float,
