@@ -135,8 +135,9 @@ def train(args: argparse.Namespace, command: str = "") -> dict | None:
     world_size = int(os.environ.get("WORLD_SIZE", "1"))
     rank = int(os.environ.get("RANK", "0"))
     device = resolve_device(args.device)
-    if args.graph_step and (world_size > 1 or args.compile == "reduce-overhead"):
-        raise SystemExit("--graph-step: one process only, and --compile in its default mode, not reduce-overhead")
+    if args.graph_step and (world_size > 1 or args.compile not in (None, "default")):
+        raise SystemExit("--graph-step: one process only, and --compile in its default mode only (the others make "
+                         "CUDA graphs of their own)")
     if world_size > 1:
         if device.type == "cuda":
             torch.cuda.set_device(device)

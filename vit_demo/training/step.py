@@ -35,7 +35,7 @@ def training_batches(images: torch.Tensor, labels: torch.Tensor, recipe: Recipe,
         x = trivial_augment(x, generator)
     if recipe.random_erasing > 0:
         x = random_erasing(x, generator, recipe.random_erasing, spec.mean)
-    # (M, classes) one-hot; a comparison, not F.one_hot, whose range check waits for a GPU.
+    # (N * B, classes) one-hot; a comparison, not F.one_hot, whose range check waits for a GPU.
     target = (labels[:, None] == torch.arange(len(spec.classes), device=labels.device)).float()
     if recipe.mixup_alpha > 0 or recipe.cutmix_alpha > 0:
         x, target = mix_batches(x, target, batch_size, generator, recipe.mix_prob, recipe.mixup_alpha,
@@ -147,9 +147,8 @@ class TrainStep:
                  device: torch.device, compile_mode: str | None = None, graph: bool = False) -> None:
         if graph and not isinstance(scheduler, DeviceSchedule):
             raise ValueError("a step captured in a CUDA graph needs a DeviceSchedule: a graph never replays host code")
-        if graph and compile_mode == "reduce-overhead":
-            raise ValueError("the graph step is a CUDA graph already: compile it in the default mode, "
-                             "not reduce-overhead")
+        if graph and compile_mode not in (None, "default"):  # reduce-overhead and max-autotune make CUDA graphs
+            raise ValueError("the graph step is a CUDA graph already: compile it in the default mode only")
         self.model, self.optimizer, self.scheduler = model, optimizer, scheduler
         self.label_smoothing, self.device, self.compile_mode, self.graph = label_smoothing, device, compile_mode, graph
         self.loss = torch.compile(self._loss, mode=None if compile_mode == "default" else compile_mode) \
