@@ -177,6 +177,10 @@ class MapAnswer(Part):
     map: str
 
 
+def map_answer(heatmap: np.ndarray) -> MapAnswer:
+    return MapAnswer(heatmap.shape[-1], _b64(quantise(heatmap)))
+
+
 @dataclasses.dataclass(frozen=True)
 class RelevanceAnswer(Part):
     """The relevance view's numbers: the relevance of ``label`` and its caption (HTML)."""
@@ -185,6 +189,12 @@ class RelevanceAnswer(Part):
     title: str
     grid: int
     map: str
+
+
+def relevance_answer(analysis: Analysis) -> RelevanceAnswer:
+    """The relevance the image was analysed for (``analysis.relevance_label``)."""
+    label, heatmap = analysis.relevance_label, map_answer(analysis.relevance)
+    return RelevanceAnswer(label, caption_html(relevance_title(analysis, label)), heatmap.grid, heatmap.map)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -196,6 +206,11 @@ class QueryAnswer(Part):
     maps: str
 
 
+def query_answer(attention: np.ndarray, patch: int) -> QueryAnswer:
+    """Where ``patch`` attends in every layer and head."""
+    return QueryAnswer(patch, caption_html(query_title(patch)), cls_maps(attention, 1 + patch))
+
+
 @dataclasses.dataclass(frozen=True)
 class SnapshotAnswer(Part):
     """Where [CLS] looked in the training snapshot at slider ``position``, and what the note says of it (HTML)."""
@@ -203,6 +218,10 @@ class SnapshotAnswer(Part):
     position: int
     note: str
     maps: str
+
+
+def snapshot_answer(attention: np.ndarray, position: int, note: str) -> SnapshotAnswer:
+    return SnapshotAnswer(position, caption_html(note), cls_maps(attention))
 
 
 @dataclasses.dataclass(frozen=True)
@@ -246,88 +265,6 @@ class Message(Part):
     message: str
 
 
-@dataclasses.dataclass(frozen=True)
-class Reading(Part):
-    """The prediction alone, while the pen is down."""
-
-    label: str
-    probs: dict[str, float]
-    info: str
-    notice: str = ""
-    reading: bool = True
-
-
-@dataclasses.dataclass(frozen=True)
-class Intact(Part):
-    label: str
-    probability: float
-
-
-@dataclasses.dataclass(frozen=True)
-class LogitDiff(Part):
-    """The intact model's class against its runner-up, in logits: with every head on, and with the heads off."""
-
-    intact: float
-    ablated: float
-
-
-@dataclasses.dataclass(frozen=True)
-class KnockoutAnswer(Part):
-    """The board's numbers: the image with some heads off, in the form of an image's own numbers (its prediction,
-    ``maps`` and ``rollout``), so that the prediction and the attention views redraw for the knocked-out model."""
-
-    off: list[list[int]]  # every head off, [layer, head], 0-based
-    mode: str
-    label: str  # the ablated model's class, and its calibrated probabilities
-    probs: dict[str, float]
-    intact: Intact  # with every head on
-    predicted: str  # the intact model's class and runner-up, whose logit difference is followed
-    runner_up: str
-    logit_diff: LogitDiff
-    info: str
-    maps: str  # cls_maps of the ablated run
-    rollout: MapAnswer
-
-
-@dataclasses.dataclass(frozen=True)
-class LensLayer(Part):
-    """What [CLS] would answer after one layer: its top class, that class's probability and the final answer's."""
-
-    label: str
-    probability: float
-    answer: float
-
-
-@dataclasses.dataclass(frozen=True)
-class LensAnswer(Part):
-    """The lens strip's numbers: the final answer ``label``, each layer's ``LensLayer``, and per patch the final
-    answer's probability after each layer as levels of 0..255 for 0 to 1 (one scale for all), base64."""
-
-    label: str
-    layers: list[LensLayer]
-    grid: int
-    maps: str
-
-
-def map_answer(heatmap: np.ndarray) -> MapAnswer:
-    return MapAnswer(heatmap.shape[-1], _b64(quantise(heatmap)))
-
-
-def query_answer(attention: np.ndarray, patch: int) -> QueryAnswer:
-    """Where ``patch`` attends in every layer and head."""
-    return QueryAnswer(patch, caption_html(query_title(patch)), cls_maps(attention, 1 + patch))
-
-
-def relevance_answer(analysis: Analysis) -> RelevanceAnswer:
-    """The relevance the image was analysed for (``analysis.relevance_label``)."""
-    label, heatmap = analysis.relevance_label, map_answer(analysis.relevance)
-    return RelevanceAnswer(label, caption_html(relevance_title(analysis, label)), heatmap.grid, heatmap.map)
-
-
-def snapshot_answer(attention: np.ndarray, position: int, note: str) -> SnapshotAnswer:
-    return SnapshotAnswer(position, caption_html(note), cls_maps(attention))
-
-
 def numbers(result: Analysis | InputError | str, blank_message: str) -> PageNumbers | Message:
     """The page's answer to a new image: for an analysed one, the prediction and the numbers every view draws from,
     with the answers for rollout, the first query patch and the class it was analysed for (where it was); else a
@@ -363,11 +300,56 @@ def starting_numbers(first: Analysis | None, prompt: str) -> str:
     return json.dumps(dataclasses.replace(numbers(first, prompt), info=info).to_json())
 
 
+@dataclasses.dataclass(frozen=True)
+class Reading(Part):
+    """The prediction alone, while the pen is down."""
+
+    label: str
+    probs: dict[str, float]
+    info: str
+    notice: str = ""
+    reading: bool = True
+
+
 def reading(prediction: Prediction) -> Reading:
     """The page's answer while the pen is down: the prediction alone, from one forward pass without attention (a few
     hundred bytes); the other views wait for the pen to lift."""
     info = READING_TEXT.format(label=prediction.label, percent=f"{100 * prediction.confidence:.1f}")
     return Reading(prediction.label, prediction.probs, caption_html(info))
+
+
+@dataclasses.dataclass(frozen=True)
+class Intact(Part):
+    """The intact model's answer: its class and that class's calibrated probability."""
+
+    label: str
+    probability: float
+
+
+@dataclasses.dataclass(frozen=True)
+class LogitDiff(Part):
+    """The intact model's class against its runner-up, in logits: with every head on, and with the heads off."""
+
+    intact: float
+    ablated: float
+
+
+@dataclasses.dataclass(frozen=True)
+class KnockoutAnswer(Part):
+    """The board's numbers: the image with some heads off, in the form of an image's own numbers (its prediction,
+    ``maps`` and ``rollout``), so that the prediction and the attention views redraw for the knocked-out model."""
+
+    off: list[list[int]]  # every head off, [layer, head], 0-based
+    mode: str
+    label: str  # the ablated model's class, and its calibrated probabilities
+    probs: dict[str, float]
+    intact: Intact  # with every head on
+    predicted: str  # the intact model's class and runner-up, whose logit difference is followed
+    runner_up: str
+    logit_diff: LogitDiff
+    info: str
+    maps: str  # cls_maps of the ablated run
+    rollout: MapAnswer
 
 
 def knockout_answer(knockout: Knockout) -> KnockoutAnswer:
@@ -386,6 +368,26 @@ def knockout_answer(knockout: Knockout) -> KnockoutAnswer:
         logit_diff=LogitDiff(round(knockout.logit_diff, 4), round(knockout.ablated_logit_diff, 4)),
         info=caption_html(info), maps=cls_maps(knockout.attention),
         rollout=map_answer(explain.attention_rollout(knockout.attention)))
+
+
+@dataclasses.dataclass(frozen=True)
+class LensLayer(Part):
+    """What [CLS] would answer after one layer: its top class, that class's probability and the final answer's."""
+
+    label: str
+    probability: float
+    answer: float
+
+
+@dataclasses.dataclass(frozen=True)
+class LensAnswer(Part):
+    """The lens strip's numbers: the final answer ``label``, each layer's ``LensLayer``, and per patch the final
+    answer's probability after each layer as levels of 0..255 for 0 to 1 (one scale for all), base64."""
+
+    label: str
+    layers: list[LensLayer]
+    grid: int
+    maps: str
 
 
 def lens_answer(names: list[str], cls: np.ndarray, maps: np.ndarray) -> LensAnswer:
