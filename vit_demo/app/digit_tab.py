@@ -2,11 +2,11 @@
 
 from __future__ import annotations
 
+from vit_demo.app import page_numbers
 from vit_demo.app.canvas import decode_drawing, drawing_canvas
 from vit_demo.app.components import UndecodedSketch
 from vit_demo.app.explanation_view import PREDICTED_CHOICE, explain_label
 from vit_demo.app.page_model import app_description
-from vit_demo.app import page_numbers
 from vit_demo.app.panel import Panel, api_answer, build_panel
 from vit_demo.app.service import (Analysis, analyse_batch, analyse_inputs, classifier, model_problem, predict,
                                   starting_example)
