@@ -252,7 +252,7 @@ class PageNumbers(Part):
     width: int
     channels: int
     smooth: bool  # upsample the input bicubic (photos), not nearest
-    alpha: float  # the overlay's share of the heat map
+    alpha: list[float]  # the heat map's share of an overlay pixel where the map is 0 and at its maximum
     image: str  # image_text
     maps: str  # cls_maps: (L, H + 1, g, g)
     colormap: str  # the heat map's 256 RGB entries
@@ -287,7 +287,7 @@ def numbers(result: Analysis | InputError | str, blank_message: str) -> PageNumb
         info=caption_html(info_text(result)),
         notice=caption_html(unfamiliar_text(result.model)) if result.unfamiliar else "",
         size=LARGE, layers=layers, heads=heads, grid=result.grid, height=image.shape[0], width=image.shape[1],
-        channels=1 if image.ndim == 2 else 3, smooth=image.ndim == 3, alpha=render.HEAT_ALPHA,
+        channels=1 if image.ndim == 2 else 3, smooth=image.ndim == 3, alpha=list(render.HEAT_ALPHA),
         image=image_text(image), maps=cls_maps(attention), colormap=_b64(render.colormap(render.HEAT)))
 
 
