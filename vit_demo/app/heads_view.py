@@ -20,6 +20,7 @@ A pen stroke's answer is untouched: none of this is computed until the page asks
 from __future__ import annotations
 
 import base64
+import dataclasses
 import html
 import json
 import threading
@@ -87,25 +88,37 @@ def patching_run(model: str, clean: np.ndarray, corrupt: np.ndarray, residual: b
     return heads.patching_grid(clf.model, clf.batch([clean]), clf.batch([corrupt]), residual=residual)
 
 
+@dataclasses.dataclass(frozen=True)
+class PatchingAnswer(page_numbers.Part):
+    """The patching view's numbers for two images the page kept (``heads.patching_grid``, rounded to 3 decimals)."""
+
+    clean: str  # the images' keys (page_numbers.image_key)
+    corrupt: str
+    residual: bool  # whether the residual stream was patched too
+    classes: list[str]  # the clean image's class, then the corrupt one's
+    logit_diff: dict[str, float]  # each run ("clean", "corrupt"): its class's logit minus the other's
+    clean_into_corrupt: dict[str, list]  # "heads" (L, H), with residual "residual" (L + 1, T): the share restored
+    corrupt_into_clean: dict[str, list]
+    ms: float  # how long it took
+
+
 def patching_answer(model: str, clean: np.ndarray, corrupt: np.ndarray, residual: bool) -> dict:
     """How much of the logit difference (clean class against corrupt class) each head, and with ``residual`` each
     position of the residual stream after each layer, restores when copied from one run into the other, both
-    directions; 0 is the corrupt run, 1 the clean one (``heads.patching_grid``). Values rounded to 3 decimals."""
+    directions; 0 is the corrupt run, 1 the clean one (``PatchingAnswer``, as JSON)."""
     started = time.perf_counter()
     grid = patching_run(model, clean, corrupt, residual)
     names = classifier(model).classes
 
-    def rounded(values: torch.Tensor) -> list:
-        return np.round(values.numpy().astype(float), 3).tolist()
+    def rounded(direction: str) -> dict[str, list]:
+        return {kind: np.round(values.numpy().astype(float), 3).tolist() for kind, values in grid[direction].items()}
 
-    return {
-        "clean": page_numbers.image_key(clean), "corrupt": page_numbers.image_key(corrupt), "residual": residual,
-        "classes": [names[c] for c in grid["classes"]],
-        "logit_diff": {kind: round(value, 4) for kind, value in grid["logit_diff"].items()},
-        **{direction: {kind: rounded(values) for kind, values in grid[direction].items()}
-           for direction in ("clean_into_corrupt", "corrupt_into_clean")},
-        "ms": round(1000 * (time.perf_counter() - started), 1),
-    }
+    return PatchingAnswer(
+        clean=page_numbers.image_key(clean), corrupt=page_numbers.image_key(corrupt), residual=residual,
+        classes=[names[c] for c in grid["classes"]],
+        logit_diff={kind: round(value, 4) for kind, value in grid["logit_diff"].items()},
+        clean_into_corrupt=rounded("clean_into_corrupt"), corrupt_into_clean=rounded("corrupt_into_clean"),
+        ms=round(1000 * (time.perf_counter() - started), 1)).to_json()
 
 
 def ask_knockout(model: str) -> Callable[[dict], dict]:
