@@ -237,9 +237,10 @@ def analyse_inputs(model: str, inputs: list[np.ndarray], explain_labels: list[st
             for prediction in predictions]
 
 
-@dataclasses.dataclass(frozen=True)
+@dataclasses.dataclass(frozen=True, eq=False)
 class Knockout:
-    """One image through the model with and without some heads (``HeadsOff``): what the board shows."""
+    """One image through the model with and without some heads (``HeadsOff``): what the board shows. Compared by
+    identity (``eq=False``), as ``Analysis``: it holds arrays."""
 
     classes: tuple[str, ...]
     off: tuple[tuple[int, int], ...]  # every head switched off, (layer, head), 0-based: a whole layer's heads too
