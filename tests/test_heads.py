@@ -96,8 +96,8 @@ def test_patching_every_head_and_the_last_layer_restores_the_clean_logit_differe
     patched = heads.patch(model, eight, three, heads=every_head(model), residual=[last])
     torch.testing.assert_close(patched, plain(model, three), atol=1e-5, rtol=0)
     grid = heads.patching_grid(model, three, eight)
-    assert grid["classes"] == (3, 8) and grid["logit_diff"]["clean"] > 0 > grid["logit_diff"]["corrupt"]
-    forward, backward = grid["clean_into_corrupt"], grid["corrupt_into_clean"]
+    assert grid.classes == (3, 8) and grid.logit_diff["clean"] > 0 > grid.logit_diff["corrupt"]
+    forward, backward = grid.clean_into_corrupt, grid.corrupt_into_clean
     L, H, T = model.config.depth, model.config.heads, model.config.num_tokens
     assert forward["heads"].shape == backward["heads"].shape == (L, H)
     assert forward["residual"].shape == backward["residual"].shape == (L, T)
@@ -112,24 +112,24 @@ def test_the_patching_grid_agrees_with_one_patch_at_a_time(model, three_and_eigh
     pass, must read the same."""
     three, eight = three_and_eight
     grid = heads.patching_grid(model, three, eight)
-    clean, corrupt = grid["logit_diff"]["clean"], grid["logit_diff"]["corrupt"]
+    clean, corrupt = grid.logit_diff["clean"], grid.logit_diff["corrupt"]
 
     def restored(logits):
         return float((logits[0, 3] - logits[0, 8] - corrupt) / (clean - corrupt))
 
     for layer, head in ((0, 1), (4, 2), (5, 2)):
-        assert grid["clean_into_corrupt"]["heads"][layer, head] == pytest.approx(
+        assert grid.clean_into_corrupt["heads"][layer, head] == pytest.approx(
             restored(heads.patch(model, eight, three, heads=[(layer, head)])), abs=1e-4)
-        assert grid["corrupt_into_clean"]["heads"][layer, head] == pytest.approx(
+        assert grid.corrupt_into_clean["heads"][layer, head] == pytest.approx(
             restored(heads.patch(model, three, eight, heads=[(layer, head)])), abs=1e-4)
     for layer, token in ((0, 0), (2, 17), (4, 30)):
         mask = torch.zeros(model.config.depth, model.config.num_tokens, dtype=torch.bool)
         mask[layer, token] = True
-        assert grid["clean_into_corrupt"]["residual"][layer, token] == pytest.approx(
+        assert grid.clean_into_corrupt["residual"][layer, token] == pytest.approx(
             restored(heads.patch(model, eight, three, residual=mask)), abs=1e-4)
     only_heads = heads.patching_grid(model, three, eight, residual=False)
-    assert "residual" not in only_heads["clean_into_corrupt"]
-    torch.testing.assert_close(only_heads["corrupt_into_clean"]["heads"], grid["corrupt_into_clean"]["heads"])
+    assert "residual" not in only_heads.clean_into_corrupt
+    torch.testing.assert_close(only_heads.corrupt_into_clean["heads"], grid.corrupt_into_clean["heads"])
     with pytest.raises(ValueError, match="tells apart"):
         heads.patching_grid(model, three, three)
 

@@ -141,7 +141,7 @@ def test_the_patching_grids_both_ways(three, eight):
                                atol=2e-3)
     grid = heads.patching_grid(service.classifier("mnist").model, torch.from_numpy(three.input)[None, None],
                                torch.from_numpy(eight.input)[None, None])
-    np.testing.assert_allclose(reply["corrupt_into_clean"]["residual"], grid["corrupt_into_clean"]["residual"], atol=1e-3)
+    np.testing.assert_allclose(reply["corrupt_into_clean"]["residual"], grid.corrupt_into_clean["residual"], atol=1e-3)
 
 
 def test_an_image_patched_into_itself_is_no_experiment(three):

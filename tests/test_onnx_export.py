@@ -257,14 +257,14 @@ def test_patching_graphs_match_heads_patching_grid_on_real_pairs(name, shipped, 
     for i, j in different_pairs(model, x, PATCHING_PAIRS):
         grid = heads.patching_grid(model, x[i], x[j])
         feeds = {"clean": x[i : i + 1].numpy(), "corrupt": x[j : j + 1].numpy(),
-                 "classes": np.eye(K, dtype=np.float32)[list(grid["classes"])]}
+                 "classes": np.eye(K, dtype=np.float32)[list(grid.classes)]}
         for kind, file in PATCHING_GRAPH_FILES.items():
             out = dict(zip(patching.OUTPUTS, sessions(info.folder / file).run(None, feeds)))
-            expected = [grid["logit_diff"]["clean"], grid["logit_diff"]["corrupt"]]
+            expected = [grid.logit_diff["clean"], grid.logit_diff["corrupt"]]
             assert max_diff(out["logit_diff"], expected) <= LOGITS_TOL, (kind, i, j)
             for direction in ("clean_into_corrupt", "corrupt_into_clean"):
-                assert out[direction].shape == tuple(grid[direction][kind].shape)
-                worst[kind] = max(worst[kind], max_diff(out[direction], grid[direction][kind]))
+                assert out[direction].shape == tuple(getattr(grid, direction)[kind].shape)
+                worst[kind] = max(worst[kind], max_diff(out[direction], getattr(grid, direction)[kind]))
     print(f"{name}: {PATCHING_PAIRS} pairs, max |grid diff| {worst}")
     assert max(worst.values()) <= PATCHING_TOL, worst
 

@@ -111,12 +111,12 @@ def patching_answer(model: str, clean: np.ndarray, corrupt: np.ndarray, residual
     names = classifier(model).classes
 
     def rounded(direction: str) -> dict[str, list]:
-        return {kind: np.round(values.numpy().astype(float), 3).tolist() for kind, values in grid[direction].items()}
+        return {kind: np.round(values.numpy().astype(float), 3).tolist() for kind, values in getattr(grid, direction).items()}
 
     return PatchingAnswer(
         clean=page_numbers.image_key(clean), corrupt=page_numbers.image_key(corrupt), residual=residual,
-        classes=[names[c] for c in grid["classes"]],
-        logit_diff={kind: round(value, 4) for kind, value in grid["logit_diff"].items()},
+        classes=[names[c] for c in grid.classes],
+        logit_diff={kind: round(value, 4) for kind, value in grid.logit_diff.items()},
         clean_into_corrupt=rounded("clean_into_corrupt"), corrupt_into_clean=rounded("corrupt_into_clean"),
         ms=round(1000 * (time.perf_counter() - started), 1)).to_json()
 

@@ -16,4 +16,5 @@ from vit_demo.interpret.heads.importance import (IMPORTANCE_IMAGES, RANDOM_ORDER
 from vit_demo.interpret.heads.knockout import (MEAN_IMAGES, ablated_logits, head_means, knockout,  # noqa: F401
                                                mean_sample, read_head_means, write_head_means)
 from vit_demo.interpret.heads.lens import lens_accuracy, lens_maps, logit_lens  # noqa: F401
-from vit_demo.interpret.heads.patching import patch, patching_base, patching_grid, restored_fractions  # noqa: F401
+from vit_demo.interpret.heads.patching import (PatchingGrid, patch, patching_base, patching_grid,  # noqa: F401
+                                                restored_fractions)

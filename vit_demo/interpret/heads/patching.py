@@ -6,6 +6,7 @@ corrupt into clean (which parts the answer needs)."""
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Iterable
 
 import torch
@@ -39,13 +40,25 @@ def patch(model: VisionTransformer, target: torch.Tensor, source: torch.Tensor, 
     return run(model, target, edits).logits
 
 
+@dataclasses.dataclass(frozen=True)
+class PatchingGrid:
+    """What ``patching_grid`` found: the two classes compared, each run's logit difference, and per direction the
+    share of it each part restores, float32 on the CPU, by kind: "heads" (L, H) and, where the residual stream was
+    patched, "residual" (L, T)."""
+
+    classes: tuple[int, int]  # the clean image's class, then the corrupt one's
+    logit_diff: dict[str, float]  # "clean", "corrupt": each run's logit[clean class] - logit[corrupt class]
+    clean_into_corrupt: dict[str, torch.Tensor]  # the corrupt run with one part from the clean run: what suffices
+    corrupt_into_clean: dict[str, torch.Tensor]  # the clean run with one part from the corrupt run: what is needed
+
+
 def _one(images: torch.Tensor) -> torch.Tensor:
     return images if images.ndim == 4 else images[None]  # (1, C, H, W)
 
 
 @torch.no_grad()
 def patching_grid(model: VisionTransformer, clean: torch.Tensor, corrupt: torch.Tensor,
-                  classes: tuple[int, int] | None = None, residual: bool = True) -> dict:
+                  classes: tuple[int, int] | None = None, residual: bool = True) -> PatchingGrid:
     """How much of the clean run's logit difference each head and each residual-stream position restores.
 
     ``clean`` and ``corrupt``: one image each, (C, H, W) or (1, C, H, W). ``classes``: the pair compared, clean
@@ -57,10 +70,7 @@ def patching_grid(model: VisionTransformer, clean: torch.Tensor, corrupt: torch.
     the heads and L * T for the residual stream (none with ``residual=False``), batched by layer, each running
     only the blocks its patch can change: fewer block computations than one batch of L * (H + T) forward passes.
 
-    Returns a dict: ``classes`` (clean, corrupt), ``logit_diff`` {"clean", "corrupt"} (floats), and for each
-    direction, ``clean_into_corrupt`` (the corrupt run with one part taken from the clean run: what suffices) and
-    ``corrupt_into_clean`` (the clean run with one part from the corrupt run: what is needed), a dict with
-    ``heads`` (L, H) and, with ``residual``, ``residual`` (L, T): restored fractions, float32 on the CPU.
+    Returns a ``PatchingGrid``: the residual stream's shares only with ``residual``.
     """
     base = patching_base(model, clean, corrupt)  # logits (2, classes): the clean image's, then the corrupt one's
     if classes is None:
@@ -77,8 +87,8 @@ def patching_grid(model: VisionTransformer, clean: torch.Tensor, corrupt: torch.
     if diff_clean == diff_corrupt:
         raise ValueError("the two images have the same logit difference: nothing to restore")
     grids = restored_fractions(model, base, direction, kinds=("heads", "residual") if residual else ("heads",))
-    return {"classes": (a, b), "logit_diff": {"clean": diff_clean, "corrupt": diff_corrupt},
-            **{name: {kind: values.float().cpu() for kind, values in grid.items()} for name, grid in grids.items()}}
+    on_cpu = {name: {kind: values.float().cpu() for kind, values in grid.items()} for name, grid in grids.items()}
+    return PatchingGrid(classes=(a, b), logit_diff={"clean": diff_clean, "corrupt": diff_corrupt}, **on_cpu)
 
 
 def patching_base(model: VisionTransformer, clean: torch.Tensor, corrupt: torch.Tensor) -> Run:
