@@ -745,6 +745,13 @@ def test_the_first_screen_tells_the_story_in_four_steps(browser, app_url):
         deeper.locator("a", has_text="why this class?").click()
         page.wait_for_function("() => { const box = document.querySelector('#digit-relevance')"
                                ".getBoundingClientRect(); return box.top >= 0 && box.top < innerHeight; }")
+        page.evaluate("() => window.scrollTo(0, 0)")
+        page.get_by_role("tab", name="Upload a photo (CIFAR-10)").click()  # its story, the notes under the answer
+        wait_for_live(page, "photo-reads", "input")
+        links = page.locator(".vd-deeper:visible")
+        assert links.is_visible() and links.bounding_box()["y"] + links.bounding_box()["height"] <= 900
+        notes, answer = page.locator("#photo-classes").bounding_box(), page.locator("#photo-label").bounding_box()
+        assert notes["y"] >= answer["y"] + answer["height"] and abs(notes["x"] - answer["x"]) < 20
         assert page.console_errors == []
 
 

@@ -115,8 +115,8 @@ def patches_title(config: ViTConfig) -> str:
             "token each. Click a patch to see where it looks.")
 
 
-LARGE_TITLE = ("### Where it looks\nEach layer lets every token take in the others. Bright: where the answer's "
-               "token, [CLS], looked most, in the layer and head you pick.")
+LARGE_TITLE = ("### Where it looks\nIn each layer every token takes in the others. Bright: where [CLS], the "
+               "answer's token, looked.")
 CLS_GRID_TITLE = ("### Every layer and head\nWhere [CLS] looked in each layer (rows) and head (columns), and each "
                   "layer's mean.")
 ROLLOUT_TITLE = ("### All layers together\nWhere [CLS] looks once every layer is followed back to the patches, the "

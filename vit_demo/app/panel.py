@@ -83,11 +83,13 @@ DEEPER = (("cls-grid", "every layer and head"), ("rollout", "all layers together
 
 
 def build_panel(prefix: str, model: str, prompt: str, input_title: str, build_input: Callable[[], Any],
-                first: Analysis | None = None) -> tuple[Panel, Any]:
+                first: Analysis | None = None, build_answer_notes: Callable[[], None] | None = None
+                ) -> tuple[Panel, Any]:
     """One tab: the first screen's story, a step a column (the input, made by ``build_input`` under
-    ``input_title``; the patches it reads; one layer and head large; the prediction), then every other view in a
-    section that talk mode hides (class ``vd-detail``), which links under the story lead to; ``first``: the image
-    the page starts with (an example), whose numbers come with the page."""
+    ``input_title``; the patches it reads; one layer and head large; the prediction, with what
+    ``build_answer_notes`` adds under it), then every other view in a section that talk mode hides (class
+    ``vd-detail``), which links under the story lead to; ``first``: the image the page starts with (an example),
+    whose numbers come with the page."""
     config = model_config(model)
     with gr.Row(equal_height=False, elem_classes="vd-top"):
         with gr.Column(scale=1, min_width=280, elem_classes="vd-input"):
@@ -101,6 +103,8 @@ def build_panel(prefix: str, model: str, prompt: str, input_title: str, build_in
         with gr.Column(scale=1, min_width=240, elem_classes="vd-prediction"):
             gr.Markdown(ANSWER_TITLE, elem_classes="vd-step")
             live_prediction(prefix, model_problem(model) or prompt)
+            if build_answer_notes:
+                build_answer_notes()
     gr.HTML(deeper_links(prefix), padding=False)
     with gr.Column(elem_classes="vd-detail"):
         with gr.Row(equal_height=False):

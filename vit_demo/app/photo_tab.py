@@ -58,17 +58,20 @@ READ_IN_PAGE_JS = """(photo) => {
 
 
 def photo_input(examples: list[Path], first: Path | None) -> gr.Image:
-    """The upload (showing ``first`` at the start), its examples, and beside them the classes the model knows and
-    the square it reads."""
+    """The upload (showing ``first`` at the start) and its examples."""
     photo = UndecodedImage(None if first is None else str(first), type="filepath", label="Photo",
                            sources=["upload", "clipboard"], elem_id="photo-input", height=LARGE)
     gr.Examples([str(p) for p in examples], photo, label="Examples (CIFAR-10 test set)")
+    return photo
+
+
+def photo_notes() -> None:
+    """Under the answer: the classes the model knows, and the square it read (talk mode hides them)."""
     gr.Markdown(CLASSES_NOTE, elem_id="photo-classes", elem_classes=["vd-note", "vd-detail"])
-    with gr.Row(equal_height=False, elem_classes="vd-detail"):  # talk mode hides the notes: the examples fit
+    with gr.Row(equal_height=False, elem_classes="vd-detail"):
         live_canvas("photo-reads", "photo", "input", "the square the model reads", READS_SIZE, READS_SIZE,
                     scale=False)  # drawn in the page from the tab's numbers
         gr.Markdown(READS_NOTE, elem_classes="vd-note")
-    return photo
 
 
 def photo_reader(described: dict) -> gr.HTML:
@@ -84,7 +87,7 @@ def photo_reader(described: dict) -> gr.HTML:
 def build_photo_tab(examples: list[Path]) -> Panel:
     first, analysis = starting_example(MODEL, examples, FIRST_EXAMPLE)  # shown with the numbers that come with the page
     photos, photo = build_panel("photo", MODEL, UPLOAD_PROMPT, INPUT_TITLE, lambda: photo_input(examples, first),
-                                analysis)
+                                analysis, build_answer_notes=photo_notes)
     # One event per new photo: its numbers, the large view's value, which every view draws from. Where the page can
     # run the model it reads the photo itself, and the server only where the page can't (the hidden button's event).
     read = dict(fn=on_photo, inputs=[photo, photos.explanation.explain_class], outputs=photos.numbers,

@@ -128,8 +128,7 @@ def photo_input(first: Path | None) -> str:
     return (f'<div class="vd-photo" data-panel="photo"><img class="vd-photo-shown" alt="the photo" '
             f'loading="lazy"{shown}>'
             '<label class="vd-upload">Upload a photo <input type="file" accept="image/*"></label>'
-            f'<div class="vd-examples"><span>Examples:</span>{thumbs}</div>'
-            f'<p class="vd-note">{page_numbers.caption_html(photo_tab.CLASSES_NOTE)}</p></div>')
+            f'<div class="vd-examples"><span>Examples:</span>{thumbs}</div></div>')
 
 
 def tab_html(tab: Tab, views: list[dict]) -> str:
@@ -144,10 +143,13 @@ def tab_html(tab: Tab, views: list[dict]) -> str:
         return mount_point(views[-1])
 
     if prefix == "digit":
-        source = f'<div id="canvas" class="vd-canvas">{pad_html(examples, first, prefix)}</div>'
-    else:
-        source = photo_input(first) + add(live_canvas("photo-reads", "photo", "input", "the square the model reads",
-                                                      photo_tab.READS_SIZE, photo_tab.READS_SIZE, scale=False), "input")
+        source, notes = f'<div id="canvas" class="vd-canvas">{pad_html(examples, first, prefix)}</div>', ""
+    else:  # under the answer, as the app's photo_tab.photo_notes: the classes it knows, the square it read
+        source = photo_input(first)
+        notes = (f'<p class="vd-note">{page_numbers.caption_html(photo_tab.CLASSES_NOTE)}</p>'
+                 + add(live_canvas("photo-reads", "photo", "input", "the square the model reads",
+                                   photo_tab.READS_SIZE, photo_tab.READS_SIZE, scale=False), "input")
+                 + f'<p class="vd-note">{page_numbers.caption_html(photo_tab.READS_NOTE)}</p>')
     top = (f'<div class="vd-top"><div class="vd-input">{section(tab.input_title, "vd-step")}{source}</div>'
            f'<div class="vd-patches-step vd-detail">{section(attention_view.patches_title(config), "vd-step")}'
            + add(attention_view.patches_view(prefix, config), "patches")
@@ -156,7 +158,7 @@ def tab_html(tab: Tab, views: list[dict]) -> str:
            + controls(prefix, config.depth, config.heads)
            + add(attention_view.large_view(prefix), "selected", page_numbers.starting_numbers(analysis, tab.prompt))
            + f'</div><div class="vd-prediction">{section(ANSWER_TITLE, "vd-step")}'
-           + add(live_prediction(prefix, model_problem(model) or tab.prompt), "prediction")
+           + add(live_prediction(prefix, model_problem(model) or tab.prompt), "prediction") + notes
            + "</div></div>" + deeper_links(prefix))
     training = "" if run.problem else (
         section(training_view.TRAINING_TITLE)
