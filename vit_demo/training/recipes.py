@@ -56,3 +56,32 @@ RECIPES = {
         trivial_augment=True, random_erasing=0.25, mix_prob=0.5, mixup_alpha=1.0, cutmix_alpha=1.0,
     ),
 }
+
+
+@dataclasses.dataclass(frozen=True)
+class PretrainRecipe:
+    """Self-supervised pretraining of a recipe's encoder (train.py --pretrain): a masked autoencoder's settings.
+    The encoder is the dataset's recipe's ViT (without stochastic depth); command-line flags override these."""
+
+    epochs: int
+    batch_size: int
+    lr: float
+    weight_decay: float
+    warmup_epochs: float
+    mask_ratio: float = 0.75  # share of each image's patches hidden from the encoder
+    decoder_dim: int = 128
+    decoder_depth: int = 2
+    decoder_heads: int = 4
+
+
+PRETRAIN_METHODS = ("mae",)
+# MAE (He et al. 2022) for CIFAR-10, sized for a short GPU loan: the reference's mask ratio 0.75, normalised-pixel
+# loss, AdamW with weight decay 0.05, warmup then cosine, and its learning-rate rule, 1.5e-4 x batch / 256; a decoder
+# of 2 blocks of width 128 (the reference's is 8 of 512, for ImageNet's ViT-B/L). The augmentation is the supervised
+# recipe's crop and flip (the reference: random resized crop and flip). 400 epochs is a quarter of what the MAE
+# reproductions on CIFAR-10 ran (1,600-2,000); the encoder reads 17 tokens of 65, so an epoch costs about a third of
+# a supervised one (docs/training.md).
+PRETRAIN_RECIPES = {
+    "cifar10": PretrainRecipe(epochs=400, batch_size=512, lr=1.5e-4 * 512 / 256, weight_decay=0.05,
+                              warmup_epochs=20),
+}
