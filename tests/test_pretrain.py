@@ -13,17 +13,18 @@ from vit_demo.training import loop as training
 from vit_demo.training.evaluation import linear_probe
 from vit_demo.training.mae import MaskedAutoencoder, patchify, random_masking, unpatchify
 from vit_demo.training.pretrain import masking_noise, reconstruction_loss
-from vit_demo.weights import (CONFIG_FILE, MAE_DECODER_FILE, METRICS_FILE, SNAPSHOTS_DIR, SNAPSHOTS_INDEX,
-                              WEIGHTS_FILE, load_weights)
+from vit_demo.weights import (CONFIG_FILE, MAE_DECODER_FILE, METRICS_FILE, RECONSTRUCTIONS_FILE, SNAPSHOTS_DIR,
+                              SNAPSHOTS_INDEX, WEIGHTS_FILE, load_weights)
 
 # A small encoder and decoder for the CPU: 4x4 patches of a 32x32 image, 64 tokens + [CLS], as the recipe has.
 SMALL = ["--dim", "64", "--depth", "2", "--heads", "4", "--mlp-dim", "128", "--decoder-dim", "32",
          "--decoder-depth", "1", "--decoder-heads", "2", "--calibration-images", "0", "--no-progress"]
 TINY = ["--dim", "32", "--depth", "1", "--heads", "2", "--mlp-dim", "64", "--decoder-dim", "16",
         "--decoder-depth", "1", "--decoder-heads", "2", "--calibration-images", "0", "--no-progress"]
-# Measured on this CPU (seed 0): a probe on 2,000 training images after 20 epochs of pretraining on them reads
-# 40.9% of 1,000 test images; the same probe on the encoder as initialised 31.9% (chance: 10%).
-PROBE_MARGIN = 0.04
+# Measured on this CPU: a probe on 2,000 training images after 30 epochs of pretraining on them reads 43.4% of 1,000
+# test images, the same probe on the encoder as initialised 31.9% (+11.5 points; chance: 10%); with --seed 1, 42.6%
+# against 34.2% (+8.4). After 20 epochs: +9.0 and +4.9.
+PROBE_MARGIN = 0.05
 needs_real_cifar = pytest.mark.skipif(
     not HAS_SHARED_CIFAR, reason="needs the real CIFAR-10 PNGs in ../shared/data: what a linear probe reads from "
                                  "a pretrained encoder means nothing on the generated shapes used without them")
@@ -107,21 +108,22 @@ def test_the_loss_counts_only_the_hidden_patches():
 @pytest.mark.slow
 @needs_real_cifar
 def test_pretraining_learns_features_a_linear_probe_reads(real_cifar, tmp_path):
-    """20 short epochs on 2,000 real images: the reconstruction loss falls, and a linear probe on the pretrained
-    encoder's features beats the same probe on the encoder as initialised by over PROBE_MARGIN (measured: 9 points)."""
-    metrics = pretrain(real_cifar, tmp_path, "--epochs", "20", "--batch-size", "64", "--lr", "3e-3",
+    """30 short epochs on 2,000 real images: the reconstruction loss falls, and a linear probe on the pretrained
+    encoder's features beats the same probe on the encoder as initialised by over PROBE_MARGIN (measured: 11.5
+    points)."""
+    metrics = pretrain(real_cifar, tmp_path, "--epochs", "30", "--batch-size", "64", "--lr", "3e-3",
                        "--warmup-epochs", "1", "--snapshots", "2", *SMALL)
     losses = [h["test_loss"] for h in metrics["history"]]
-    assert losses[-1] < 0.85 * losses[0] and losses[-1] < losses[4] < losses[0]  # measured 1.02 -> 0.72
+    assert losses[-1] < 0.85 * losses[0] and losses[-1] < losses[4] < losses[0]  # measured 0.91 -> 0.81 -> 0.70
     probe = metrics["linear_probe"]
     assert probe["train_images"] == 2000 and probe["test_images"] == 1000
     assert probe["pretrained"] > probe["random_init"] + PROBE_MARGIN, probe
     # The folder holds the encoder as a ViT (its pretraining recorded), the decoder, the snapshots and the record.
     out = tmp_path / "mae"
     assert {p.name for p in out.iterdir()} == {CONFIG_FILE, WEIGHTS_FILE, MAE_DECODER_FILE, METRICS_FILE,
-                                               SNAPSHOTS_DIR, SNAPSHOTS_INDEX}
+                                               SNAPSHOTS_DIR, SNAPSHOTS_INDEX, RECONSTRUCTIONS_FILE}
     assert json.loads((out / CONFIG_FILE).read_text())["pretrained"]["mask_ratio"] == 0.75
-    assert [e["epoch"] for e in json.loads((out / SNAPSHOTS_INDEX).read_text())] == [1, 4]
+    assert [e["epoch"] for e in json.loads((out / SNAPSHOTS_INDEX).read_text())] == [1, 5]
     # The written encoder is the one probed: the probe on it, fitted again, reads the same.
     from vit_demo.data.datasets import load_split
     _, encoder = load_weights(out)
@@ -206,3 +208,14 @@ def test_evaluation_masks_are_fixed():
     images = torch.randint(0, 256, (10, 3, 32, 32), dtype=torch.uint8)
     assert torch.equal(masking_noise(10, 64, 5), masking_noise(10, 64, 5))
     assert reconstruction_loss(mae, images, 5, batch_size=3) == pytest.approx(reconstruction_loss(mae, images, 5))
+
+
+def test_the_picture_of_what_the_mae_fills_in():
+    from vit_demo.training.pretrain import reconstructions
+
+    torch.manual_seed(0)
+    mae = MaskedAutoencoder(small_vit(), decoder_dim=16, decoder_depth=1, decoder_heads=2)
+    images = torch.randint(0, 256, (4, 3, 32, 32), dtype=torch.uint8)
+    picture = reconstructions(mae, images, 0, "MAE")
+    assert picture.mode == "RGB" and picture.size == (110 * 4 + 120, 420)
+    assert mae.training  # left as it was

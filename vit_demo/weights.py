@@ -32,6 +32,7 @@ CURVES_FILE = "training_curves.png"
 SNAPSHOTS_DIR = "snapshots"  # the model during training, a few epochs on a log scale (train.py --snapshots)
 SNAPSHOTS_INDEX = "snapshots.json"
 MAE_DECODER_FILE = "mae_decoder.safetensors"  # a pretraining run's MAE decoder, beside its encoder (model.safetensors)
+RECONSTRUCTIONS_FILE = "reconstructions.png"  # a pretraining run's MAE filling in hidden patches of test images
 # Made from the weights by the tools that study them (python -m vit_demo head-means, head-importance, inside, onnx),
 # once, and read by the app, which has no dataset.
 HEAD_MEANS_FILE = "head_means.safetensors"  # each head's mean output, for mean-ablation

@@ -4,7 +4,7 @@ from the training images alone, no labels, and leaves an encoder that ``train.py
 The loop is the supervised one's, from vit_demo/training/loop.py: the same data (the calibration hold-out is left
 out here too, so that it stays unseen until the fine-tuned model is calibrated on it), the same per-epoch seeding, so
 that ``--resume`` continues exactly, the same checkpoints, snapshots, optimiser (AdamW, warmup and cosine) and step
-(``--compile`` included). Each epoch ends with the reconstruction loss on the test images under fixed masks, and the
+(``--compile`` included). Each epoch ends with the reconstruction loss on 2,000 test images under fixed masks, and the
 run with a linear probe of the encoder's features, against the same probe on the encoder as initialised.
 """
 
@@ -27,15 +27,18 @@ from vit_demo.atomic import atomic_write, atomic_write_text
 from vit_demo.data.augment import AUGMENTATIONS
 from vit_demo.data.datasets import dataset_spec
 from vit_demo.model import VisionTransformer
+from vit_demo.pictures.figures import reconstruction_figure
 from vit_demo.training.evaluation import linear_probe
 from vit_demo.training.loop import (CHECKPOINT_FILE, TrainStep, _subset, _warmup_cosine, epoch_draws, make_optimizer,
                                     resume_from, training_data, write_checkpoint)
 from vit_demo.training.mae import MaskedAutoencoder
 from vit_demo.training.options import pretrain_recipe_from_args
-from vit_demo.weights import (MAE_DECODER_FILE, METRICS_FILE, save_snapshot, save_weights, snapshot_epochs,
-                              update_config, write_snapshot_index)
+from vit_demo.weights import (MAE_DECODER_FILE, METRICS_FILE, RECONSTRUCTIONS_FILE, save_snapshot, save_weights,
+                              snapshot_epochs, update_config, write_snapshot_index)
 
+SHOWN_IMAGES = 8  # test images in reconstructions.png
 PROBE_IMAGES = 10_000  # training images the linear probe at the end of a run fits on (at most)
+EVAL_IMAGES = 2_000  # test images whose reconstruction loss is measured after every epoch (at most)
 
 
 class MAEStep(TrainStep):
@@ -74,6 +77,18 @@ def reconstruction_loss(mae: MaskedAutoencoder, images: torch.Tensor, seed: int,
     return total.item() / max(1, len(images))
 
 
+def reconstructions(mae: MaskedAutoencoder, images: torch.Tensor, seed: int, title: str):
+    """The picture of what the MAE fills in on uint8 images (N, C, H, W), under the evaluation's fixed masks."""
+    device = next(mae.parameters()).device
+    was_training = mae.training
+    mae.eval()
+    x = images.to(device).float().div(255)  # (N, C, H, W)
+    filled, hidden = mae.reconstruct(x, masking_noise(len(x), mae.encoder.config.grid_size**2, seed, device))
+    mae.train(was_training)
+    as_numpy = [t.permute(0, 2, 3, 1).float().cpu().numpy() for t in (x, hidden, filled)]  # each (N, H, W, C)
+    return reconstruction_figure(*as_numpy, title)
+
+
 def pretrain(args: argparse.Namespace, command: str, device: torch.device, world_size: int) -> dict:
     """Pretrain as ``args`` says (``train.py --pretrain mae ...``); write the encoder as a weights folder in --out
     (``config.json`` with a ``pretrained`` record, ``model.safetensors``), the decoder beside it, snapshots of the
@@ -87,6 +102,7 @@ def pretrain(args: argparse.Namespace, command: str, device: torch.device, world
     checkpoint_path = (args.checkpoint_dir or Path("runs") / f"{name}-checkpoint") / CHECKPOINT_FILE
 
     (train_x, train_y), (test_x, test_y), _ = training_data(args, spec, device)
+    eval_x = _subset(test_x, test_y, EVAL_IMAGES, args.seed + 4)[0]  # a random share: the split is sorted by class
     batch = max(1, min(recipe.batch_size, len(train_x)))
     steps_per_epoch = len(train_x) // batch  # full batches only, as in supervised training
     torch.manual_seed(args.seed)
@@ -131,7 +147,7 @@ def pretrain(args: argparse.Namespace, command: str, device: torch.device, world
         history.append({
             "epoch": epoch + 1,
             "train_loss": loss_sum / (steps_per_epoch * batch),
-            "test_loss": reconstruction_loss(mae, test_x, args.seed),
+            "test_loss": reconstruction_loss(mae, eval_x, args.seed),
             "lr": scheduler.get_last_lr()[0],
             "train_images_per_second": round(steps_per_epoch * batch / train_seconds, 1),
         })
@@ -151,6 +167,10 @@ def pretrain(args: argparse.Namespace, command: str, device: torch.device, world
                                    "note": "an encoder for train.py --init-from; its head is untrained"})
     if snapshots:
         write_snapshot_index(out, history, measure="test_loss")
+    shown = torch.linspace(0, len(eval_x) - 1, min(SHOWN_IMAGES, len(eval_x))).long()  # spread: a sorted split too
+    picture = reconstructions(mae, eval_x[shown.to(eval_x.device)], args.seed + 5, f"MAE after {recipe.epochs} "
+                              f"epoch{'s' * (recipe.epochs != 1)}: {recipe.mask_ratio:.0%} of the patches hidden")
+    atomic_write(out / RECONSTRUCTIONS_FILE, lambda f: picture.save(f, format="png"))
     # What the pretraining bought: a linear probe on the encoder's features, and on the same encoder as initialised.
     probe_train = _subset(train_x, train_y, PROBE_IMAGES, args.seed + 3)
     torch.manual_seed(args.seed)
@@ -162,6 +182,7 @@ def pretrain(args: argparse.Namespace, command: str, device: torch.device, world
         "dataset": spec.name,
         "pretrain": args.pretrain,
         "test_loss": history[-1]["test_loss"] if history else None,
+        "test_loss_images": len(eval_x),
         "linear_probe": probe,
         "train_images": len(train_x),
         "epochs": recipe.epochs,
