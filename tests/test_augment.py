@@ -1,7 +1,6 @@
 """The batched training augmentations: shapes, ranges, what each one does (against torchvision), and repeatability."""
 
 import dataclasses
-import random
 
 import numpy as np
 import pytest
@@ -12,7 +11,7 @@ from PIL import Image
 from torchvision.transforms import InterpolationMode, v2
 
 from vit_demo.data.augment import (AUTO_AUGMENT, AUTO_AUGMENT_CIFAR10, OPERATIONS, TRIVIAL_AUGMENT_OPS, TRIVIAL_WIDE,
-                                   apply_operations, auto_augment, mix_batch, random_affine,
+                                   apply_operations, auto_augment, mix_batches, random_affine,
                                    random_crop_flip, random_erasing, random_stroke_width, trivial_augment)
 
 
@@ -140,35 +139,65 @@ def test_random_erasing_fills_one_rectangle_per_chosen_image_with_the_mean():
     assert torch.equal(random_erasing(images, torch.Generator(), p=0.0, fill=mean), images)
 
 
-def test_mix_batch_targets_are_distributions_over_the_classes():
+def test_mix_batches_targets_are_distributions_over_the_classes():
     images, targets = photos(), F.one_hot(torch.arange(32) % 10, 10).float()
     for mixup, cutmix in ((1.0, 0.0), (0.0, 1.0), (0.8, 1.0)):
         for seed in range(5):
-            mixed, mixed_targets = mix_batch(images, targets, random.Random(seed), 1.0, mixup, cutmix)
+            mixed, mixed_targets = mix_batches(images, targets, 8, torch.Generator().manual_seed(seed), 1.0, mixup,
+                                               cutmix)
             assert mixed.shape == images.shape and mixed_targets.shape == (32, 10)
             assert torch.allclose(mixed_targets.sum(1), torch.ones(32))
             assert (mixed_targets.max(1).values >= 0.5 - 1e-6).all() and (mixed_targets > 0).sum(1).max() <= 2
             assert mixed.min() >= 0 and mixed.max() <= 1
 
 
-def test_mix_batch_mixes_about_the_chosen_share_of_batches():
-    images, targets = photos(8), F.one_hot(torch.arange(8), 10).float()
-    rng = random.Random(0)
-    mixed = sum(not torch.equal(mix_batch(images, targets, rng, 0.5, 1.0, 1.0)[1], targets) for _ in range(200))
-    assert 70 <= mixed <= 130
+def one_mix(x: torch.Tensor, t: torch.Tensor, mixed_x: torch.Tensor, mixed_t: torch.Tensor) -> str:
+    """How one batch was mixed: "none", "mixup" (one lambda for the whole batch, with its neighbour in the batch) or
+    "cutmix" (one box for the whole batch, the neighbour's pixels inside it); fails on anything else."""
+    partner_x, partner_t = x.roll(1, 0), t.roll(1, 0)
+    if torch.equal(mixed_x, x) and torch.equal(mixed_t, t):
+        return "none"
+    own = mixed_t[0, t[0].argmax()] if t[0].argmax() != partner_t[0].argmax() else None
+    assert own is not None
+    assert torch.allclose(mixed_t, own * t + (1 - own) * partner_t, atol=1e-6)  # one share for the whole batch
+    inside = (mixed_x == partner_x) & (mixed_x != x)  # (B, C, H, W)
+    if torch.allclose(mixed_x, own * x + (1 - own) * partner_x, atol=1e-5) and not inside.all(1).any():
+        return "mixup"
+    box = inside.all(1).any(0)  # (H, W): the box, the same for every image of the batch
+    rows, cols = box.any(1).nonzero().flatten(), box.any(0).nonzero().flatten()
+    mask = torch.zeros_like(box)
+    mask[rows.min():rows.max() + 1, cols.min():cols.max() + 1] = True
+    assert torch.equal(mixed_x, torch.where(mask, partner_x, x))  # partner inside one rectangle, itself outside
+    assert float(own) == pytest.approx(1 - mask.sum().item() / mask.numel(), abs=1e-6)
+    return "cutmix"
 
 
-def test_mix_batch_with_both_turned_off_is_refused():
+def test_mix_batches_mixes_each_batch_within_itself_with_its_own_draw():
+    """Many batches at once: each batch its own coin, kind and strength, every image mixed only with its neighbour
+    in its own batch; about the chosen share of batches mixed, half of them by CutMix."""
+    B, N = 8, 120
+    images = torch.rand(N * B, 3, 32, 32, generator=torch.Generator().manual_seed(0))
+    targets = F.one_hot(torch.arange(N * B) % 10, 10).float()
+    mixed, mixed_targets = mix_batches(images, targets, B, torch.Generator().manual_seed(1), 0.5, 1.0, 1.0)
+    kinds = [one_mix(images[n * B:(n + 1) * B], targets[n * B:(n + 1) * B], mixed[n * B:(n + 1) * B],
+                     mixed_targets[n * B:(n + 1) * B]) for n in range(N)]
+    assert 40 <= kinds.count("none") <= 80
+    assert 15 <= kinds.count("mixup") <= 45 and 15 <= kinds.count("cutmix") <= 45
+    shares = {round(float(mixed_targets[n * B, n * B % 10]), 6) for n in range(N) if kinds[n] == "mixup"}
+    assert len(shares) == kinds.count("mixup")  # every mixed batch its own lambda
+
+
+def test_mix_batches_with_both_turned_off_is_refused():
     with pytest.raises(ValueError, match="mixup_alpha or cutmix_alpha"):
-        mix_batch(photos(), torch.eye(32, 10), random.Random(0), 1.0, 0.0, 0.0)
+        mix_batches(photos(), torch.eye(32, 10), 32, torch.Generator(), 1.0, 0.0, 0.0)
 
 
 def test_auto_augment_is_a_training_option_in_place_of_trivial_augment():
     """train.py --auto-augment: the photo recipe's TrivialAugment gives way to AutoAugment's CIFAR-10 policy; both
     at once is refused; a training batch then goes through AutoAugment (on the batch's device)."""
     from vit_demo.data.datasets import dataset_spec
-    from vit_demo.training.loop import training_batch
     from vit_demo.training.options import build_parser, recipe_from_args
+    from vit_demo.training.step import training_batches
 
     recipe = recipe_from_args(build_parser().parse_args(["--dataset", "cifar10", "--auto-augment"]))
     assert recipe.auto_augment and not recipe.trivial_augment
@@ -176,6 +205,6 @@ def test_auto_augment_is_a_training_option_in_place_of_trivial_augment():
         recipe_from_args(build_parser().parse_args(["--dataset", "cifar10", "--auto-augment", "--trivial-augment"]))
     recipe = dataclasses.replace(recipe, random_erasing=0.0, mixup_alpha=0.0, cutmix_alpha=0.0)
     images = (example_photos() * 255).round().to(torch.uint8)
-    x, target = training_batch(images, torch.zeros(len(images), dtype=torch.long), recipe, dataset_spec("cifar10"),
-                               torch.Generator().manual_seed(0), random.Random(0))
+    x, target = training_batches(images, torch.zeros(len(images), dtype=torch.long), recipe, dataset_spec("cifar10"),
+                                 torch.Generator().manual_seed(0), len(images))
     assert x.shape == images.shape and target.shape == (len(images), 10) and 0 <= x.min() and x.max() <= 1

@@ -1,7 +1,6 @@
 import dataclasses
 import json
 import os
-import random
 import signal
 import subprocess
 import sys
@@ -19,7 +18,7 @@ from vit_demo.interpret.heads import read_head_means
 from vit_demo.interpret.inside import ATTENTION_DISTANCE_FILE, read_attention_distance
 from vit_demo.model import VisionTransformer
 from vit_demo.training import loop as training
-from vit_demo.training.loop import TrainStep, training_batch
+from vit_demo.training.step import TrainStep, training_batches
 from vit_demo.training.recipes import RECIPES
 from vit_demo.weights import (CALIBRATION_FILE, CONFIG_FILE, CURVES_FILE, HEAD_MEANS_FILE, METRICS_FILE,
                               RELIABILITY_FILE, SNAPSHOTS_DIR, SNAPSHOTS_INDEX, WEIGHTS_FILE, WeightsError,
@@ -108,6 +107,14 @@ def test_resume_is_exact_with_the_photo_recipe(cifar_root, tmp_path, monkeypatch
                            "--no-progress")
 
 
+def test_resume_is_exact_with_the_graph_step(mnist_root, tmp_path, monkeypatch):
+    # The device schedule's step counter and learning rate go into the checkpoint and come back.
+    args = ("--train-limit", "600", "--test-limit", "200", "--epochs", "2", "--graph-step", *TINY)
+    assert_resume_is_exact(mnist_root, tmp_path, monkeypatch, "mnist", *args)
+    with pytest.raises(SystemExit, match="made with --graph-step; resume it the same way"):
+        run_train(mnist_root, tmp_path, *[a for a in args if a != "--graph-step"], "--resume", name="broken")
+
+
 @pytest.mark.slow
 def test_compiled_step_gives_the_plain_steps_losses(cifar_root):
     """The fast loop (torch.compile) and the plain one train alike: same losses on the same batches."""
@@ -115,8 +122,8 @@ def test_compiled_step_gives_the_plain_steps_losses(cifar_root):
     recipe = RECIPES["cifar10"]
     vit = dataclasses.replace(recipe.vit, patch_size=8, dim=32, depth=2, heads=2, mlp_dim=64, drop_path=0.0)
     images, labels = load_split("cifar10", cifar_root, "train", download=False)
-    batches = [training_batch(images[i::4][:64], labels[i::4][:64], recipe, spec, torch.Generator().manual_seed(i),
-                              random.Random(i)) for i in range(3)]
+    batches = [training_batches(images[i::4][:64], labels[i::4][:64], recipe, spec, torch.Generator().manual_seed(i),
+                                64) for i in range(3)]
     losses = {}
     for compile_mode in (None, "default"):
         torch.manual_seed(0)

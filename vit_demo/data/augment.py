@@ -1,15 +1,14 @@
 """Batched data augmentation on the training device: each image its own random draw, whole batches at once.
 
 Every function takes a ``torch.Generator`` on the images' device and draws all its random numbers from it,
-so a batch on the GPU never waits for the host and a seeded generator repeats the same augmentation.
+so a batch on the GPU never waits for the host and a seeded generator repeats the same augmentation. Constants are
+Python numbers or made on the device, never copied from host memory: such a copy makes the host wait for the GPU.
 """
 
 from __future__ import annotations
 
 import dataclasses
 import functools
-import math
-import random
 
 import torch
 import torch.nn.functional as F
@@ -257,16 +256,17 @@ def grayscale(images: torch.Tensor) -> torch.Tensor:
     """(B, 3, H, W) or (B, 1, H, W) -> (B, 1, H, W) luma, with torchvision's weights."""
     if images.shape[1] == 1:
         return images
-    weights = images.new_tensor([0.2989, 0.587, 0.114]).view(1, 3, 1, 1)
-    return (images * weights).sum(1, keepdim=True)
+    r, g, b = images.unbind(1)  # (B, H, W) each; weights as Python numbers: no copy from the host
+    return (0.2989 * r + 0.587 * g + 0.114 * b).unsqueeze(1)
 
 
 def smooth(images: torch.Tensor) -> torch.Tensor:
     """The sharpness operation's degenerate image: a 3x3 smoothing (1s around a 5, over 13) inside a
     one-pixel border that stays as it is, as in torchvision and PIL."""
     C = images.shape[1]
-    kernel = images.new_tensor([[1.0, 1, 1], [1, 5, 1], [1, 1, 1]]).div(13).expand(C, 1, 3, 3)
-    inner = F.conv2d(images, kernel, groups=C)  # (B, C, H - 2, W - 2)
+    kernel = images.new_ones(C, 1, 3, 3)  # made on the device: no copy from the host
+    kernel[:, :, 1, 1] = 5
+    inner = F.conv2d(images, kernel / 13, groups=C)  # (B, C, H - 2, W - 2)
     return torch.cat([images[:, :, :1], torch.cat([images[:, :, 1:-1, :1], inner, images[:, :, 1:-1, -1:]], 3),
                       images[:, :, -1:]], 2)
 
@@ -306,38 +306,48 @@ def random_erasing(images: torch.Tensor, generator: torch.Generator, p: float, f
     inside_cols = (cols >= left[:, None]) & (cols < (left + w)[:, None])  # (B, W)
     erase = uniform(0, 1) < p  # (B,)
     mask = (inside_rows[:, :, None] & inside_cols[:, None, :] & erase[:, None, None]).unsqueeze(1)  # (B, 1, H, W)
-    return torch.where(mask, images.new_tensor(fill).view(1, C, 1, 1), images)
+    colour = torch.stack([images.new_full((), value) for value in fill]).view(1, C, 1, 1)  # no copy from the host
+    return torch.where(mask, colour, images)
 
 
-def mix_batch(images: torch.Tensor, targets: torch.Tensor, rng: random.Random, p: float, mixup_alpha: float,
-              cutmix_alpha: float) -> tuple[torch.Tensor, torch.Tensor]:
-    """MixUp (Zhang et al., 2018) or CutMix (Yun et al., 2019) of a whole batch, with probability ``p``.
+def mix_batches(images: torch.Tensor, targets: torch.Tensor, batch_size: int, generator: torch.Generator, p: float,
+                mixup_alpha: float, cutmix_alpha: float) -> tuple[torch.Tensor, torch.Tensor]:
+    """MixUp (Zhang et al., 2018) or CutMix (Yun et al., 2019) of whole batches, each with probability ``p``.
 
-    ``images`` (B, C, H, W), ``targets`` (B, classes) class probabilities. Each image is mixed with its
-    neighbour in the batch (a roll by one). With both on, a mixed batch gets one of the two at random,
-    as in Lee et al.'s (2021) training code. The batch-level draws come from ``rng``, a host-side
-    generator, so nothing waits for the device. An alpha of 0 turns that one off; at least one must be on.
+    ``images`` (N * batch_size, C, H, W) and ``targets`` (N * batch_size, classes) class probabilities hold N
+    batches one after another. Each image is mixed with its neighbour in its own batch (a roll by one). With both
+    on, a mixed batch gets one of the two at random, as in Lee et al.'s (2021) training code. Every batch draws
+    its own coin, kind, strength and CutMix box from ``generator`` on the device, so nothing waits for the host
+    and a whole epoch's batches can be mixed at once. An alpha of 0 turns that one off; at least one must be on.
     """
-    choices = [(kind, alpha) for kind, alpha in (("mixup", mixup_alpha), ("cutmix", cutmix_alpha)) if alpha > 0]
-    if not choices:
-        raise ValueError("mix_batch needs a positive mixup_alpha or cutmix_alpha")
-    if rng.random() >= p:
-        return images, targets
-    kind, alpha = rng.choice(choices)
-    lam = rng.betavariate(alpha, alpha)
-    partner_images, partner_targets = images.roll(1, 0), targets.roll(1, 0)
-    if kind == "mixup":
-        mixed = lam * images + (1 - lam) * partner_images
-    else:
-        H, W = images.shape[-2:]
-        cut = math.sqrt(1 - lam)
-        cy, cx = rng.randrange(H), rng.randrange(W)
-        top, bottom = max(cy - int(H * cut) // 2, 0), min(cy + int(H * cut) // 2, H)
-        left, right = max(cx - int(W * cut) // 2, 0), min(cx + int(W * cut) // 2, W)
-        mixed = images.clone()
-        mixed[:, :, top:bottom, left:right] = partner_images[:, :, top:bottom, left:right]
-        lam = 1 - (bottom - top) * (right - left) / (H * W)  # the share of the image that is its own
-    return mixed, lam * targets + (1 - lam) * partner_targets
+    if mixup_alpha <= 0 and cutmix_alpha <= 0:
+        raise ValueError("mix_batches needs a positive mixup_alpha or cutmix_alpha")
+    M, C, H, W = images.shape
+    N, device = M // batch_size, images.device
+    x = images.view(N, batch_size, C, H, W)
+    t = targets.view(N, batch_size, -1)  # (N, B, classes)
+    partner_x, partner_t = x.roll(1, 1), t.roll(1, 1)
+    mixed = torch.rand(N, generator=generator, device=device) < p  # (N,)
+    cutmix_share = 0.5 if mixup_alpha > 0 and cutmix_alpha > 0 else float(cutmix_alpha > 0)
+    cutmix = torch.rand(N, generator=generator, device=device) < cutmix_share  # (N,)
+    alpha = torch.where(cutmix, cutmix_alpha, mixup_alpha).repeat(2, 1)  # (2, N): the chosen kind's, always > 0
+    gamma = torch._standard_gamma(alpha, generator=generator)  # (2, N)
+    lam = gamma[0] / (gamma[0] + gamma[1])  # (N,) ~ Beta(alpha, alpha)
+    # CutMix: a box of sides sqrt(1 - lam) of the image's around a random centre, clipped to the image.
+    cut = (1 - lam).sqrt()
+    cy = torch.randint(H, (N,), generator=generator, device=device)
+    cx = torch.randint(W, (N,), generator=generator, device=device)
+    half_h, half_w = (H * cut).floor() // 2, (W * cut).floor() // 2  # (N,)
+    rows, cols = torch.arange(H, device=device), torch.arange(W, device=device)
+    inside_rows = (rows >= (cy - half_h)[:, None]) & (rows < (cy + half_h)[:, None])  # (N, H)
+    inside_cols = (cols >= (cx - half_w)[:, None]) & (cols < (cx + half_w)[:, None])  # (N, W)
+    box = inside_rows[:, :, None] & inside_cols[:, None, :] & (mixed & cutmix)[:, None, None]  # (N, H, W)
+    own = torch.where(cutmix, 1 - box.sum((1, 2)) / (H * W), lam)  # (N,) the share of each image that is its own
+    blend = (mixed & ~cutmix).view(N, 1, 1, 1, 1)
+    out = torch.where(blend, lam.view(N, 1, 1, 1, 1) * x + (1 - lam.view(N, 1, 1, 1, 1)) * partner_x, x)
+    out = torch.where(box.view(N, 1, 1, H, W), partner_x, out)  # (N, B, C, H, W)
+    own = torch.where(mixed, own, 1.0).view(N, 1, 1)
+    return out.view(M, C, H, W), (own * t + (1 - own) * partner_t).view(M, -1)
 
 
 AUGMENTATIONS = {"mnist": augment_digits, "cifar10": augment_photos}

@@ -5,9 +5,7 @@ from __future__ import annotations
 import argparse
 import dataclasses
 import json
-import math
 import os
-import random
 import shlex
 import sys
 import time
@@ -15,13 +13,11 @@ from pathlib import Path
 
 import torch
 import torch.distributed as dist
-import torch.nn.functional as F
 from torch import nn
 from torch.nn.parallel import DistributedDataParallel
 from tqdm import tqdm
 
 from vit_demo.atomic import atomic_write, atomic_write_text
-from vit_demo.data.augment import AUGMENTATIONS, auto_augment, mix_batch, random_erasing, trivial_augment
 from vit_demo.data.datasets import DatasetSpec, dataset_spec, load_split
 from vit_demo.device import resolve_device
 from vit_demo.interpret.heads import mean_sample, write_head_means
@@ -31,7 +27,8 @@ from vit_demo.pictures.figures import training_curves
 from vit_demo.training.calibrate import calibrate, held_out, holdout_indices
 from vit_demo.training.evaluation import evaluate
 from vit_demo.training.options import PRETRAIN_FLAGS, build_parser, recipe_from_args
-from vit_demo.training.recipes import Recipe
+from vit_demo.training.step import (GRAPH_CHUNK_BATCHES, DeviceSchedule, TrainStep, host_schedule, make_optimizer,
+                                    train_steps)
 from vit_demo.weights import (CURVES_FILE, METRICS_FILE, WEIGHTS_ROOT, WeightsError, initialise_encoder, save_snapshot,
                               save_weights, shown_path, snapshot_epochs, write_snapshot_index)
 
@@ -43,38 +40,6 @@ def _subset(images: torch.Tensor, labels: torch.Tensor, limit: int | None, seed:
         return images, labels
     keep = torch.randperm(len(images), generator=torch.Generator().manual_seed(seed))[:limit]
     return images[keep], labels[keep]
-
-
-def _param_groups(model: nn.Module, weight_decay: float) -> list[dict]:
-    """No weight decay on biases, norms, the [CLS] token, position embeddings and the MAE's mask token."""
-    decay, no_decay = [], []
-    for name, param in model.named_parameters():
-        no = param.ndim < 2 or name.rsplit(".", 1)[-1] in ("cls_token", "pos_embed", "mask_token")
-        (no_decay if no else decay).append(param)
-    return [{"params": decay, "weight_decay": weight_decay}, {"params": no_decay, "weight_decay": 0.0}]
-
-
-def make_optimizer(model: nn.Module, recipe: Recipe, device: torch.device) -> torch.optim.AdamW:
-    """The recipe's AdamW; fused on CUDA (a few kernels per step instead of a loop of them)."""
-    return torch.optim.AdamW(_param_groups(model, recipe.weight_decay), lr=recipe.lr, fused=device.type == "cuda")
-
-
-def _warmup_cosine(warmup_steps: int, total_steps: int):
-    def factor(step: int) -> float:
-        if step < warmup_steps:
-            return (step + 1) / warmup_steps
-        progress = (step - warmup_steps) / max(1, total_steps - warmup_steps)
-        return 0.5 * (1.0 + math.cos(math.pi * min(1.0, progress)))
-
-    return factor
-
-
-def _all_reduce_sum(values: list[float], device: torch.device) -> list[float]:
-    if not dist.is_initialized():
-        return values
-    t = torch.tensor(values, dtype=torch.float64, device=device)
-    dist.all_reduce(t)
-    return t.tolist()
 
 
 def training_data(args: argparse.Namespace, spec: DatasetSpec, device: torch.device):
@@ -92,25 +57,28 @@ def training_data(args: argparse.Namespace, spec: DatasetSpec, device: torch.dev
 
 
 def epoch_draws(seed: int, epoch: int, rank: int, device: torch.device, images: int
-                ) -> tuple[torch.Generator, random.Random, torch.Tensor]:
-    """An epoch's random numbers: the device generator (per-image draws), the host one (batch-level draws) and the
-    order of the ``images`` training images (on ``device``). Seeding from (seed, epoch, rank), torch's global
-    generators too (stochastic depth draws from them), makes a resumed run repeat exactly what an unbroken one does."""
+                ) -> tuple[torch.Generator, torch.Tensor]:
+    """An epoch's random numbers: the device generator (augmentation, MixUp/CutMix, the MAE's masks) and the order
+    of the ``images`` training images (on ``device``). Seeding from (seed, epoch, rank), torch's global generators
+    too (stochastic depth draws from them), makes a resumed run repeat exactly what an unbroken one does."""
     epoch_seed = seed * 100_003 + epoch * 101 + rank
     torch.manual_seed(epoch_seed)
     order = torch.randperm(images, generator=torch.Generator().manual_seed(seed * 7919 + epoch))
-    return torch.Generator(device).manual_seed(epoch_seed), random.Random(epoch_seed), order.to(device)
+    return torch.Generator(device).manual_seed(epoch_seed), order.to(device)
 
 
-def resume_from(path: Path, device: torch.device, identity: dict, model: nn.Module, optimizer: torch.optim.Optimizer,
-                scheduler) -> tuple[int, list[dict], float]:
+def resume_from(path: Path, device: torch.device, identity: dict, graph_step: bool, model: nn.Module,
+                optimizer: torch.optim.Optimizer, scheduler) -> tuple[int, list[dict], float]:
     """Load a checkpoint into the model, optimizer and schedule; return its epoch, history and elapsed seconds.
-    ``identity`` (dataset, architecture, pretraining method) must be the checkpoint's own."""
+    ``identity`` (dataset, architecture, pretraining) must be the checkpoint's own, and so must --graph-step."""
     if not path.is_file():
         raise SystemExit(f"--resume: no checkpoint at {path}")
     ckpt = torch.load(path, map_location=device, weights_only=True)
     if any(ckpt.get(key) != value for key, value in identity.items()):
         raise SystemExit(f"--resume: {path} was made with another dataset, architecture or pretraining")
+    if ckpt.get("graph_step", False) != graph_step:  # its optimizer and schedule keep other state
+        raise SystemExit(f"--resume: {path} was made {'with' if ckpt.get('graph_step') else 'without'}"
+                         " --graph-step; resume it the same way")
     model.load_state_dict(ckpt["model"])
     optimizer.load_state_dict(ckpt["optimizer"])
     scheduler.load_state_dict(ckpt["scheduler"])
@@ -118,71 +86,22 @@ def resume_from(path: Path, device: torch.device, identity: dict, model: nn.Modu
     return ckpt["epoch"], ckpt["history"], ckpt["elapsed_s"]
 
 
-def write_checkpoint(path: Path, identity: dict, history: list[dict], elapsed_s: float, model: nn.Module,
-                     optimizer: torch.optim.Optimizer, scheduler) -> None:
+def write_checkpoint(path: Path, identity: dict, graph_step: bool, history: list[dict], elapsed_s: float,
+                     model: nn.Module, optimizer: torch.optim.Optimizer, scheduler) -> None:
     """What --resume needs to carry on after the last epoch in ``history``, written atomically."""
     path.parent.mkdir(parents=True, exist_ok=True)
-    state = {**identity, "epoch": history[-1]["epoch"], "history": history, "elapsed_s": elapsed_s,
-             "model": model.state_dict(), "optimizer": optimizer.state_dict(), "scheduler": scheduler.state_dict()}
+    state = {**identity, "graph_step": graph_step, "epoch": history[-1]["epoch"], "history": history,
+             "elapsed_s": elapsed_s, "model": model.state_dict(), "optimizer": optimizer.state_dict(),
+             "scheduler": scheduler.state_dict()}
     atomic_write(path, lambda f: torch.save(state, f))
 
 
-def training_batch(images: torch.Tensor, labels: torch.Tensor, recipe: Recipe, spec: DatasetSpec,
-                   generator: torch.Generator, rng: random.Random) -> tuple[torch.Tensor, torch.Tensor]:
-    """A batch as the model trains on it, made on the images' device: uint8 (B, C, H, W) and labels (B,)
-    -> augmented images (B, C, H, W) in [0, 1] and target class probabilities (B, classes).
-
-    Per-image draws come from ``generator`` (on the device); the batch-level MixUp/CutMix draws from ``rng``.
-    """
-    x = AUGMENTATIONS[spec.name](images.float().div_(255), generator)
-    if recipe.auto_augment:
-        x = auto_augment(x, generator)
-    elif recipe.trivial_augment:
-        x = trivial_augment(x, generator)
-    if recipe.random_erasing > 0:
-        x = random_erasing(x, generator, recipe.random_erasing, spec.mean)
-    # (B, classes) one-hot; a comparison, not F.one_hot, whose range check waits for a GPU.
-    target = (labels[:, None] == torch.arange(len(spec.classes), device=labels.device)).float()
-    if recipe.mixup_alpha > 0 or recipe.cutmix_alpha > 0:
-        x, target = mix_batch(x, target, rng, recipe.mix_prob, recipe.mixup_alpha, recipe.cutmix_alpha)
-    return x, target
-
-
-class TrainStep:
-    """One optimisation step (forward, loss, backward, AdamW, learning-rate schedule) with no host sync.
-
-    The loss and correct counts add up in ``sums`` on the device; read them once per epoch. With
-    ``compile_mode`` the forward pass and loss go through ``torch.compile`` ('reduce-overhead' also
-    replays them as CUDA graphs). bf16 autocast on CUDA.
-    """
-
-    def __init__(self, model: nn.Module, optimizer: torch.optim.Optimizer, scheduler, label_smoothing: float,
-                 device: torch.device, compile_mode: str | None = None) -> None:
-        self.model, self.optimizer, self.scheduler = model, optimizer, scheduler
-        self.label_smoothing, self.device, self.compile_mode = label_smoothing, device, compile_mode
-        self.loss = torch.compile(self._loss, mode=None if compile_mode == "default" else compile_mode) \
-            if compile_mode else self._loss
-        self.sums = torch.zeros(2, dtype=torch.float64, device=device)  # summed loss, correct
-
-    def _loss(self, x: torch.Tensor, target: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
-        """The loss and the count of correct answers on a batch (a subclass may train for another objective:
-        vit_demo/training/pretrain.py's MAEStep)."""
-        with torch.autocast(self.device.type, dtype=torch.bfloat16, enabled=self.device.type == "cuda"):
-            logits = self.model(x)  # (B, classes)
-        # Correct = the top logit is the image's dominant class (its own, or the larger part of a mix).
-        correct = (logits.detach().argmax(1) == target.argmax(1)).sum()
-        return F.cross_entropy(logits.float(), target, label_smoothing=self.label_smoothing), correct
-
-    def __call__(self, x: torch.Tensor, target: torch.Tensor) -> None:
-        """Train on one batch: x (B, C, H, W), target (B, classes) probabilities."""
-        if self.compile_mode == "reduce-overhead":
-            torch.compiler.cudagraph_mark_step_begin()
-        loss, correct = self.loss(x, target)
-        self.optimizer.zero_grad(set_to_none=True)
-        loss.backward()
-        self.optimizer.step()
-        self.scheduler.step()
-        self.sums += torch.stack([loss.detach().double() * len(x), correct.double()])
+def _all_reduce_sum(values: list[float], device: torch.device) -> list[float]:
+    if not dist.is_initialized():
+        return values
+    t = torch.tensor(values, dtype=torch.float64, device=device)
+    dist.all_reduce(t)
+    return t.tolist()
 
 
 def main(argv: list[str] | None = None) -> dict | None:
@@ -200,6 +119,9 @@ def train(args: argparse.Namespace, command: str = "") -> dict | None:
     world_size = int(os.environ.get("WORLD_SIZE", "1"))
     rank = int(os.environ.get("RANK", "0"))
     device = resolve_device(args.device)
+    if args.graph_step and (world_size > 1 or args.compile not in (None, "default")):
+        raise SystemExit("--graph-step: one process only, and --compile in its default mode only (the others make "
+                         "CUDA graphs of their own)")
     if world_size > 1:
         if device.type == "cuda":
             torch.cuda.set_device(device)
@@ -234,15 +156,15 @@ def _train(args: argparse.Namespace, command: str, device: torch.device, rank: i
     torch.manual_seed(args.seed)
     model = VisionTransformer(recipe.vit).to(device)
     n_params = sum(p.numel() for p in model.parameters())
-    optimizer = make_optimizer(model, recipe, device)
-    scheduler = torch.optim.lr_scheduler.LambdaLR(
-        optimizer, _warmup_cosine(round(recipe.warmup_epochs * steps_per_epoch), recipe.epochs * steps_per_epoch)
-    )
+    optimizer = make_optimizer(model, recipe, device, graph=args.graph_step)
+    warmup_steps, total_steps = round(recipe.warmup_epochs * steps_per_epoch), recipe.epochs * steps_per_epoch
+    scheduler = DeviceSchedule(optimizer, warmup_steps, total_steps, device) if args.graph_step \
+        else host_schedule(optimizer, warmup_steps, total_steps)
     identity = {"dataset": spec.name, "vit": recipe.vit.to_dict(), "pretrain": None}
     start_epoch, history, elapsed_before = 0, [], 0.0
     if args.resume:
-        start_epoch, history, elapsed_before = resume_from(checkpoint_path, device, identity, model, optimizer,
-                                                           scheduler)
+        start_epoch, history, elapsed_before = resume_from(checkpoint_path, device, identity, args.graph_step, model,
+                                                           optimizer, scheduler)
     elif args.init_from:  # a pretrained encoder (train.py --pretrain): every weight but the head's
         try:
             copied = initialise_encoder(model, args.init_from)
@@ -251,7 +173,9 @@ def _train(args: argparse.Namespace, command: str, device: torch.device, rank: i
         if is_main:
             print(f"started from {len(copied)} pretrained tensors in {shown_path(args.init_from)}", file=sys.stderr)
     train_model = DistributedDataParallel(model) if world_size > 1 else model
-    train_step = TrainStep(train_model, optimizer, scheduler, recipe.label_smoothing, device, args.compile)
+    train_step = TrainStep(train_model, optimizer, scheduler, recipe.label_smoothing, device, args.compile,
+                           graph=args.graph_step)
+    chunk_batches = GRAPH_CHUNK_BATCHES if args.graph_step else 1
     refresh_every = max(1, steps_per_epoch // 10)  # the progress bar's loss: ten host syncs an epoch
     snapshots = snapshot_epochs(recipe.epochs, args.snapshots)
     if is_main:
@@ -260,16 +184,17 @@ def _train(args: argparse.Namespace, command: str, device: torch.device, rank: i
 
     started = time.perf_counter()
     for epoch in range(start_epoch, recipe.epochs):
-        generator, rng, order = epoch_draws(args.seed, epoch, rank, train_x.device, len(train_x))
+        generator, order = epoch_draws(args.seed, epoch, rank, train_x.device, len(train_x))
         mine = order[rank * per_rank : (rank + 1) * per_rank]
         train_model.train()
         train_step.sums.zero_()
         epoch_started = time.perf_counter()
-        bar = tqdm(range(steps_per_epoch), desc=f"epoch {epoch + 1}/{recipe.epochs}",
+        bar = tqdm(total=steps_per_epoch, desc=f"epoch {epoch + 1}/{recipe.epochs}",
                    disable=not is_main or args.no_progress, leave=False, file=sys.stderr)
-        for step in bar:
-            idx = mine[step * rank_batch : (step + 1) * rank_batch]
-            train_step(*training_batch(train_x[idx], train_y[idx], recipe, spec, generator, rng))
+        steps = train_steps(train_step, train_x, train_y, mine[: steps_per_epoch * rank_batch], recipe, spec,
+                            generator, rank_batch, chunk_batches)
+        for step, _ in enumerate(steps):
+            bar.update()
             if not bar.disable and (step + 1) % refresh_every == 0:
                 loss_sum, correct = train_step.sums.tolist()
                 seen = (step + 1) * rank_batch
@@ -296,8 +221,8 @@ def _train(args: argparse.Namespace, command: str, device: torch.device, rank: i
                   f" | {time.perf_counter() - started:.0f}s", file=sys.stderr, flush=True)
             if epoch + 1 in snapshots:  # before the checkpoint: a run resumed after it never lacks the snapshot
                 save_snapshot(out, model, epoch + 1)
-            write_checkpoint(checkpoint_path, identity, history, elapsed_before + time.perf_counter() - started,
-                             model, optimizer, scheduler)
+            write_checkpoint(checkpoint_path, identity, args.graph_step, history,
+                             elapsed_before + time.perf_counter() - started, model, optimizer, scheduler)
 
     if not is_main:
         return None

@@ -9,6 +9,7 @@ from pathlib import Path
 from vit_demo.model import ViTConfig
 from vit_demo.training.calibrate import HOLDOUT_IMAGES, HOLDOUT_SHARE
 from vit_demo.training.recipes import PRETRAIN_METHODS, PRETRAIN_RECIPES, RECIPES, PretrainRecipe, Recipe
+from vit_demo.training.step import GRAPH_CHUNK_BATCHES
 
 COMPILE_MODES = ("default", "reduce-overhead", "max-autotune")
 
@@ -79,6 +80,10 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--compile", nargs="?", const="default", choices=COMPILE_MODES,
                    help="torch.compile the training forward pass and loss; 'reduce-overhead' adds CUDA graphs "
                         "(benchmarks/train_throughput.py says which is fastest on your GPU)")
+    p.add_argument("--graph-step", action="store_true",
+                   help="the whole step (forward, loss, backward, AdamW, schedule) in one CUDA graph, and the batches "
+                        f"augmented {GRAPH_CHUNK_BATCHES} at a time; on a CPU the same step runs eagerly "
+                        "(docs/training.md; with --compile, the model inside the graph is compiled)")
     p.add_argument("--snapshots", type=int, default=6,
                    help="keep the model (fp16) after this many epochs on a log scale, for the app's training "
                         "slider (default: 6; 0: none)")

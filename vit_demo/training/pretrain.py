@@ -29,10 +29,10 @@ from vit_demo.data.datasets import dataset_spec
 from vit_demo.model import VisionTransformer
 from vit_demo.pictures.figures import reconstruction_figure
 from vit_demo.training.evaluation import linear_probe
-from vit_demo.training.loop import (CHECKPOINT_FILE, TrainStep, _subset, _warmup_cosine, epoch_draws, make_optimizer,
-                                    resume_from, training_data, write_checkpoint)
+from vit_demo.training.loop import CHECKPOINT_FILE, _subset, epoch_draws, resume_from, training_data, write_checkpoint
 from vit_demo.training.mae import MaskedAutoencoder
 from vit_demo.training.options import pretrain_recipe_from_args
+from vit_demo.training.step import DeviceSchedule, TrainStep, host_schedule, make_optimizer
 from vit_demo.weights import (MAE_DECODER_FILE, METRICS_FILE, RECONSTRUCTIONS_FILE, save_snapshot, save_weights,
                               snapshot_epochs, update_config, write_snapshot_index)
 
@@ -46,8 +46,8 @@ class MAEStep(TrainStep):
     accuracy to count (its sum stays 0)."""
 
     def __init__(self, mae: nn.Module, optimizer: torch.optim.Optimizer, scheduler, device: torch.device,
-                 compile_mode: str | None = None) -> None:
-        super().__init__(mae, optimizer, scheduler, 0.0, device, compile_mode)
+                 compile_mode: str | None = None, graph: bool = False) -> None:
+        super().__init__(mae, optimizer, scheduler, 0.0, device, compile_mode, graph)
 
     def _loss(self, x: torch.Tensor, noise: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
         with torch.autocast(self.device.type, dtype=torch.bfloat16, enabled=self.device.type == "cuda"):
@@ -110,16 +110,17 @@ def pretrain(args: argparse.Namespace, command: str, device: torch.device, world
     mae = MaskedAutoencoder(encoder, recipe.mask_ratio, recipe.decoder_dim, recipe.decoder_depth,
                             recipe.decoder_heads).to(device)
     patches = vit.grid_size**2
-    optimizer = make_optimizer(mae, recipe, device)
-    scheduler = torch.optim.lr_scheduler.LambdaLR(
-        optimizer, _warmup_cosine(round(recipe.warmup_epochs * steps_per_epoch), recipe.epochs * steps_per_epoch))
+    optimizer = make_optimizer(mae, recipe, device, graph=args.graph_step)
+    warmup_steps, total_steps = round(recipe.warmup_epochs * steps_per_epoch), recipe.epochs * steps_per_epoch
+    scheduler = DeviceSchedule(optimizer, warmup_steps, total_steps, device) if args.graph_step \
+        else host_schedule(optimizer, warmup_steps, total_steps)
     settings = {k: v for k, v in dataclasses.asdict(recipe).items() if k.startswith(("mask", "decoder"))}
     identity = {"dataset": spec.name, "vit": vit.to_dict(), "pretrain": {"method": args.pretrain, **settings}}
     start_epoch, history, elapsed_before = 0, [], 0.0
     if args.resume:
-        start_epoch, history, elapsed_before = resume_from(checkpoint_path, device, identity, mae, optimizer,
-                                                           scheduler)
-    step = MAEStep(mae, optimizer, scheduler, device, args.compile)
+        start_epoch, history, elapsed_before = resume_from(checkpoint_path, device, identity, args.graph_step, mae,
+                                                           optimizer, scheduler)
+    step = MAEStep(mae, optimizer, scheduler, device, args.compile, graph=args.graph_step)
     refresh_every = max(1, steps_per_epoch // 10)
     snapshots = snapshot_epochs(recipe.epochs, args.snapshots)
     print(f"pretraining ({args.pretrain}, mask ratio {recipe.mask_ratio}) on {spec.name}: "
@@ -129,7 +130,7 @@ def pretrain(args: argparse.Namespace, command: str, device: torch.device, world
 
     started = time.perf_counter()
     for epoch in range(start_epoch, recipe.epochs):
-        generator, _, order = epoch_draws(args.seed, epoch, 0, train_x.device, len(train_x))
+        generator, order = epoch_draws(args.seed, epoch, 0, train_x.device, len(train_x))
         mae.train()
         step.sums.zero_()
         epoch_started = time.perf_counter()
@@ -156,8 +157,8 @@ def pretrain(args: argparse.Namespace, command: str, device: torch.device, world
               f" | {time.perf_counter() - started:.0f}s", file=sys.stderr, flush=True)
         if epoch + 1 in snapshots:  # before the checkpoint: a run resumed after it never lacks the snapshot
             save_snapshot(out, mae, epoch + 1)
-        write_checkpoint(checkpoint_path, identity, history, elapsed_before + time.perf_counter() - started, mae,
-                         optimizer, scheduler)
+        write_checkpoint(checkpoint_path, identity, args.graph_step, history,
+                         elapsed_before + time.perf_counter() - started, mae, optimizer, scheduler)
 
     wall = elapsed_before + time.perf_counter() - started
     save_weights(out, encoder, spec)
