@@ -8,13 +8,14 @@ import torch
 from conftest import CIFAR_CLASSES, HAS_SHARED_CIFAR, SHARED_DATA
 from safetensors.torch import load_file
 
+from vit_demo import load_model
 from vit_demo.model import ViTConfig, VisionTransformer
 from vit_demo.training import loop as training
 from vit_demo.training.evaluation import linear_probe
 from vit_demo.training.mae import MaskedAutoencoder, patchify, random_masking, unpatchify
 from vit_demo.training.pretrain import masking_noise, reconstruction_loss
 from vit_demo.weights import (CONFIG_FILE, MAE_DECODER_FILE, METRICS_FILE, RECONSTRUCTIONS_FILE, SNAPSHOTS_DIR,
-                              SNAPSHOTS_INDEX, WEIGHTS_FILE, load_weights)
+                              SNAPSHOTS_INDEX, WEIGHTS_FILE, WeightsError, load_weights)
 
 # A small encoder and decoder for the CPU: 4x4 patches of a 32x32 image, 64 tokens + [CLS], as the recipe has.
 SMALL = ["--dim", "64", "--depth", "2", "--heads", "4", "--mlp-dim", "128", "--decoder-dim", "32",
@@ -167,6 +168,8 @@ def test_fine_tuning_starts_from_every_pretrained_encoder_weight(cifar_root, tmp
     pretrain(cifar_root, tmp_path, "--train-limit", "100", "--test-limit", "20", "--epochs", "1", "--batch-size",
              "50", "--lr", "1e-3", "--warmup-epochs", "0", "--snapshots", "0", *TINY)
     pretrained = load_file(tmp_path / "mae" / WEIGHTS_FILE)
+    with pytest.raises(WeightsError, match="encoder from self-supervised pretraining, not a classifier"):
+        load_model(tmp_path / "mae", device="cpu")  # its head is untrained: the API refuses to classify with it
     config = load_weights(tmp_path / "mae")[0].config
     torch.manual_seed(0)  # the initialisation both runs start from (seed 0)
     initial = VisionTransformer(config).state_dict()

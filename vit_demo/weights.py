@@ -54,6 +54,7 @@ class WeightsInfo:
     config: ViTConfig
     temperature: float = 1.0  # logits are divided by it before the softmax (calibration.py); 1: not calibrated
     unfamiliar: UnfamiliarRule | None = None  # when an image looks unlike anything the model knows; None: no rule
+    pretrained: dict | None = None  # a pretrained encoder's record (train.py --pretrain): its head is untrained
 
 
 def weights_sha256(folder: Path) -> str:
@@ -122,7 +123,7 @@ def read_weights_info(folder: Path) -> tuple[WeightsInfo, str]:
             f"Make it again with: {_train_command(folder, None)}"
         ) from exc
     return WeightsInfo(folder=folder, dataset=spec, config=config, temperature=temperature,
-                       unfamiliar=unfamiliar), checksum
+                       unfamiliar=unfamiliar, pretrained=raw.get("pretrained")), checksum
 
 
 def update_config(folder: str | Path, **fields: object) -> None:
