@@ -133,7 +133,7 @@ def read_live_payload(text: str) -> tuple[np.ndarray, np.ndarray]:
 
 
 def read_live_map(numbers: dict | str) -> np.ndarray:
-    """A single map's numbers for a live view (vit_demo/app/page_numbers.map_payload, or its JSON) read back: (g, g) in
+    """A single map's numbers for a live view (vit_demo/app/page_numbers.MapAnswer, as JSON) read back: (g, g) in
     [0, 1]."""
     import base64
     import json
@@ -144,8 +144,8 @@ def read_live_map(numbers: dict | str) -> np.ndarray:
 
 
 def read_live_grid(numbers: dict, shape: tuple[int, ...]) -> np.ndarray:
-    """A grid's numbers for a live view (vit_demo/app/page_numbers.grid_payload) read back: ``shape`` (L, H + 1, g, g)
-    in [0, 1], each map scaled to its own maximum."""
+    """A grid's numbers for a live view (vit_demo/app/page_numbers.cls_maps, in a part as JSON) read back: ``shape``
+    (L, H + 1, g, g) in [0, 1], each map scaled to its own maximum."""
     import base64
 
     return np.frombuffer(base64.b64decode(numbers["maps"]), np.uint8).reshape(shape) / 255

@@ -48,6 +48,21 @@ def test_forward_head_reads_the_answer_from_any_blocks_stream(model):
     torch.testing.assert_close(every[:, -1, 0], logits)
 
 
+def test_forward_features_gives_every_layers_cls_then_its_mean_patch_token(model):
+    """The unfamiliar rule's features: [CLS] after each block through the final norm, (B, L, D), and with ``patches``
+    the mean of the patch tokens so normed after them, (B, 2L, D) (Lee et al.'s mean-pooled feature maps)."""
+    images = torch.rand(2, 1, 28, 28)
+    nothing_off = torch.zeros(1, 3, 4, dtype=torch.bool)  # (1, L, H)
+    with torch.no_grad():
+        _, _, stream = model.forward_edited(images, nothing_off, torch.zeros(1, 3, 4, 50, 8))  # L x (B, T, D)
+        _, _, cls = model.forward_features(images)
+        _, _, both = model.forward_features(images, patches=True)
+    normed = model.norm(torch.stack(stream, 1))  # (B, L, T, D)
+    assert cls.shape == (2, 3, 32) and both.shape == (2, 6, 32)
+    torch.testing.assert_close(cls, normed[:, :, 0])
+    torch.testing.assert_close(both, torch.cat([normed[:, :, 0], normed[:, :, 1:].mean(2)], dim=1))
+
+
 def test_attention_depends_on_the_image(model):
     _, a = model(torch.zeros(1, 1, 28, 28), return_attention=True)
     _, b = model(torch.rand(1, 1, 28, 28), return_attention=True)

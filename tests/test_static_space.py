@@ -228,7 +228,7 @@ def test_the_pages_answers_match_the_servers(static_folder, browser):
 
         page_query = page.evaluate(ask, {"image": numbers["image"], "patch": 24, "kind": "query"})
         attention = predict("mnist", [image])[0].attention
-        server_query = attention_view.query_answer(attention, 24)
+        server_query = page_numbers.query_answer(attention, 24).to_json()
         assert page_query["title"] == server_query["title"]
         assert abs(levels(page_query) - levels(server_query)).max() <= 1
 

@@ -13,8 +13,8 @@ import torch
 from conftest import PHOTOS, read_live_grid, read_live_map, read_live_payload
 from PIL import Image, ImageDraw
 
-from vit_demo.app import (attention_view, demo, digit_tab, explanation_view, inside_tab, page_numbers, photo_tab,
-                          service, training_view)
+from vit_demo.app import (attention_view, demo, digit_tab, explanation_view, export_view, inside_tab, page_numbers,
+                          photo_tab, service, training_view)
 from vit_demo.app.attention_view import MEAN
 from vit_demo.app.canvas import decode_drawing
 from vit_demo.app.components import LARGE
@@ -108,11 +108,11 @@ def test_a_drawing_that_cant_be_read_is_said_in_place_of_the_prediction():
 def test_a_button_reads_the_image_back_from_the_page(tmp_path):
     """The faithfulness and export buttons send the tab's numbers back: the image they name is the one analysed."""
     answer = digit_tab.stroke({"drawing": canvas_value(SEVEN), "choice": None})
-    again = service.image_analysis("mnist", json.dumps(answer))
+    again = export_view.image_analysis("mnist", json.dumps(answer))
     np.testing.assert_array_equal(again.input, drawn(SEVEN).input)
     assert again.label == "7"
     for nothing in ("", None, json.dumps({"message": "Draw a digit"}), "not JSON"):
-        assert service.image_analysis("mnist", nothing) is None
+        assert export_view.image_analysis("mnist", nothing) is None
 
 
 def test_layer_and_head_choices():

@@ -223,13 +223,19 @@ class VisionTransformer(nn.Module):
         """
         return self._encode(images, need_weights=True, replace=(off, values), keep_stream=True)
 
-    def forward_features(self, images: torch.Tensor, need_weights: bool = False
+    def forward_features(self, images: torch.Tensor, need_weights: bool = False, patches: bool = False
                          ) -> tuple[torch.Tensor, list[torch.Tensor | None], torch.Tensor]:
         """Logits (B, num_classes), each layer's attention weights (L x (B, H, T, T); L x None without
         ``need_weights``) and the [CLS] token after each block through the final norm, (B, L, D): what the logit lens
-        reads at [CLS], and what the unfamiliar-image rule measures (vit_demo/interpret/unfamiliar.py)."""
+        reads at [CLS], and what the unfamiliar-image rule measures (vit_demo/interpret/unfamiliar.py). With
+        ``patches``, the features go on with the mean of the patch tokens after each block through the final norm
+        (Lee et al.'s feature maps mean-pooled over space): (B, 2L, D), [CLS] rows first."""
         logits, attentions, stream = self._encode(images, need_weights, keep_stream=True)
-        return logits, attentions, self.norm(torch.stack([x[:, 0] for x in stream], dim=1))
+        features = self.norm(torch.stack([x[:, 0] for x in stream], dim=1))  # (B, L, D)
+        if patches:
+            means = self.norm(torch.stack([x[:, 1:] for x in stream], dim=1)).mean(dim=2)  # (B, L, N, D) -> (B, L, D)
+            features = torch.cat([features, means], dim=1)  # (B, 2L, D)
+        return logits, attentions, features
 
     def forward_head(self, x: torch.Tensor, all_tokens: bool = False) -> torch.Tensor:
         """The final norm and the head on token features (..., T, D): the residual stream after the last block, or

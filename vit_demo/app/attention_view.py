@@ -48,12 +48,6 @@ def query_picture(analysis: Analysis, patch: int) -> Image.Image:
     return render.attention_grid(analysis.input, explain.token_attention_maps(analysis.attention, 1 + patch))
 
 
-def query_answer(attention: np.ndarray, patch: int) -> dict:
-    """Where ``patch`` attends in every layer and head, as the numbers the page draws it from, with its caption."""
-    title = page_numbers.caption_html(query_title(patch))
-    return page_numbers.grid_payload(attention, 1 + patch, patch=patch, title=title)
-
-
 def checked_patch(patch: object, patches: int) -> int:
     """A patch number asked for (by the page, or typed in export's box): the patch, or a ValueError that names the
     range where the image has no such patch."""
@@ -70,15 +64,8 @@ def ask_query(model: str) -> Callable[[dict], dict]:
     (with the heads the page switched off, ``service.heads_off``)."""
     def answer(image: np.ndarray, request: dict) -> dict:
         patch = checked_patch(request.get("patch"), model_config(model).grid_size ** 2)
-        return query_answer(predict(model, [image], heads_off(model, request))[0].attention, patch)
+        return page_numbers.query_answer(predict(model, [image], heads_off(model, request))[0].attention, patch)
     return live_asker("query", model, answer)
-
-
-def query_title(patch: int | None) -> str:
-    if patch is None:
-        return "### Where a patch looks"
-    return (f"### Where patch {patch} looks\nIn every layer and head; click a patch in "
-            "*What the model sees* to choose another.")
 
 
 def first_query_patch(analysis: Analysis) -> int:
@@ -90,7 +77,7 @@ def first_query_patch(analysis: Analysis) -> int:
 class AttentionView:
     layer: gr.Slider
     head: gr.Radio
-    selected: gr.HTML  # its value: the tab's numbers (``page_numbers.payload``), which all the page's views draw from
+    selected: gr.HTML  # its value: the tab's numbers (``page_numbers.numbers``), which all the page's views draw from
     api_patches: gr.Image  # hidden: the views as pictures, in the API's answer
     api_cls_grid: gr.Image
     api_selected: gr.Image
@@ -108,12 +95,12 @@ class AttentionView:
     def pictures(analysis: Analysis | None, layer: int, head: str) -> tuple:
         """An image's views as the server's pictures (None: none), in the order of ``api_outputs``."""
         if analysis is None:
-            return None, None, None, None, None, query_title(None)
+            return None, None, None, None, None, page_numbers.query_title(None)
         patch = first_query_patch(analysis)
         return (render.patch_grid(analysis.input, analysis.grid, LARGE, selected=patch),
                 cls_grid(analysis.input, analysis.attention), selected_view(analysis, layer, head),
                 render.overlay(analysis.input, analysis.rollout, LARGE), query_picture(analysis, patch),
-                query_title(patch))
+                page_numbers.query_title(patch))
 
     def wire(self, prefix: str) -> None:
         for control in (self.layer, self.head):
@@ -202,5 +189,5 @@ def build_rollout(prefix: str) -> None:
 def build_query(prefix: str, model: str, config: ViTConfig) -> None:
     """A column: where the chosen patch looks, in every layer and head, drawn in the page (another patch's numbers
     asked for once)."""
-    gr.Markdown(query_title(None))
+    gr.Markdown(page_numbers.query_title(None))
     query_view(prefix, config, [ask_query(model)])

@@ -18,13 +18,13 @@ import numpy as np
 from PIL import Image
 
 from vit_demo.app import page_numbers as live_numbers
+from vit_demo.app.page_numbers import LARGE
 from vit_demo.app.service import input_shape
 from vit_demo.app.serving import SERVER_FUNCTION_SLOTS
 from vit_demo.atomic import atomic_write
 from vit_demo.pictures import render
 from vit_demo.weights import WeightsError
 
-LARGE = 336  # pixels a side of the large views
 THUMB = 96  # pixels a side of a layer x head grid's tiles (render.attention_grid's default)
 VIEW_BUTTONS = ["fullscreen", "download"]  # no "share": nothing leaves the server
 VIEW_FORMAT = "jpeg"  # encodes in ~1 ms where WebP (Gradio's default) took ~30 ms for the layer x head grid
@@ -172,10 +172,12 @@ def live_patches(elem_id: str, prefix: str, grid: int, description: str) -> gr.H
     return live_canvas(elem_id, prefix, "patches", description, scale=False, extra=layer)
 
 
-def live_asker(kind: str, model: str, answer: Callable[[np.ndarray, dict], dict]) -> Callable[[dict], dict]:
+def live_asker(kind: str, model: str, answer: Callable[[np.ndarray, dict], live_numbers.Part | dict]
+               ) -> Callable[[dict], dict]:
     """A live view's server function, called ``kind`` (what the page asks for: "query", "relevance", "snapshot"):
     the page sends ``{"image": its copy of the input, ...}``, and ``answer(input, request)`` computes what it asked
-    for from the pixels, the image's key added. A request that can't be answered gets ``{"error": why}``."""
+    for from the pixels (a part of the page's numbers, ``page_numbers.Part``, or JSON already), the image's key
+    added. A request that can't be answered gets ``{"error": why}``."""
     shape = input_shape(model)
 
     def ask(request: dict) -> dict:
@@ -184,7 +186,9 @@ def live_asker(kind: str, model: str, answer: Callable[[np.ndarray, dict], dict]
                 raise ValueError("a request is a JSON object")
             image = live_numbers.read_image(request.get("image"), shape)
             with SERVER_FUNCTION_SLOTS:
-                return {**answer(image, request), "key": live_numbers.image_key(image)}
+                found = answer(image, request)
+                found = found.to_json() if isinstance(found, live_numbers.Part) else found
+                return {**found, "key": live_numbers.image_key(image)}
         except (ValueError, TypeError, WeightsError) as exc:
             return {"error": str(exc)}
 

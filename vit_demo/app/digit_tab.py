@@ -2,13 +2,16 @@
 
 from __future__ import annotations
 
+from vit_demo.app import page_numbers
 from vit_demo.app.canvas import decode_drawing, drawing_canvas
 from vit_demo.app.components import UndecodedSketch
 from vit_demo.app.explanation_view import PREDICTED_CHOICE, explain_label
 from vit_demo.app.page_model import app_description
-from vit_demo.app.panel import Panel, api_answer, build_panel, numbers, reading
-from vit_demo.app.service import analyse_batch, analyse_inputs, classifier, model_problem, starting_example
+from vit_demo.app.panel import Panel, api_answer, build_panel
+from vit_demo.app.service import (Analysis, analyse_batch, analyse_inputs, classifier, model_problem, predict,
+                                  starting_example)
 from vit_demo.app.serving import DIGIT_BATCH, SERVER_FUNCTION_SLOTS, SHARED_WORKERS
+from vit_demo.classifier import Prediction
 from vit_demo.data.preprocess import InputError
 
 MODEL = "mnist"
@@ -20,32 +23,40 @@ FIRST_EXAMPLE = "2"  # the example the page starts with, drawn on the canvas unt
 
 def on_drawing(value: object, choice: object = PREDICTED_CHOICE, views: object = True, relevance: object = True
                ) -> dict:
-    """The page's answer (``panel.numbers``) to a drawing as the canvas sends it, with the relevance of the class
-    ``choice`` names (``relevance`` false: without it, the relevance view is not on screen and asks for it when it
-    comes into view); ``views`` false (the pen is still down): the prediction alone (``panel.reading``). A drawing or
-    class that can't be read is said in place of the prediction."""
+    """The page's answer (``page_numbers.numbers``, as JSON) to a drawing as the canvas sends it, with the relevance
+    of the class ``choice`` names (``relevance`` false: without it, the relevance view is not on screen and asks for
+    it when it comes into view); ``views`` false (the pen is still down): the prediction alone
+    (``page_numbers.reading``). A drawing or class that can't be read is said in place of the prediction."""
+    result = read_drawing(value, choice, views, relevance)
+    if isinstance(result, Prediction):
+        return page_numbers.reading(result).to_json()
+    return page_numbers.numbers(result, DRAW_PROMPT).to_json()
+
+
+def read_drawing(value: object, choice: object, views: object, relevance: object
+                 ) -> Analysis | Prediction | InputError | str:
+    """A drawing through the model: its analysis (``views`` false: its prediction alone), or why there is none."""
     try:
         drawing = decode_drawing(value)
     except InputError as exc:
-        return numbers(f"Can't read this drawing: {exc}", DRAW_PROMPT)
+        return f"Can't read this drawing: {exc}"
     if drawing is None:
-        return numbers(DRAW_PROMPT, DRAW_PROMPT)
+        return DRAW_PROMPT
     if choice is not None and not isinstance(choice, str):
-        return numbers(f"There is no class {choice!r} to explain.", DRAW_PROMPT)
+        return f"There is no class {choice!r} to explain."
     problem = model_problem(MODEL)
     if problem:  # said plainly rather than failed on
-        return numbers(problem, DRAW_PROMPT)
+        return problem
     try:
         image = classifier(MODEL).preprocess(drawing)
     except InputError as exc:  # blank after all (NothingDrawn), or unreadable
-        return numbers(exc, DRAW_PROMPT)
+        return exc
     if views is False:
-        return reading(MODEL, image)
+        return predict(MODEL, [image], attention=False)[0]
     try:
-        labels = [explain_label(choice)] if relevance is not False else None
-        return numbers(analyse_inputs(MODEL, [image], labels)[0], DRAW_PROMPT)
+        return analyse_inputs(MODEL, [image], [explain_label(choice)] if relevance is not False else None)[0]
     except ValueError as exc:  # a class the model does not have
-        return numbers(str(exc), DRAW_PROMPT)
+        return str(exc)
 
 
 def stroke(request: dict) -> dict:
@@ -53,7 +64,7 @@ def stroke(request: dict) -> dict:
     request, no event): ``{"drawing": the canvas' value, "choice": the class picker's, "views": false while the pen
     is down, "relevance": false while the relevance view is off screen}`` -> ``on_drawing``'s answer."""
     if not isinstance(request, dict):
-        return numbers("A drawing is sent as a JSON object.", DRAW_PROMPT)
+        return page_numbers.numbers("A drawing is sent as a JSON object.", DRAW_PROMPT).to_json()
     with SERVER_FUNCTION_SLOTS:
         return on_drawing(request.get("drawing"), request.get("choice"), request.get("views", True),
                           request.get("relevance", True))

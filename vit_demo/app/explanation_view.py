@@ -44,22 +44,6 @@ def relevance_map(analysis: Analysis, label: str | None) -> np.ndarray:
     return relevance(analysis.model, [analysis.input], [label])[0]
 
 
-# The relevance view's caption, for the class the model says and for another (filled in here, and by the page's own
-# model: vit_demo/app/page_model.py).
-RELEVANCE_WHY = ("### Why {label}?\nThe patches whose attention pushed the model towards **{label}**, its answer "
-                 "({percent}%): class-specific relevance (Chefer et al., 2021).")
-RELEVANCE_WHY_NOT = ("### Why not {label}?\nThe patches that speak for **{label}** ({percent}%); the model says "
-                     "**{predicted}**. Class-specific relevance (Chefer et al., 2021).")
-
-
-def relevance_title(analysis: Analysis | None, label: str | None) -> str:
-    if analysis is None:
-        return "### Why this class?"
-    label = label or analysis.label
-    template = RELEVANCE_WHY if label == analysis.label else RELEVANCE_WHY_NOT
-    return template.format(label=label, percent=f"{100 * analysis.probs[label]:.1f}", predicted=analysis.label)
-
-
 @model_work
 def image_curves(model: str, image: np.ndarray) -> dict[str, Curves]:
     """Each kind of map's deletion and insertion curves for one preprocessed image, random as the mean of several
@@ -188,12 +172,6 @@ def ask_faithfulness(model: str) -> Callable[[dict], dict]:
     return live_asker("faithfulness", model, answer)
 
 
-def relevance_answer(analysis: Analysis, label: str) -> dict:
-    """The relevance of ``label`` for the analysed image as the numbers the page draws it from, with its caption."""
-    return page_numbers.map_payload(relevance_map(analysis, label), label=label,
-                                 title=page_numbers.caption_html(relevance_title(analysis, label)))
-
-
 def ask_relevance(model: str) -> Callable[[dict], dict]:
     """The relevance view's server function: the relevance of the class the page asks for, computed from the page's
     pixels (one forward and one backward pass; with the heads the page switched off, ``service.heads_off``)."""
@@ -201,7 +179,7 @@ def ask_relevance(model: str) -> Callable[[dict], dict]:
         label = request.get("label")
         if label not in classifier(model).classes:
             raise ValueError(f"there is no class {label!r}")
-        return relevance_answer(analyse_inputs(model, [image], [label], heads_off(model, request))[0], label)
+        return page_numbers.relevance_answer(analyse_inputs(model, [image], [label], heads_off(model, request))[0])
     return live_asker("relevance", model, answer)
 
 
@@ -219,9 +197,9 @@ class ExplanationView:
     def pictures(analysis: Analysis | None) -> tuple:
         """The relevance of the class the image was analysed for (None: nothing), as a picture, and its note."""
         if analysis is None:
-            return None, relevance_title(None, None)
+            return None, page_numbers.relevance_title(None, None)
         return (render.overlay(analysis.input, analysis.relevance, LARGE),
-                relevance_title(analysis, analysis.relevance_label))
+                page_numbers.relevance_title(analysis, analysis.relevance_label))
 
     def wire(self, prefix: str) -> None:
         self.explain_class.change(None, self.explain_class, None, js=EXPLAIN_JS.format(prefix=prefix))
@@ -230,7 +208,7 @@ class ExplanationView:
 def build_relevance(prefix: str, model: str) -> gr.Dropdown:
     """A column: the relevance view (drawn in the page; another class's numbers asked for once), with the picker of
     the class to explain."""
-    gr.Markdown(relevance_title(None, None))
+    gr.Markdown(page_numbers.relevance_title(None, None))
     explain_class = gr.Dropdown([PREDICTED_CHOICE, *dataset_spec(model).classes], value=PREDICTED_CHOICE,
                                 label="Explain the class", elem_id=f"{prefix}-explain-class")
     relevance_view(prefix, [ask_relevance(model)])

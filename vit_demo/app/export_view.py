@@ -4,6 +4,7 @@ layers, made on the server; one file, one download."""
 from __future__ import annotations
 
 import dataclasses
+import json
 
 import gradio as gr
 from PIL import Image
@@ -12,7 +13,8 @@ from vit_demo.pictures import figures, slides
 from vit_demo.app.attention_view import checked_patch, first_query_patch, head_index
 from vit_demo.app.components import cached_file
 from vit_demo.app.explanation_view import explain_label, map_curves, relevance_map
-from vit_demo.app.service import Analysis, image_analysis, training_run
+from vit_demo.app.page_numbers import read_image
+from vit_demo.app.service import Analysis, analyse_inputs, input_shape, training_run
 from vit_demo.app.serving import PRIVATE
 from vit_demo.app.training_view import snapshot_attention
 
@@ -29,6 +31,19 @@ FAITHFULNESS = "How far to trust each map: the chart (some 90 forward passes)"
 TRAINING = "Attention through training: the model as it was at the snapshot chosen above"
 CHOICES = (*EXPORTED_VIEWS, FAITHFULNESS, TRAINING)
 NOTHING_YET = "Draw or upload an image first: the export is made from the image in hand."
+
+
+def image_analysis(model: str, value: str | None) -> Analysis | None:
+    """The image a tab's page shows, through ``model`` again: ``value`` is the tab's numbers as the page sends them
+    back with a button's event (``page_numbers.PageNumbers`` as JSON; its pixels are exactly what the model read).
+    None when the page shows no image."""
+    try:
+        image = json.loads(value or "{}").get("image")
+    except (json.JSONDecodeError, AttributeError):
+        return None
+    if image is None:
+        return None
+    return analyse_inputs(model, [read_image(image, input_shape(model))], [None])[0]
 
 
 def slide(analysis: Analysis, choice: str, layer: int, head: str, explain_choice: str | None,

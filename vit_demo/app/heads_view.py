@@ -20,6 +20,7 @@ A pen stroke's answer is untouched: none of this is computed until the page asks
 from __future__ import annotations
 
 import base64
+import dataclasses
 import html
 import json
 import threading
@@ -32,10 +33,11 @@ import torch
 
 from vit_demo.app import page_numbers
 from vit_demo.app.components import ASSETS, colour_scale, live_asker, live_script
-from vit_demo.app.service import HeadsOff, ablation_means, classifier, heads_off, input_shape, switched_off
+from vit_demo.app.service import (HeadsOff, ablation_means, classifier, heads_off, input_shape, knockout,
+                                  switched_off)
 from vit_demo.app.serving import SERVER_FUNCTION_SLOTS
 from vit_demo.app.zerogpu import model_work
-from vit_demo.interpret import explain, heads
+from vit_demo.interpret import heads
 from vit_demo.interpret.calibration import probabilities
 from vit_demo.model import ViTConfig
 from vit_demo.pictures import render
@@ -56,53 +58,9 @@ def residual_at_once(config: ViTConfig) -> bool:
     return config.dim * config.num_tokens <= RESIDUAL_AT_ONCE_WIDTH
 
 
-@model_work
-def knockout_run(model: str, image: np.ndarray, off: HeadsOff) -> dict:
-    """One image through the model with and without the heads ``off`` (one batched forward pass of 2): the raw
-    logits of both (classes,), the ablated run's attention (L, H, T, T), and the intact model's class and
-    runner-up."""
-    clf = classifier(model)
-    means = ablation_means(model) if off.mode == "mean" else None
-    result = heads.knockout(clf.model, clf.batch([image]), off.off, means, attention=True)
-    return {"logits": result.logits[0].float().cpu(), "ablated": result.ablated[0].float().cpu(),
-            "attention": result.ablated_attention[0].float().cpu().numpy(),
-            "predicted": int(result.predicted[0]), "runner_up": int(result.runner_up[0])}
-
-
-# What the prediction view says with heads off (filled in here, and by the page's own model: page_model.py).
-KNOCKOUT_TEXT = ("**{label}** ({percent}%) with {count} of {total} heads off (replaced by {mode}s); with every head "
-                 "on, {intact} ({intact_percent}%) · logit difference {intact} − {runner_up}: {before} → {after}")
-
-
 def knockout_answer(model: str, image: np.ndarray, request: dict) -> dict:
-    """The page's numbers for the image with some heads off: the ablated prediction (calibrated probabilities, as
-    the prediction view shows them), the logit difference before and after, and the ablated run's [CLS] maps
-    (``page_numbers.payload``'s "maps") and rollout (``page_numbers.map_payload``)."""
-    off = heads_off(model, request, required=True)
-    mode = off.mode
-    run = knockout_run(model, image, off)
-    clf = classifier(model)
-    names = clf.classes
-    intact, ablated = (probabilities(run[kind], clf.temperature).numpy() for kind in ("logits", "ablated"))
-    predicted, runner_up = run["predicted"], run["runner_up"]
-    diffs = {kind: float(run[kind][predicted] - run[kind][runner_up]) for kind in ("logits", "ablated")}
-    mask = heads.head_mask(clf.model, off.off)  # (L, H)
-    label = names[int(ablated.argmax())]
-    count = int(mask.sum())
-    info = KNOCKOUT_TEXT.format(label=label, percent=f"{100 * float(ablated.max()):.1f}", count=count,
-                                total=mask.numel(), mode=mode, intact=names[predicted],
-                                intact_percent=f"{100 * float(intact.max()):.1f}", runner_up=names[runner_up],
-                                before=f"{diffs['logits']:.2f}", after=f"{diffs['ablated']:.2f}")
-    return {
-        "off": mask.nonzero().tolist(), "mode": mode, "label": label,
-        "probs": {name: float(p) for name, p in zip(names, ablated)},
-        "intact": {"label": names[int(intact.argmax())], "probability": float(intact.max())},
-        "predicted": names[predicted], "runner_up": names[runner_up],
-        "logit_diff": {"intact": round(diffs["logits"], 4), "ablated": round(diffs["ablated"], 4)},
-        "info": page_numbers.caption_html(info),
-        **page_numbers.grid_payload(run["attention"]),  # "maps": the ablated run's, as the stroke's own
-        "rollout": page_numbers.map_payload(explain.attention_rollout(run["attention"])),
-    }
+    """The board's answer (``page_numbers.knockout_answer``) for the image with the heads the request switches off."""
+    return page_numbers.knockout_answer(knockout(model, image, heads_off(model, request, required=True))).to_json()
 
 
 @model_work
@@ -118,17 +76,10 @@ def lens_run(model: str, image: np.ndarray, off: HeadsOff | None = None) -> tupl
 
 
 def lens_answer(model: str, image: np.ndarray, request: dict) -> dict:
-    """The page's numbers for the lens strip (with the heads the request switches off, ``service.heads_off``): per
-    layer, [CLS]'s top class and its probability and the probability of the final answer; and the per-patch maps as
-    levels of 0..255 for probabilities 0 to 1 (not each scaled to its own maximum: a map of the answer's
-    probability reads on one scale)."""
+    """The lens strip's answer (``page_numbers.lens_answer``), with the heads the request switches off
+    (``service.heads_off``)."""
     cls, maps = lens_run(model, image, heads_off(model, request))
-    names = classifier(model).classes
-    final = int(cls[-1].argmax())
-    layers = [{"label": names[int(row.argmax())], "probability": round(float(row.max()), 4),
-               "answer": round(float(row[final]), 4)} for row in cls]
-    levels = page_numbers.image_text(np.clip(maps, 0, 1))  # (L, g, g) on 256 levels, base64, as the page keeps pixels
-    return {"label": names[final], "layers": layers, "grid": int(maps.shape[-1]), "maps": levels}
+    return page_numbers.lens_answer(classifier(model).classes, cls, maps).to_json()
 
 
 @model_work
@@ -137,25 +88,37 @@ def patching_run(model: str, clean: np.ndarray, corrupt: np.ndarray, residual: b
     return heads.patching_grid(clf.model, clf.batch([clean]), clf.batch([corrupt]), residual=residual)
 
 
+@dataclasses.dataclass(frozen=True)
+class PatchingAnswer(page_numbers.Part):
+    """The patching view's numbers for two images the page kept (``heads.patching_grid``, rounded to 3 decimals)."""
+
+    clean: str  # the images' keys (page_numbers.image_key)
+    corrupt: str
+    residual: bool  # whether the residual stream was patched too
+    classes: list[str]  # the clean image's class, then the corrupt one's
+    logit_diff: dict[str, float]  # each run ("clean", "corrupt"): its class's logit minus the other's
+    clean_into_corrupt: dict[str, list]  # "heads" (L, H), with residual "residual" (L + 1, T): the share restored
+    corrupt_into_clean: dict[str, list]
+    ms: float  # how long it took
+
+
 def patching_answer(model: str, clean: np.ndarray, corrupt: np.ndarray, residual: bool) -> dict:
     """How much of the logit difference (clean class against corrupt class) each head, and with ``residual`` each
     position of the residual stream after each layer, restores when copied from one run into the other, both
-    directions; 0 is the corrupt run, 1 the clean one (``heads.patching_grid``). Values rounded to 3 decimals."""
+    directions; 0 is the corrupt run, 1 the clean one (``PatchingAnswer``, as JSON)."""
     started = time.perf_counter()
     grid = patching_run(model, clean, corrupt, residual)
     names = classifier(model).classes
 
-    def rounded(values: torch.Tensor) -> list:
-        return np.round(values.numpy().astype(float), 3).tolist()
+    def rounded(direction: str) -> dict[str, list]:
+        return {kind: np.round(values.numpy().astype(float), 3).tolist() for kind, values in grid[direction].items()}
 
-    return {
-        "clean": page_numbers.image_key(clean), "corrupt": page_numbers.image_key(corrupt), "residual": residual,
-        "classes": [names[c] for c in grid["classes"]],
-        "logit_diff": {kind: round(value, 4) for kind, value in grid["logit_diff"].items()},
-        **{direction: {kind: rounded(values) for kind, values in grid[direction].items()}
-           for direction in ("clean_into_corrupt", "corrupt_into_clean")},
-        "ms": round(1000 * (time.perf_counter() - started), 1),
-    }
+    return PatchingAnswer(
+        clean=page_numbers.image_key(clean), corrupt=page_numbers.image_key(corrupt), residual=residual,
+        classes=[names[c] for c in grid["classes"]],
+        logit_diff={kind: round(value, 4) for kind, value in grid["logit_diff"].items()},
+        clean_into_corrupt=rounded("clean_into_corrupt"), corrupt_into_clean=rounded("corrupt_into_clean"),
+        ms=round(1000 * (time.perf_counter() - started), 1)).to_json()
 
 
 def ask_knockout(model: str) -> Callable[[dict], dict]:

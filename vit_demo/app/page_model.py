@@ -13,11 +13,11 @@ import base64
 from collections.abc import Callable
 from pathlib import Path
 
-from vit_demo.app import attention_view, page_numbers, training_view
+from vit_demo.app import page_numbers, training_view
 from vit_demo.app.components import ASSETS, LARGE, served
-from vit_demo.app.explanation_view import RELEVANCE_WHY, RELEVANCE_WHY_NOT, VERDICT_TEXTS
-from vit_demo.app.heads_view import KNOCKOUT_TEXT
-from vit_demo.app.panel import INFO_TEXT, READING_TEXT, UNREADABLE_TEXT, unfamiliar_text
+from vit_demo.app.explanation_view import VERDICT_TEXTS
+from vit_demo.app.page_numbers import (INFO_TEXT, KNOCKOUT_TEXT, READING_TEXT, RELEVANCE_WHY, RELEVANCE_WHY_NOT,
+                                      UNREADABLE_TEXT, query_title, unfamiliar_text)
 from vit_demo.app.service import classifier, model_config, training_run, weights_folder
 from vit_demo.interpret.faithfulness import FLAT, RANDOM_RANKINGS, STEPS
 from vit_demo.onnx.export import GRAPH_FILE, PATCHING_GRAPH_FILES, RELEVANCE_GRAPH_FILE, expected_metadata, stale_graphs
@@ -72,7 +72,7 @@ def description(model: str, prompt: str, blank: str, address: Callable[[Path], s
                       for i, path in enumerate(snapshots)],
         "texts": {key: page_numbers.caption_html(text) for key, text in {
             "prompt": prompt, "blank": blank, "notice": unfamiliar_text(model),
-            "unreadable": UNREADABLE_TEXT, "query": attention_view.query_title("{patch}"),
+            "unreadable": UNREADABLE_TEXT, "query": query_title("{patch}"),
             "info": INFO_TEXT.format(label="{label}", percent="{percent}", ms="{ms}", where="in this page"),
             "reading": READING_TEXT, "knockout": KNOCKOUT_TEXT, "why": RELEVANCE_WHY, "why_not": RELEVANCE_WHY_NOT,
             **{f"verdict_{name}": text for name, text in VERDICT_TEXTS.items()},

@@ -8,7 +8,6 @@ from __future__ import annotations
 import contextlib
 import dataclasses
 import functools
-import json
 import os
 import time
 from collections.abc import Iterator
@@ -18,11 +17,11 @@ from typing import Any
 import numpy as np
 import torch
 
-from vit_demo.app import page_numbers
 from vit_demo.app.zerogpu import app_device, model_work
 from vit_demo.classifier import Classifier, Prediction, load_model
 from vit_demo.data.preprocess import InputError
 from vit_demo.interpret import explain, heads
+from vit_demo.interpret.calibration import probabilities
 from vit_demo.model import ViTConfig
 from vit_demo.training.recipes import RECIPES
 from vit_demo.weights import WEIGHTS_ROOT, Snapshot, WeightsError, load_snapshots, read_calibration, read_metrics
@@ -238,6 +237,42 @@ def analyse_inputs(model: str, inputs: list[np.ndarray], explain_labels: list[st
             for prediction in predictions]
 
 
+@dataclasses.dataclass(frozen=True, eq=False)
+class Knockout:
+    """One image through the model with and without some heads (``HeadsOff``): what the board shows. Compared by
+    identity (``eq=False``), as ``Analysis``: it holds arrays."""
+
+    classes: tuple[str, ...]
+    off: tuple[tuple[int, int], ...]  # every head switched off, (layer, head), 0-based: a whole layer's heads too
+    heads: int  # how many the model has in all
+    mode: str  # one of ABLATIONS
+    intact: np.ndarray  # (classes,) calibrated probabilities with every head on
+    ablated: np.ndarray  # (classes,) with the heads off
+    predicted: int  # the intact model's class and runner-up
+    runner_up: int
+    logit_diff: float  # the intact model's class minus its runner-up, in logits: with every head on
+    ablated_logit_diff: float  # and with the heads off
+    attention: np.ndarray  # the ablated run's (L, H, T, T)
+
+
+@model_work
+def knockout(model: str, image: np.ndarray, off: HeadsOff) -> Knockout:
+    """One preprocessed image through ``model`` with and without the heads ``off`` (one batched forward pass of 2)."""
+    clf = classifier(model)
+    means = ablation_means(model) if off.mode == "mean" else None
+    result = heads.knockout(clf.model, clf.batch([image]), off.off, means, attention=True)
+    logits, ablated = result.logits[0].float().cpu(), result.ablated[0].float().cpu()
+    predicted, runner_up = int(result.predicted[0]), int(result.runner_up[0])
+    mask = heads.head_mask(clf.model, off.off)  # (L, H)
+    return Knockout(
+        classes=tuple(clf.classes), off=tuple(tuple(pair) for pair in mask.nonzero().tolist()), heads=mask.numel(),
+        mode=off.mode, intact=probabilities(logits, clf.temperature).numpy(),
+        ablated=probabilities(ablated, clf.temperature).numpy(), predicted=predicted, runner_up=runner_up,
+        logit_diff=float(logits[predicted] - logits[runner_up]),
+        ablated_logit_diff=float(ablated[predicted] - ablated[runner_up]),
+        attention=result.ablated_attention[0].float().cpu().numpy())
+
+
 @model_work
 def predict(model: str, inputs: list[np.ndarray], off: HeadsOff | None = None, **options: Any) -> list[Prediction]:
     """``Classifier.predict_preprocessed`` of ``model`` (``off``: with those heads switched off), as model work (on
@@ -251,19 +286,6 @@ def relevance(model: str, inputs: list[np.ndarray], labels: list[str | None]) ->
     """``Classifier.relevance_preprocessed`` of ``model`` (B, g, g), as model work (on ZeroGPU's GPU, through
     ``@spaces.GPU``)."""
     return classifier(model).relevance_preprocessed(inputs, labels)
-
-
-def image_analysis(model: str, value: str | None) -> Analysis | None:
-    """The image a tab's page shows, through ``model`` again: ``value`` is the tab's numbers as the page sends them
-    back with a button's event (``page_numbers.payload`` as JSON; its pixels are exactly what the model read). None
-    when the page shows no image."""
-    try:
-        image = json.loads(value or "{}").get("image")
-    except (json.JSONDecodeError, AttributeError):
-        return None
-    if image is None:
-        return None
-    return analyse_inputs(model, [page_numbers.read_image(image, input_shape(model))], [None])[0]
 
 
 def starting_example(model: str, examples: list[Path], stem: str) -> tuple[Path, Analysis] | tuple[None, None]:

@@ -65,7 +65,7 @@ def ask_snapshot(model: str) -> Callable[[dict], dict]:
         if not isinstance(position, int) or not 1 <= position <= snapshots:
             raise ValueError(f"there is no snapshot {position!r}: they are numbered 1 to {snapshots}")
         attention, _, note = through_snapshot(model, image, position)
-        return page_numbers.grid_payload(attention, position=position, note=page_numbers.caption_html(note))
+        return page_numbers.snapshot_answer(attention, position, note)
     return live_asker("snapshot", model, answer)
 
 

@@ -77,8 +77,9 @@ def build_parser() -> argparse.ArgumentParser:
         help="deletion and insertion AUC of each kind of map; one JSON line per kind",
         description="Rank patches by each kind of map, remove them (deletion) or add them to a blank image "
                     "(insertion) 10%% at a time, and average the area under the predicted class's probability "
-                    "over the first N images of a split: lower deletion and higher insertion AUC = more faithful.")
-    faith.add_argument("--n", type=positive_int, default=1000, help="the first N images of the split (default: 1000)")
+                    "over N images spread evenly over a split: lower deletion and higher insertion AUC = more faithful.")
+    faith.add_argument("--n", type=positive_int, default=1000,
+                       help="N images spread evenly over the split, every class its share (default: 1000)")
     faith.add_argument("--batch-size", type=int, default=100)
     faith.set_defaults(run=run_faithfulness)
 

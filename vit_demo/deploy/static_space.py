@@ -28,7 +28,7 @@ from vit_demo.app import (attention_view, digit_tab, explanation_view, heads_vie
 from vit_demo.app.canvas import pad_html
 from vit_demo.app.components import ASSETS, live_canvas, live_prediction
 from vit_demo.app.demo import INTRO, KEYS_LINE, TALK_FROM_ADDRESS, TALK_KEYS, TALK_TOGGLE
-from vit_demo.app.panel import ANSWER_TITLE, deeper_links, starting_numbers
+from vit_demo.app.panel import ANSWER_TITLE, deeper_links
 from vit_demo.app.service import classifier, model_config, model_problem, starting_example, training_run, weights_folder
 from vit_demo.deploy.space import README, REPO, accuracy_note, needs_lfs, replace_folder, write_gitattributes
 from vit_demo.weights import WeightsError
@@ -154,7 +154,7 @@ def tab_html(tab: Tab, views: list[dict]) -> str:
            + f'<p class="vd-note">{page_numbers.caption_html(attention_view.patches_note(config))}</p></div>'
            + f'<div class="vd-selected">{section(attention_view.LARGE_TITLE, "vd-step")}'
            + controls(prefix, config.depth, config.heads)
-           + add(attention_view.large_view(prefix), "selected", starting_numbers(analysis, tab.prompt))
+           + add(attention_view.large_view(prefix), "selected", page_numbers.starting_numbers(analysis, tab.prompt))
            + f'</div><div class="vd-prediction">{section(ANSWER_TITLE, "vd-step")}'
            + add(live_prediction(prefix, model_problem(model) or tab.prompt), "prediction")
            + "</div></div>" + deeper_links(prefix))
@@ -169,11 +169,11 @@ def tab_html(tab: Tab, views: list[dict]) -> str:
         + section(attention_view.CLS_GRID_TITLE) + add(attention_view.cls_grid_view(prefix, config), "cls")
         + "</div><div>" + section(attention_view.ROLLOUT_TITLE) + add(attention_view.rollout_view(prefix), "rollout")
         + '</div></div><div class="vd-row"><div>'
-        + section(explanation_view.relevance_title(None, None)) + class_picker(prefix, model)
+        + section(page_numbers.relevance_title(None, None)) + class_picker(prefix, model)
         + add(explanation_view.relevance_view(prefix), "relevance")
         + "</div><div>" + section(explanation_view.FAITHFULNESS_TITLE)
         + add(explanation_view.faithfulness_view(prefix), "faithfulness")
-        + '</div></div><div class="vd-row"><div>' + section(attention_view.query_title(None))
+        + '</div></div><div class="vd-row"><div>' + section(page_numbers.query_title(None))
         + add(attention_view.query_view(prefix, config), "query")
         + f"</div><div>{training}</div></div><h3>More in the Python app</h3>"
         f'<p class="vd-note">{html.escape(SERVER_ONLY)}</p>'

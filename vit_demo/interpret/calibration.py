@@ -150,10 +150,12 @@ class UnfamiliarRule:
     """Flag an image whose ``score`` lies under ``threshold``.
 
     For ``mahalanobis``, the score is a sum of standardised parts, one per layer in ``layers`` (minus the squared
-    distance of that layer's [CLS] features to the nearest of ``means`` (P, K, D) under ``whitenings`` (P, D, D),
-    ``nearest_class_distance``), and with ``energy`` one more (logsumexp of the logits): each part minus ``centre``
-    over ``spread``, as measured on the images it was fitted on. ``means`` and ``whitenings`` are held in float16
-    (exactly what config.json and the page keep), and every number is computed from them in float64.
+    distance of that layer's features to the nearest of ``means`` (P, K, D) under ``whitenings`` (P, D, D),
+    ``nearest_class_distance``; a layer is a row of the features, (N, L, D) of [CLS], or (N, 2L, D) with the mean
+    patch tokens after them, ``VisionTransformer.forward_features``), and with ``energy`` one more (logsumexp of the
+    logits): each part minus ``centre`` over ``spread``, as measured on the images it was fitted on. ``means`` and
+    ``whitenings`` are held in float16 (exactly what config.json and the page keep), and every number is computed
+    from them in float64.
     """
 
     score: str
@@ -175,8 +177,8 @@ class UnfamiliarRule:
         return torch.stack(found, dim=1)
 
     def scores(self, logits: torch.Tensor, temperature: float, features: torch.Tensor | None = None) -> torch.Tensor:
-        """How familiar each image looks, (N,): from its logits (N, classes) and, for ``mahalanobis``, its [CLS]
-        features after every layer (N, L, D)."""
+        """How familiar each image looks, (N,): from its logits (N, classes) and, for ``mahalanobis``, its features
+        after every layer (N, L, D), or (N, 2L, D) with the mean patch tokens."""
         if self.score != "mahalanobis":
             return unfamiliarity_score(logits, self.score, temperature)
         if features is None:

@@ -7,7 +7,11 @@ images it is fitted on (the calibration's fit images, ``calibrate.data_for``):
 - ``energy``: logsumexp of the logits (Liu, Wang, Owens and Li, 2020);
 - ``mahalanobis``: the Mahalanobis distance of the [CLS] features to the nearest class, of the last layer or of every
   layer, standardised and summed (Lee, Lee, Lee and Shin, 2018), and either with the energy as one more part;
-  class means and a shared covariance per layer, fitted on ``TRAIN_IMAGES`` training images;
+  class means and a shared covariance per layer, fitted on ``TRAIN_IMAGES`` training images. Also of the mean of the
+  patch tokens after each layer, as Lee et al. mean-pool a convolutional network's feature maps over space
+  (their code: pokaxpoka/deep_Mahalanobis_detector, ``sample_estimator``): of every layer, alone or with the [CLS]
+  parts, or of the first layer, where low-level statistics (colour, texture) live. Measured only: the graph's
+  ``features`` (vit_demo/onnx/export.py) carry the [CLS] token alone;
 - ``knn``: the cosine similarity of the last layer's [CLS] features to the ``KNN``-th nearest of those training
   images (Sun, Ming, Zhu and Li, 2022, "Out-of-Distribution Detection with Deep Nearest Neighbors", ICML).
   Measured only: the page would have to download every training image's features to apply it.
@@ -51,9 +55,10 @@ EIGEN_FLOOR = 1e-6  # directions of a covariance with less than this share of it
 class Candidate:
     name: str
     score: str
-    layers: str = ""  # mahalanobis: "last" or "every"
+    layers: str = ""  # mahalanobis: "first", "last" or "every"
     energy: bool = False
     page: bool = True  # whether the page can apply it
+    tokens: tuple[str, ...] = ("cls",)  # mahalanobis: of the [CLS] token ("cls"), of the mean patch token ("patches")
 
 
 CANDIDATES = (Candidate("max_probability", "max_probability"), Candidate("energy", "energy"),
@@ -61,15 +66,28 @@ CANDIDATES = (Candidate("max_probability", "max_probability"), Candidate("energy
               Candidate("mahalanobis, every layer", "mahalanobis", "every"),
               Candidate("mahalanobis, last layer + energy", "mahalanobis", "last", True),
               Candidate("mahalanobis, every layer + energy", "mahalanobis", "every", True),
+              Candidate("mahalanobis, mean patch tokens, every layer", "mahalanobis", "every", page=False,
+                        tokens=("patches",)),
+              Candidate("mahalanobis, mean patch tokens, every layer + energy", "mahalanobis", "every", True, False,
+                        ("patches",)),
+              Candidate("mahalanobis, [CLS] and mean patch tokens, every layer + energy", "mahalanobis", "every", True,
+                        False, ("cls", "patches")),
+              Candidate("mahalanobis, mean patch tokens, first layer + energy", "mahalanobis", "first", True, False,
+                        ("patches",)),
               Candidate(f"knn, last layer (k={KNN})", "knn", page=False))
 
 
 @dataclasses.dataclass(frozen=True)
 class Outputs:
-    """What the model makes of a set of images: logits (N, K) and [CLS] features after every layer (N, L, D)."""
+    """What the model makes of a set of images: logits (N, K) and features after every layer, (N, 2L, D): [CLS]
+    after each of the L layers, then the mean patch token (``VisionTransformer.forward_features(patches=True)``)."""
 
     logits: torch.Tensor
     features: torch.Tensor
+
+    @property
+    def depth(self) -> int:
+        return self.features.shape[1] // 2
 
 
 @torch.no_grad()
@@ -80,7 +98,7 @@ def outputs(model: torch.nn.Module, images: torch.Tensor, batch_size: int = 500)
     for i in range(0, len(images), batch_size):
         batch = images[i : i + batch_size].to(device)
         batch = batch.float().div_(255) if batch.dtype == torch.uint8 else batch.float()
-        z, _, f = model.forward_features(batch)
+        z, _, f = model.forward_features(batch, patches=True)  # (B, K), (B, 2L, D)
         logits.append(z.float().cpu())
         features.append(f.float().cpu())
     return Outputs(torch.cat(logits), torch.cat(features))
@@ -105,18 +123,21 @@ def fit(candidate: Candidate, train: Outputs, labels: torch.Tensor, familiar: Ou
     """The candidate fitted: an ``UnfamiliarRule`` (or for knn a function of ``Outputs``, with its threshold), with
     the threshold that flags ``share`` of ``familiar``."""
     if candidate.score == "knn":
-        bank = torch.nn.functional.normalize(train.features[:, -1], dim=-1)
+        last = train.depth - 1  # the last layer's [CLS]
+        bank = torch.nn.functional.normalize(train.features[:, last], dim=-1)  # (N, D)
 
         def knn(found: Outputs) -> torch.Tensor:
-            query = torch.nn.functional.normalize(found.features[:, -1], dim=-1)
+            query = torch.nn.functional.normalize(found.features[:, last], dim=-1)  # (M, D)
             return torch.cat([(q @ bank.T).topk(KNN, dim=1).values[:, -1] for q in query.split(1000)]).double()
         return knn, calibration.flag_threshold(knn(familiar), share)
     if candidate.score != "mahalanobis":
         threshold = calibration.flag_threshold(calibration.unfamiliarity_score(familiar.logits, candidate.score,
                                                                                temperature), share)
         return UnfamiliarRule(candidate.score, threshold)
-    depth = train.features.shape[1]
-    layers = (depth - 1,) if candidate.layers == "last" else tuple(range(depth))
+    depth = train.depth
+    within = {"first": (0,), "last": (depth - 1,), "every": tuple(range(depth))}[candidate.layers]
+    rows = {"cls": 0, "patches": depth}  # where each token's rows start in the features (N, 2L, D)
+    layers = tuple(rows[token] + layer for token in candidate.tokens for layer in within)
     fitted = [whitening(train.features[:, layer], labels, train.logits.shape[1]) for layer in layers]
     means, whitenings = np.stack([m for m, _ in fitted]), np.stack([w for _, w in fitted])
     unit = (1.0,) * (len(layers) + candidate.energy)

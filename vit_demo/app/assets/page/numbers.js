@@ -1,9 +1,9 @@
-// The numbers the page's views draw from (the format of app/page_numbers.py's payload), made in the page from the
-// page's own model: its attention (L, H, T, T) and calibrated logits. Pure functions on typed arrays, so they run in
-// the browser and under Node (tests/page_numbers.mjs checks them against Python's).
+// The numbers the page's views draw from (the format of app/page_numbers.py: numbers and its parts), made in the
+// page from the page's own model: its attention (L, H, T, T) and calibrated logits. Pure functions on typed arrays, so
+// they run in the browser and under Node (tests/page_numbers.mjs checks them against Python's).
 //
 // Ports, step for step: vit_demo/interpret/explain.py (token_attention_maps, attention_rollout, first_query_patch) and
-// vit_demo/app/page_numbers.py (grid_maps, quantise, image_key, payload); the calibrated probabilities of
+// vit_demo/app/page_numbers.py (grid_maps, quantise, image_key, numbers and its parts); the calibrated probabilities of
 // vit_demo/interpret/calibration.py and its unfamiliar rule (UnfamiliarRule.scores).
 import { roundHalfEven } from "./arithmetic.js";
 
@@ -208,13 +208,13 @@ export function sha1Hex(bytes) {
 export const imageKey = (pixels) => sha1Hex(pixels).slice(0, 16); // page_numbers.image_key
 
 export function gridPayload(attention, model, token = 0, about = {}) {
-  // page_numbers.grid_payload: every layer's maps of one token, quantised, with what they are (``about``).
+  // page_numbers.query_answer and cls_maps: every layer's maps of one token, quantised, with what they are (``about``).
   const maps = gridMaps(attention, model.layers, model.heads, model.tokens, token);
   return { ...about, maps: base64(quantise(maps, model.tokens - 1)) };
 }
 
 export function mapPayload(map, about = {}) {
-  // page_numbers.map_payload: one (g, g) map, quantised, with what it is.
+  // page_numbers.map_answer: one (g, g) map, quantised, with what it is.
   return { ...about, grid: Math.round(Math.sqrt(map.length)), map: base64(quantise(map, map.length)) };
 }
 
@@ -239,7 +239,7 @@ export function prediction(model, calibrated, features) {
 }
 
 export function payload(model, pixels, run, milliseconds) {
-  // page_numbers.payload as panel.numbers makes it, for an image's 8-bit ``pixels`` (H, W, C) and the graph's ``run``
+  // page_numbers.numbers, for an image's 8-bit ``pixels`` (H, W, C) and the graph's ``run``
   // ({logits, attention, features}): the prediction, the info line, every layer's [CLS] maps, and the answers for
   // rollout and the first query patch (where rollout peaks).
   const { layers, heads, tokens } = model;
@@ -260,7 +260,7 @@ export function payload(model, pixels, run, milliseconds) {
 }
 
 export function reading(model, calibrated) {
-  // panel.reading: the prediction alone, while the pen is down (no notice: it waits for the pen to lift).
+  // page_numbers.reading: the prediction alone, while the pen is down (no notice: it waits for the pen to lift).
   const predicted = classes(model, calibrated);
   return { reading: true, label: predicted.label, probs: predicted.probs, notice: "",
            info: fill(model.texts.reading, { label: predicted.label, percent: percent(predicted.confidence) }) };

@@ -35,7 +35,7 @@ function warmUpImage(model) {
 const message = (html) => ({ message: html });
 
 function refusal(model, error) {
-  // What is said in place of a prediction for an input that can't be classified (panel.message_text).
+  // What is said in place of a prediction for an input that can't be classified (page_numbers.message_text).
   if (error instanceof NothingDrawn) return message(model.texts.blank);
   if (error instanceof InputError) return message(fill(model.texts.unreadable, { why: error.message }));
   throw error;
@@ -77,7 +77,7 @@ export function pageSource(model, base) {
   }
 
   async function analyse(pixels) {
-    // Every view's numbers for an 8-bit input (panel.numbers), timing the model alone (its graph loaded first).
+    // Every view's numbers for an 8-bit input (page_numbers.numbers), timing the model alone (its graph loaded first).
     await graph.session(address(model.graph));
     const start = performance.now();
     const [run] = await graph.run(address(model.graph), model, [pixels]);
