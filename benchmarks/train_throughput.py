@@ -26,10 +26,10 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from vit_demo.data.datasets import dataset_spec  # noqa: E402
 from vit_demo.device import resolve_device  # noqa: E402
 from vit_demo.model import VisionTransformer  # noqa: E402
-from vit_demo.training.loop import COMPILE_MODES, GRAPH_CHUNK_BATCHES  # noqa: E402
+from vit_demo.training.options import COMPILE_MODES  # noqa: E402
 from vit_demo.training.recipes import RECIPES  # noqa: E402
-from vit_demo.training.step import (GRAPH_WARMUP_STEPS, DeviceSchedule, TrainStep, host_schedule,  # noqa: E402
-                                    make_optimizer, train_steps)
+from vit_demo.training.step import (GRAPH_CHUNK_BATCHES, GRAPH_WARMUP_STEPS, DeviceSchedule, TrainStep,  # noqa: E402
+                                    host_schedule, make_optimizer, train_steps)
 
 GRAPH_MODES = {"graph": None, "graph-compiled": "default"}  # --graph-step's modes: the compile mode inside the graph
 

@@ -196,7 +196,7 @@ def test_auto_augment_is_a_training_option_in_place_of_trivial_augment():
     """train.py --auto-augment: the photo recipe's TrivialAugment gives way to AutoAugment's CIFAR-10 policy; both
     at once is refused; a training batch then goes through AutoAugment (on the batch's device)."""
     from vit_demo.data.datasets import dataset_spec
-    from vit_demo.training.loop import build_parser, recipe_from_args
+    from vit_demo.training.options import build_parser, recipe_from_args
     from vit_demo.training.step import training_batches
 
     recipe = recipe_from_args(build_parser().parse_args(["--dataset", "cifar10", "--auto-augment"]))

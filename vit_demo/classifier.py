@@ -14,7 +14,7 @@ from vit_demo.device import resolve_device
 from vit_demo.interpret.calibration import probabilities
 from vit_demo.interpret.explain import PREDICTED, relevance_forward
 from vit_demo.model import VisionTransformer
-from vit_demo.weights import WeightsInfo, load_weights
+from vit_demo.weights import WeightsError, WeightsInfo, load_weights, shown_path
 
 
 @dataclasses.dataclass(frozen=True)
@@ -139,4 +139,8 @@ def load_model(name_or_path: str | Path = "mnist", device: str = "auto") -> Clas
         WeightsError: missing or corrupt weights; the message names the file and the command that makes it.
     """
     info, model = load_weights(name_or_path, resolve_device(device))
+    if info.pretrained:
+        raise WeightsError(f"{shown_path(info.folder)} holds an encoder from self-supervised pretraining, not a "
+                           f"classifier: its head is untrained. Fine-tune it with: python train.py --dataset "
+                           f"{info.dataset.name} --init-from {shown_path(info.folder)}")
     return Classifier(info, model)

@@ -244,13 +244,19 @@ class VisionTransformer(nn.Module):
         normed = self.norm(x)  # (..., T, D)
         return self.head(normed if all_tokens else normed[..., 0, :])  # (..., T, classes) or (..., classes)
 
-    def _encode(self, images: torch.Tensor, need_weights: bool, replace: HeadReplacement | None = None,
-                keep_stream: bool = False) -> tuple[torch.Tensor, list[torch.Tensor], list[torch.Tensor]]:
+    def embed(self, images: torch.Tensor) -> torch.Tensor:
+        """The tokens the first block reads: images (B, C, H, W) in [0, 1] -> (B, T, D), [CLS] then the patches in
+        row-major order, each with its position embedding. (The masked autoencoder, vit_demo/training/mae.py, keeps
+        [CLS] and a random quarter of the patch tokens of the same embedding.)"""
         x = (images - self.mean) / self.std  # (B, C, H, W)
         x = self.patch_embed(x).flatten(2).transpose(1, 2)  # (B, N, D), N = grid_size**2
         cls = self.cls_token.expand(x.shape[0], -1, -1)  # (B, 1, D)
         x = torch.cat([cls, x], dim=1) + self.pos_embed  # (B, T, D), T = N + 1
-        x = self.pos_drop(x)
+        return self.pos_drop(x)
+
+    def _encode(self, images: torch.Tensor, need_weights: bool, replace: HeadReplacement | None = None,
+                keep_stream: bool = False) -> tuple[torch.Tensor, list[torch.Tensor], list[torch.Tensor]]:
+        x = self.embed(images)  # (B, T, D)
         attentions, stream = [], []
         for layer, block in enumerate(self.blocks):
             x, attn = block(x, need_weights, None if replace is None else (replace[0][:, layer], replace[1][:, layer]))

@@ -31,6 +31,8 @@ RELIABILITY_FILE = "reliability.png"  # its reliability diagrams, before and aft
 CURVES_FILE = "training_curves.png"
 SNAPSHOTS_DIR = "snapshots"  # the model during training, a few epochs on a log scale (train.py --snapshots)
 SNAPSHOTS_INDEX = "snapshots.json"
+MAE_DECODER_FILE = "mae_decoder.safetensors"  # a pretraining run's MAE decoder, beside its encoder (model.safetensors)
+RECONSTRUCTIONS_FILE = "reconstructions.png"  # a pretraining run's MAE filling in hidden patches of test images
 # Made from the weights by the tools that study them (python -m vit_demo head-means, head-importance, inside, onnx),
 # once, and read by the app, which has no dataset.
 HEAD_MEANS_FILE = "head_means.safetensors"  # each head's mean output, for mean-ablation
@@ -52,6 +54,7 @@ class WeightsInfo:
     config: ViTConfig
     temperature: float = 1.0  # logits are divided by it before the softmax (calibration.py); 1: not calibrated
     unfamiliar: UnfamiliarRule | None = None  # when an image looks unlike anything the model knows; None: no rule
+    pretrained: dict | None = None  # a pretrained encoder's record (train.py --pretrain): its head is untrained
 
 
 def weights_sha256(folder: Path) -> str:
@@ -120,7 +123,7 @@ def read_weights_info(folder: Path) -> tuple[WeightsInfo, str]:
             f"Make it again with: {_train_command(folder, None)}"
         ) from exc
     return WeightsInfo(folder=folder, dataset=spec, config=config, temperature=temperature,
-                       unfamiliar=unfamiliar), checksum
+                       unfamiliar=unfamiliar, pretrained=raw.get("pretrained")), checksum
 
 
 def update_config(folder: str | Path, **fields: object) -> None:
@@ -156,6 +159,26 @@ def load_weights(name_or_path: str | Path, device: torch.device | str = "cpu") -
     return info, model.to(device).eval()
 
 
+# What a pretrained encoder must share with the model it starts (train.py --init-from); stochastic depth, dropout and
+# the number of classes may differ.
+ENCODER_FIELDS = ("image_size", "patch_size", "in_channels", "dim", "depth", "heads", "mlp_dim", "mean", "std")
+
+
+def initialise_encoder(model: VisionTransformer, folder: str | Path) -> list[str]:
+    """Start ``model`` from the encoder in a weights folder (``train.py --pretrain`` writes one, its checksum checked):
+    every tensor but the head's, which keeps its fresh initialisation. Returns the names of the tensors copied."""
+    info, pretrained = load_weights(Path(folder))
+    differ = [f"{name} {getattr(info.config, name)} there, {getattr(model.config, name)} here"
+              for name in ENCODER_FIELDS if getattr(info.config, name) != getattr(model.config, name)]
+    if differ:
+        raise WeightsError(f"{shown_path(Path(folder))} holds another architecture: {'; '.join(differ)}")
+    state = {k: v for k, v in pretrained.state_dict().items() if not k.startswith("head.")}
+    missing, unexpected = model.load_state_dict(state, strict=False)
+    if sorted(missing) != ["head.bias", "head.weight"] or unexpected:
+        raise WeightsError(f"{shown_path(Path(folder))} does not fit: missing {missing}, unexpected {unexpected}")
+    return sorted(state)
+
+
 # ---- Snapshots: the model as it was during training --------------------------------------------------------
 
 
@@ -169,8 +192,9 @@ def snapshot_epochs(epochs: int, count: int) -> list[int]:
     return sorted({int(round(e)) for e in np.geomspace(1, epochs, count + 1)[:-1]} - {epochs})
 
 
-def save_snapshot(folder: str | Path, model: VisionTransformer, epoch: int) -> None:
-    """Keep the model as it is after ``epoch`` in ``folder/snapshots/``: fp16 tensors, half the size of fp32."""
+def save_snapshot(folder: str | Path, model: torch.nn.Module, epoch: int) -> None:
+    """Keep the model (a ViT, or a pretraining run's whole MAE) as it is after ``epoch`` in ``folder/snapshots/``:
+    fp16 tensors, half the size of fp32."""
     state = {k: v.detach().to("cpu", torch.float16).contiguous() for k, v in model.state_dict().items()}
     path = Path(folder) / SNAPSHOTS_DIR / f"epoch-{epoch:04d}.safetensors"
     path.parent.mkdir(parents=True, exist_ok=True)
@@ -178,15 +202,16 @@ def save_snapshot(folder: str | Path, model: VisionTransformer, epoch: int) -> N
     atomic_write(path, lambda f: f.write(blob))
 
 
-def write_snapshot_index(folder: str | Path, history: list[dict]) -> None:
-    """List the snapshots in ``folder`` with their epoch, test accuracy and SHA-256 (checked on load)."""
+def write_snapshot_index(folder: str | Path, history: list[dict], measure: str = "test_accuracy") -> None:
+    """List the snapshots in ``folder`` with their epoch, ``measure`` from the history (a pretraining run's:
+    its test reconstruction loss) and SHA-256 (checked on load)."""
     folder = Path(folder)
-    accuracy = {h["epoch"]: h["test_accuracy"] for h in history}
+    measured = {h["epoch"]: h[measure] for h in history}
     entries = []
     for path in sorted((folder / SNAPSHOTS_DIR).glob("epoch-*.safetensors")):
         epoch = int(path.stem.split("-")[1])
-        if epoch in accuracy:
-            entries.append({"epoch": epoch, "test_accuracy": accuracy[epoch], "file": f"{SNAPSHOTS_DIR}/{path.name}",
+        if epoch in measured:
+            entries.append({"epoch": epoch, measure: measured[epoch], "file": f"{SNAPSHOTS_DIR}/{path.name}",
                             "sha256": hashlib.sha256(path.read_bytes()).hexdigest()})
     atomic_write_text(folder / SNAPSHOTS_INDEX, json.dumps(entries, indent=2) + "\n")
 

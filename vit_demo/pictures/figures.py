@@ -176,3 +176,22 @@ def head_importance_plot(record: dict) -> Image.Image:
     curves.set(xlim=(0, L * H), ylim=(0, 101))
     curves.legend(fontsize=FONT_SIZE - 2, loc="best", frameon=True)  # where it hides the least of the curves
     return _picture(fig)
+
+
+def reconstruction_figure(images: np.ndarray, hidden: np.ndarray, filled: np.ndarray, title: str) -> Image.Image:
+    """What a masked autoencoder fills in (vit_demo/training/mae.py), one column an image (about 110 px wide each, 3
+    rows): the image, what the encoder saw (the hidden patches grey) and the image with its hidden patches as the
+    decoder predicted them. ``images`` and ``filled`` (N, H, W, C) in [0, 1], ``hidden`` (N, H, W, 1) 1 where hidden."""
+    n = len(images)
+    fig = _figure(110 * n + 120, 420)
+    axes = fig.subplots(3, n, squeeze=False)
+    rows = (("image", images), ("encoder saw", images * (1 - hidden) + 0.5 * hidden), ("filled in", filled))
+    for r, (name, pictures) in enumerate(rows):
+        for i in range(n):
+            ax = axes[r, i]
+            ax.imshow(np.clip(pictures[i], 0, 1).squeeze(), cmap="gray", vmin=0, vmax=1, interpolation="nearest")
+            ax.set_xticks([])
+            ax.set_yticks([])
+        axes[r, 0].set_ylabel(name, fontsize=FONT_SIZE)
+    fig.suptitle(title, fontsize=FONT_SIZE + 2)
+    return _picture(fig)

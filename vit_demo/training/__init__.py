@@ -1,4 +1,5 @@
-"""Making a weights folder: the recipes (``recipes``, read by the app too, without the trainer), the training loop
-behind ``train.py`` (``loop``), its step and the batches, optimizer and schedule that the step needs (``step``),
-accuracy on a labelled set (``evaluation``), and the calibration fitted and recorded at the end of a run
-(``calibrate``)."""
+"""Making a weights folder: the recipes (``recipes``, read by the app too, without the trainer), ``train.py``'s flags
+(``options``), the training loop behind it (``loop``), its step and the batches, optimizer and schedule that the step
+needs (``step``), accuracy on a labelled set and the linear probe (``evaluation``), the calibration fitted and recorded
+at the end of a run (``calibrate``), and self-supervised pretraining (``mae``, the masked autoencoder, and
+``pretrain``, its loop: ``train.py --pretrain``)."""

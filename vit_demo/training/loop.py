@@ -13,100 +13,26 @@ from pathlib import Path
 
 import torch
 import torch.distributed as dist
+from torch import nn
 from torch.nn.parallel import DistributedDataParallel
 from tqdm import tqdm
 
 from vit_demo.atomic import atomic_write, atomic_write_text
-from vit_demo.data.datasets import dataset_spec, load_split
+from vit_demo.data.datasets import DatasetSpec, dataset_spec, load_split
 from vit_demo.device import resolve_device
 from vit_demo.interpret.heads import mean_sample, write_head_means
 from vit_demo.interpret.inside import DISTANCE_IMAGES, write_attention_distance
 from vit_demo.model import VisionTransformer
 from vit_demo.pictures.figures import training_curves
-from vit_demo.training.calibrate import HOLDOUT_IMAGES, HOLDOUT_SHARE, calibrate, held_out, holdout_indices
+from vit_demo.training.calibrate import calibrate, held_out, holdout_indices
 from vit_demo.training.evaluation import evaluate
-from vit_demo.training.recipes import RECIPES, Recipe
-from vit_demo.training.step import DeviceSchedule, TrainStep, host_schedule, make_optimizer, train_steps
-from vit_demo.weights import (CURVES_FILE, METRICS_FILE, WEIGHTS_ROOT, save_snapshot, save_weights, snapshot_epochs,
-                              write_snapshot_index)
+from vit_demo.training.options import PRETRAIN_FLAGS, build_parser, recipe_from_args
+from vit_demo.training.step import (GRAPH_CHUNK_BATCHES, DeviceSchedule, TrainStep, host_schedule, make_optimizer,
+                                    train_steps)
+from vit_demo.weights import (CURVES_FILE, METRICS_FILE, WEIGHTS_ROOT, WeightsError, initialise_encoder, save_snapshot,
+                              save_weights, shown_path, snapshot_epochs, write_snapshot_index)
 
 CHECKPOINT_FILE = "checkpoint.pt"
-COMPILE_MODES = ("default", "reduce-overhead", "max-autotune")
-GRAPH_CHUNK_BATCHES = 64  # with --graph-step, batches augmented at once (8,192 CIFAR-10 images at batch 128)
-
-
-# The command-line flags that override a recipe: field -> (type, help). Each field's flag is --field-name.
-RECIPE_FLAGS = {
-    "epochs": (int, None),
-    "batch_size": (int, "global batch size (split across torchrun processes)"),
-    "lr": (float, None),
-    "weight_decay": (float, None),
-    "warmup_epochs": (float, None),
-    "label_smoothing": (float, None),
-    "trivial_augment": (bool, "TrivialAugment, per image, on top of the crop/flip or affine augmentation"),
-    "auto_augment": (bool, "AutoAugment's CIFAR-10 policy, per image, in place of TrivialAugment"),
-    "random_erasing": (float, "each image's chance of a random erased rectangle (0: off)"),
-    "mix_prob": (float, "each batch's chance of MixUp or CutMix"),
-    "mixup_alpha": (float, "MixUp strength (0 turns it off)"),
-    "cutmix_alpha": (float, "CutMix strength (0 turns it off)"),
-}
-ARCHITECTURE_FLAGS = {
-    "patch_size": (int, "override the patch size (must divide the image size)"),
-    "dim": (int, "override the model width"),
-    "depth": (int, "override the number of encoder blocks"),
-    "heads": (int, "override the number of attention heads"),
-    "mlp_dim": (int, "override the MLP hidden width"),
-    "drop_path": (float, "stochastic depth: the last block's skip rate (0: off)"),
-}
-
-
-def build_parser() -> argparse.ArgumentParser:
-    p = argparse.ArgumentParser(
-        prog="train.py",
-        description="Train the ViT on MNIST or CIFAR-10 and write a weights folder "
-        "(config.json, model.safetensors, metrics.json, training_curves.png).",
-    )
-    p.add_argument("--dataset", required=True, choices=sorted(RECIPES))
-    p.add_argument("--data-dir", default="data", help="dataset root; downloaded there if not found (default: data)")
-    p.add_argument("--out", type=Path, help="weights folder to write (default: weights/<dataset>)")
-    p.add_argument("--checkpoint-dir", type=Path, help="where resumable checkpoints go (default: runs/<dataset>)")
-    p.add_argument("--resume", action="store_true", help="continue from the checkpoint in --checkpoint-dir")
-    for field, (kind, help) in {**RECIPE_FLAGS, **ARCHITECTURE_FLAGS}.items():
-        flag = "--" + field.replace("_", "-")
-        if kind is bool:
-            p.add_argument(flag, action=argparse.BooleanOptionalAction, default=None, help=help)
-        else:
-            p.add_argument(flag, type=kind, help=help)
-    p.add_argument("--train-limit", type=int, help="train on a random subset of this many images")
-    p.add_argument("--test-limit", type=int, help="evaluate on a random subset of this many images")
-    p.add_argument("--calibration-images", type=int, default=HOLDOUT_IMAGES,
-                   help=f"training images held out of training, to fit the temperature that calibrates the model's "
-                        f"probabilities at the end of the run (default: {HOLDOUT_IMAGES:,}, at most "
-                        f"{HOLDOUT_SHARE:.0%}% of the split; 0: none, and python -m vit_demo calibrate fits it later "
-                        "on half the test split)")
-    p.add_argument("--seed", type=int, default=0)
-    p.add_argument("--device", default="auto", help="auto (CUDA, else MPS, else CPU), cpu, cuda, cuda:1, mps")
-    p.add_argument("--compile", nargs="?", const="default", choices=COMPILE_MODES,
-                   help="torch.compile the training forward pass and loss; 'reduce-overhead' adds CUDA graphs "
-                        "(benchmarks/train_throughput.py says which is fastest on your GPU)")
-    p.add_argument("--graph-step", action="store_true",
-                   help="the whole step (forward, loss, backward, AdamW, schedule) in one CUDA graph, and the batches "
-                        f"augmented {GRAPH_CHUNK_BATCHES} at a time; on a CPU the same step runs eagerly "
-                        "(docs/training.md; with --compile, the model inside the graph is compiled)")
-    p.add_argument("--snapshots", type=int, default=6,
-                   help="keep the model (fp16) after this many epochs on a log scale, for the app's training "
-                        "slider (default: 6; 0: none)")
-    p.add_argument("--no-progress", action="store_true", help="no progress bars (one summary line per epoch)")
-    return p
-
-
-def recipe_from_args(args: argparse.Namespace) -> Recipe:
-    recipe = RECIPES[args.dataset]
-    arch = {k: getattr(args, k) for k in ARCHITECTURE_FLAGS if getattr(args, k) is not None}
-    hyper = {k: getattr(args, k) for k in RECIPE_FLAGS if getattr(args, k) is not None}
-    if hyper.get("auto_augment"):  # in place of the recipe's TrivialAugment, unless that is asked for too
-        hyper.setdefault("trivial_augment", False)
-    return dataclasses.replace(recipe, vit=dataclasses.replace(recipe.vit, **arch), **hyper)
 
 
 def _subset(images: torch.Tensor, labels: torch.Tensor, limit: int | None, seed: int):
@@ -114,6 +40,60 @@ def _subset(images: torch.Tensor, labels: torch.Tensor, limit: int | None, seed:
         return images, labels
     keep = torch.randperm(len(images), generator=torch.Generator().manual_seed(seed))[:limit]
     return images[keep], labels[keep]
+
+
+def training_data(args: argparse.Namespace, spec: DatasetSpec, device: torch.device):
+    """The run's images, uint8 (N, C, H, W) with int64 labels (N,): the training images less the calibration hold-out,
+    limited by --train-limit; the test images, limited by --test-limit; the held-out ones. On CUDA the first two move
+    to the GPU (uint8 images are small enough to live there)."""
+    train_x, train_y = load_split(spec.name, args.data_dir, "train")
+    trained_on, held = holdout_indices(len(train_x), args.calibration_images, args.seed)
+    calibration_set = train_x[held], train_y[held]  # never trained on: the temperature is fitted on it
+    train_x, train_y = _subset(train_x[trained_on], train_y[trained_on], args.train_limit, args.seed)
+    test_x, test_y = _subset(*load_split(spec.name, args.data_dir, "test"), args.test_limit, args.seed + 1)
+    if device.type == "cuda":
+        train_x, train_y, test_x, test_y = (t.to(device) for t in (train_x, train_y, test_x, test_y))
+    return (train_x, train_y), (test_x, test_y), calibration_set
+
+
+def epoch_draws(seed: int, epoch: int, rank: int, device: torch.device, images: int
+                ) -> tuple[torch.Generator, torch.Tensor]:
+    """An epoch's random numbers: the device generator (augmentation, MixUp/CutMix, the MAE's masks) and the order
+    of the ``images`` training images (on ``device``). Seeding from (seed, epoch, rank), torch's global generators
+    too (stochastic depth draws from them), makes a resumed run repeat exactly what an unbroken one does."""
+    epoch_seed = seed * 100_003 + epoch * 101 + rank
+    torch.manual_seed(epoch_seed)
+    order = torch.randperm(images, generator=torch.Generator().manual_seed(seed * 7919 + epoch))
+    return torch.Generator(device).manual_seed(epoch_seed), order.to(device)
+
+
+def resume_from(path: Path, device: torch.device, identity: dict, graph_step: bool, model: nn.Module,
+                optimizer: torch.optim.Optimizer, scheduler) -> tuple[int, list[dict], float]:
+    """Load a checkpoint into the model, optimizer and schedule; return its epoch, history and elapsed seconds.
+    ``identity`` (dataset, architecture, pretraining) must be the checkpoint's own, and so must --graph-step."""
+    if not path.is_file():
+        raise SystemExit(f"--resume: no checkpoint at {path}")
+    ckpt = torch.load(path, map_location=device, weights_only=True)
+    if any(ckpt.get(key) != value for key, value in identity.items()):
+        raise SystemExit(f"--resume: {path} was made with another dataset, architecture or pretraining")
+    if ckpt.get("graph_step", False) != graph_step:  # its optimizer and schedule keep other state
+        raise SystemExit(f"--resume: {path} was made {'with' if ckpt.get('graph_step') else 'without'}"
+                         " --graph-step; resume it the same way")
+    model.load_state_dict(ckpt["model"])
+    optimizer.load_state_dict(ckpt["optimizer"])
+    scheduler.load_state_dict(ckpt["scheduler"])
+    print(f"resumed from {path} after epoch {ckpt['epoch']}", file=sys.stderr)
+    return ckpt["epoch"], ckpt["history"], ckpt["elapsed_s"]
+
+
+def write_checkpoint(path: Path, identity: dict, graph_step: bool, history: list[dict], elapsed_s: float,
+                     model: nn.Module, optimizer: torch.optim.Optimizer, scheduler) -> None:
+    """What --resume needs to carry on after the last epoch in ``history``, written atomically."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    state = {**identity, "graph_step": graph_step, "epoch": history[-1]["epoch"], "history": history,
+             "elapsed_s": elapsed_s, "model": model.state_dict(), "optimizer": optimizer.state_dict(),
+             "scheduler": scheduler.state_dict()}
+    atomic_write(path, lambda f: torch.save(state, f))
 
 
 def _all_reduce_sum(values: list[float], device: torch.device) -> list[float]:
@@ -127,7 +107,11 @@ def _all_reduce_sum(values: list[float], device: torch.device) -> list[float]:
 def main(argv: list[str] | None = None) -> dict | None:
     """Parse ``train.py`` arguments and train; return the metrics on rank 0 (None on other ranks)."""
     argv = sys.argv[1:] if argv is None else argv
-    return train(build_parser().parse_args(argv), command=shlex.join(["python", "train.py", *argv]))
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    if not args.pretrain and any(getattr(args, k) is not None for k in PRETRAIN_FLAGS):
+        parser.error(f"{', '.join('--' + k.replace('_', '-') for k in PRETRAIN_FLAGS)} go with --pretrain")
+    return train(args, command=shlex.join(["python", "train.py", *argv]))
 
 
 def train(args: argparse.Namespace, command: str = "") -> dict | None:
@@ -150,19 +134,18 @@ def train(args: argparse.Namespace, command: str = "") -> dict | None:
 
 
 def _train(args: argparse.Namespace, command: str, device: torch.device, rank: int, world_size: int) -> dict | None:
+    if args.pretrain:
+        from vit_demo.training.pretrain import pretrain  # it builds on this module
+
+        return pretrain(args, command, device, world_size)
     is_main = rank == 0
     spec = dataset_spec(args.dataset)
     recipe = recipe_from_args(args)
     out = args.out or WEIGHTS_ROOT / spec.name
     checkpoint_path = (args.checkpoint_dir or Path("runs") / spec.name) / CHECKPOINT_FILE
 
-    train_x, train_y = load_split(spec.name, args.data_dir, "train")
-    trained_on, held = holdout_indices(len(train_x), args.calibration_images, args.seed)
-    calibration_set = train_x[held], train_y[held]  # never trained on: the temperature is fitted on it
-    train_x, train_y = _subset(train_x[trained_on], train_y[trained_on], args.train_limit, args.seed)
-    test_x, test_y = _subset(*load_split(spec.name, args.data_dir, "test"), args.test_limit, args.seed + 1)
-    if device.type == "cuda":  # uint8 images are small enough to live on the GPU
-        train_x, train_y, test_x, test_y = (t.to(device) for t in (train_x, train_y, test_x, test_y))
+    (train_x, train_y), (test_x, test_y), calibration_set = training_data(args, spec, device)
+    held = len(calibration_set[0])
     # Each process takes an equal share so that all of them run the same number of steps. Every batch is
     # full (the last partial one is dropped), so shapes never change: what torch.compile and CUDA graphs need.
     per_rank = len(train_x) // world_size
@@ -177,22 +160,18 @@ def _train(args: argparse.Namespace, command: str, device: torch.device, rank: i
     warmup_steps, total_steps = round(recipe.warmup_epochs * steps_per_epoch), recipe.epochs * steps_per_epoch
     scheduler = DeviceSchedule(optimizer, warmup_steps, total_steps, device) if args.graph_step \
         else host_schedule(optimizer, warmup_steps, total_steps)
+    identity = {"dataset": spec.name, "vit": recipe.vit.to_dict(), "pretrain": None}
     start_epoch, history, elapsed_before = 0, [], 0.0
     if args.resume:
-        if not checkpoint_path.is_file():
-            raise SystemExit(f"--resume: no checkpoint at {checkpoint_path}")
-        ckpt = torch.load(checkpoint_path, map_location=device, weights_only=True)
-        if ckpt["vit"] != recipe.vit.to_dict() or ckpt["dataset"] != spec.name:
-            raise SystemExit(f"--resume: {checkpoint_path} was made with another dataset or architecture")
-        if ckpt.get("graph_step", False) != args.graph_step:  # its optimizer and schedule keep other state
-            raise SystemExit(f"--resume: {checkpoint_path} was made {'with' if ckpt.get('graph_step') else 'without'}"
-                             " --graph-step; resume it the same way")
-        model.load_state_dict(ckpt["model"])
-        optimizer.load_state_dict(ckpt["optimizer"])
-        scheduler.load_state_dict(ckpt["scheduler"])
-        start_epoch, history, elapsed_before = ckpt["epoch"], ckpt["history"], ckpt["elapsed_s"]
+        start_epoch, history, elapsed_before = resume_from(checkpoint_path, device, identity, args.graph_step, model,
+                                                           optimizer, scheduler)
+    elif args.init_from:  # a pretrained encoder (train.py --pretrain): every weight but the head's
+        try:
+            copied = initialise_encoder(model, args.init_from)
+        except WeightsError as exc:
+            raise SystemExit(f"--init-from: {exc}") from exc
         if is_main:
-            print(f"resumed from {checkpoint_path} after epoch {start_epoch}", file=sys.stderr)
+            print(f"started from {len(copied)} pretrained tensors in {shown_path(args.init_from)}", file=sys.stderr)
     train_model = DistributedDataParallel(model) if world_size > 1 else model
     train_step = TrainStep(train_model, optimizer, scheduler, recipe.label_smoothing, device, args.compile,
                            graph=args.graph_step)
@@ -205,12 +184,8 @@ def _train(args: argparse.Namespace, command: str, device: torch.device, rank: i
 
     started = time.perf_counter()
     for epoch in range(start_epoch, recipe.epochs):
-        # Seeding from (seed, epoch, rank) makes a resumed run repeat exactly what an unbroken one does.
-        epoch_seed = args.seed * 100_003 + epoch * 101 + rank
-        torch.manual_seed(epoch_seed)  # stochastic depth draws from the global generators
-        generator = torch.Generator(device).manual_seed(epoch_seed)  # augmentation and MixUp/CutMix, on the device
-        order = torch.randperm(len(train_x), generator=torch.Generator().manual_seed(args.seed * 7919 + epoch))
-        mine = order[rank * per_rank : (rank + 1) * per_rank].to(train_x.device)
+        generator, order = epoch_draws(args.seed, epoch, rank, train_x.device, len(train_x))
+        mine = order[rank * per_rank : (rank + 1) * per_rank]
         train_model.train()
         train_step.sums.zero_()
         epoch_started = time.perf_counter()
@@ -244,14 +219,10 @@ def _train(args: argparse.Namespace, command: str, device: torch.device, rank: i
             print(f"epoch {epoch + 1}/{recipe.epochs}: train loss {h['train_loss']:.4f} acc {h['train_accuracy']:.4f}"
                   f" | test loss {h['test_loss']:.4f} acc {h['test_accuracy']:.4f}"
                   f" | {time.perf_counter() - started:.0f}s", file=sys.stderr, flush=True)
-            checkpoint_path.parent.mkdir(parents=True, exist_ok=True)
-            state = {"dataset": spec.name, "vit": recipe.vit.to_dict(), "graph_step": args.graph_step,
-                     "epoch": epoch + 1, "history": history,
-                     "elapsed_s": elapsed_before + time.perf_counter() - started, "model": model.state_dict(),
-                     "optimizer": optimizer.state_dict(), "scheduler": scheduler.state_dict()}
             if epoch + 1 in snapshots:  # before the checkpoint: a run resumed after it never lacks the snapshot
                 save_snapshot(out, model, epoch + 1)
-            atomic_write(checkpoint_path, lambda f: torch.save(state, f))
+            write_checkpoint(checkpoint_path, identity, args.graph_step, history,
+                             elapsed_before + time.perf_counter() - started, model, optimizer, scheduler)
 
     if not is_main:
         return None
@@ -269,7 +240,8 @@ def _train(args: argparse.Namespace, command: str, device: torch.device, rank: i
         "device_name": torch.cuda.get_device_name(device) if device.type == "cuda" else f"CPU ({os.cpu_count()} cores)",
         "processes": world_size,
         "parameters": n_params,
-        "calibration_holdout": {"images": len(held), "seed": args.seed} if len(held) else None,
+        "calibration_holdout": {"images": held, "seed": args.seed} if held else None,
+        "init_from": str(shown_path(args.init_from)) if args.init_from else None,
         "recipe": {k: v for k, v in dataclasses.asdict(recipe).items() if k != "vit"},
         "seed": args.seed,
         "torch": torch.__version__,
@@ -282,7 +254,7 @@ def _train(args: argparse.Namespace, command: str, device: torch.device, rank: i
     if snapshots:
         write_snapshot_index(out, history)
     atomic_write_text(out / METRICS_FILE, json.dumps(metrics, indent=2) + "\n")
-    if len(held):
+    if held:
         calibrate(out, args.data_dir, device, held_out(calibration_set, (test_x.cpu(), test_y.cpu()), args.seed))
     curves = training_curves(history, f"ViT on {spec.name}: {100 * metrics['test_accuracy']:.2f}% test accuracy")
     atomic_write(out / CURVES_FILE, lambda f: curves.save(f, format="png"))

@@ -16,6 +16,7 @@ from vit_demo.data.datasets import DatasetSpec
 from vit_demo.training.recipes import Recipe
 
 GRAPH_WARMUP_STEPS = 3  # eager steps on a side stream before the capture, as in PyTorch's CUDA graphs notes
+GRAPH_CHUNK_BATCHES = 64  # with --graph-step, batches augmented at once (8,192 CIFAR-10 images at batch 128)
 
 
 def training_batches(images: torch.Tensor, labels: torch.Tensor, recipe: Recipe, spec: DatasetSpec,
@@ -58,10 +59,12 @@ def train_steps(train_step: TrainStep, images: torch.Tensor, labels: torch.Tenso
 
 
 def param_groups(model: nn.Module, weight_decay: float) -> list[dict]:
-    """No weight decay on biases, norms, the [CLS] token and position embeddings."""
+    """No weight decay on biases, norms, the [CLS] token, position embeddings and the MAE's mask token (in a
+    submodule too: the MAE's encoder.cls_token, decoder.pos_embed)."""
     decay, no_decay = [], []
     for name, param in model.named_parameters():
-        (no_decay if param.ndim < 2 or name in ("cls_token", "pos_embed") else decay).append(param)
+        no = param.ndim < 2 or name.rsplit(".", 1)[-1] in ("cls_token", "pos_embed", "mask_token")
+        (no_decay if no else decay).append(param)
     return [{"params": decay, "weight_decay": weight_decay}, {"params": no_decay, "weight_decay": 0.0}]
 
 
@@ -160,22 +163,24 @@ class TrainStep:
         self.eager_steps = 0
 
     def _loss(self, x: torch.Tensor, target: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+        """The loss and the count of correct answers on a batch (a subclass may train for another objective:
+        vit_demo/training/pretrain.py's MAEStep)."""
         with torch.autocast(self.device.type, dtype=torch.bfloat16, enabled=self.device.type == "cuda"):
             logits = self.model(x)  # (B, classes)
-        return F.cross_entropy(logits.float(), target, label_smoothing=self.label_smoothing), logits
+        # Correct = the top logit is the image's dominant class (its own, or the larger part of a mix).
+        correct = (logits.detach().argmax(1) == target.argmax(1)).sum()
+        return F.cross_entropy(logits.float(), target, label_smoothing=self.label_smoothing), correct
 
     def _step(self, x: torch.Tensor, target: torch.Tensor) -> None:
         """The step itself: run as it is, or captured once in a CUDA graph. Inside a capture ``zero_grad`` finds no
         gradients (the warm-up's were set to None) and backward makes them in the graph's memory, as the notes do."""
         if self.compile_mode == "reduce-overhead":
             torch.compiler.cudagraph_mark_step_begin()
-        loss, logits = self.loss(x, target)
+        loss, correct = self.loss(x, target)
         self.optimizer.zero_grad(set_to_none=True)
         loss.backward()
         self.optimizer.step()
         self.scheduler.step()
-        # Correct = the top logit is the image's dominant class (its own, or the larger part of a mix).
-        correct = (logits.detach().argmax(1) == target.argmax(1)).sum()
         self.sums += torch.stack([loss.detach().double() * len(x), correct.double()])
 
     def __call__(self, x: torch.Tensor, target: torch.Tensor) -> None:

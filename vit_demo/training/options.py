@@ -1,0 +1,120 @@
+"""The ``train.py`` command line: its flags, and the recipe they make from a dataset's own."""
+
+from __future__ import annotations
+
+import argparse
+import dataclasses
+from pathlib import Path
+
+from vit_demo.model import ViTConfig
+from vit_demo.training.calibrate import HOLDOUT_IMAGES, HOLDOUT_SHARE
+from vit_demo.training.recipes import PRETRAIN_METHODS, PRETRAIN_RECIPES, RECIPES, PretrainRecipe, Recipe
+from vit_demo.training.step import GRAPH_CHUNK_BATCHES
+
+COMPILE_MODES = ("default", "reduce-overhead", "max-autotune")
+
+
+# The command-line flags that override a recipe: field -> (type, help). Each field's flag is --field-name.
+RECIPE_FLAGS = {
+    "epochs": (int, None),
+    "batch_size": (int, "global batch size (split across torchrun processes)"),
+    "lr": (float, None),
+    "weight_decay": (float, None),
+    "warmup_epochs": (float, None),
+    "label_smoothing": (float, None),
+    "trivial_augment": (bool, "TrivialAugment, per image, on top of the crop/flip or affine augmentation"),
+    "auto_augment": (bool, "AutoAugment's CIFAR-10 policy, per image, in place of TrivialAugment"),
+    "random_erasing": (float, "each image's chance of a random erased rectangle (0: off)"),
+    "mix_prob": (float, "each batch's chance of MixUp or CutMix"),
+    "mixup_alpha": (float, "MixUp strength (0 turns it off)"),
+    "cutmix_alpha": (float, "CutMix strength (0 turns it off)"),
+}
+# The flags of --pretrain mae alone (with --epochs, --batch-size, --lr, --weight-decay, --warmup-epochs).
+PRETRAIN_FLAGS = {
+    "mask_ratio": (float, "--pretrain mae: share of each image's patches hidden from the encoder (recipe: 0.75)"),
+    "decoder_dim": (int, "--pretrain mae: the decoder's width"),
+    "decoder_depth": (int, "--pretrain mae: the decoder's blocks"),
+    "decoder_heads": (int, "--pretrain mae: the decoder's attention heads"),
+}
+ARCHITECTURE_FLAGS = {
+    "patch_size": (int, "override the patch size (must divide the image size)"),
+    "dim": (int, "override the model width"),
+    "depth": (int, "override the number of encoder blocks"),
+    "heads": (int, "override the number of attention heads"),
+    "mlp_dim": (int, "override the MLP hidden width"),
+    "drop_path": (float, "stochastic depth: the last block's skip rate (0: off)"),
+}
+
+
+def build_parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(
+        prog="train.py",
+        description="Train the ViT on MNIST or CIFAR-10 and write a weights folder "
+        "(config.json, model.safetensors, metrics.json, training_curves.png).",
+    )
+    p.add_argument("--dataset", required=True, choices=sorted(RECIPES))
+    p.add_argument("--data-dir", default="data", help="dataset root; downloaded there if not found (default: data)")
+    p.add_argument("--out", type=Path, help="weights folder to write (default: weights/<dataset>)")
+    p.add_argument("--checkpoint-dir", type=Path, help="where resumable checkpoints go (default: runs/<dataset>)")
+    p.add_argument("--resume", action="store_true", help="continue from the checkpoint in --checkpoint-dir")
+    p.add_argument("--pretrain", choices=PRETRAIN_METHODS,
+                   help="self-supervised pretraining instead (mae: a masked autoencoder), no labels used: writes the "
+                        "encoder to --out (default: runs/<dataset>-mae) for --init-from (docs/training.md)")
+    p.add_argument("--init-from", type=Path, metavar="FOLDER",
+                   help="start from the encoder that train.py --pretrain wrote in FOLDER; the head starts fresh")
+    for field, (kind, help) in {**RECIPE_FLAGS, **PRETRAIN_FLAGS, **ARCHITECTURE_FLAGS}.items():
+        flag = "--" + field.replace("_", "-")
+        if kind is bool:
+            p.add_argument(flag, action=argparse.BooleanOptionalAction, default=None, help=help)
+        else:
+            p.add_argument(flag, type=kind, help=help)
+    p.add_argument("--train-limit", type=int, help="train on a random subset of this many images")
+    p.add_argument("--test-limit", type=int, help="evaluate on a random subset of this many images")
+    p.add_argument("--calibration-images", type=int, default=HOLDOUT_IMAGES,
+                   help=f"training images held out of training, to fit the temperature that calibrates the model's "
+                        f"probabilities at the end of the run (default: {HOLDOUT_IMAGES:,}, at most "
+                        f"{HOLDOUT_SHARE:.0%}% of the split; 0: none, and python -m vit_demo calibrate fits it later "
+                        "on half the test split)")
+    p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--device", default="auto", help="auto (CUDA, else MPS, else CPU), cpu, cuda, cuda:1, mps")
+    p.add_argument("--compile", nargs="?", const="default", choices=COMPILE_MODES,
+                   help="torch.compile the training forward pass and loss; 'reduce-overhead' adds CUDA graphs "
+                        "(benchmarks/train_throughput.py says which is fastest on your GPU)")
+    p.add_argument("--graph-step", action="store_true",
+                   help="the whole step (forward, loss, backward, AdamW, schedule) in one CUDA graph, and the batches "
+                        f"augmented {GRAPH_CHUNK_BATCHES} at a time; on a CPU the same step runs eagerly "
+                        "(docs/training.md; with --compile, the model inside the graph is compiled)")
+    p.add_argument("--snapshots", type=int, default=6,
+                   help="keep the model (fp16) after this many epochs on a log scale, for the app's training "
+                        "slider (default: 6; 0: none)")
+    p.add_argument("--no-progress", action="store_true", help="no progress bars (one summary line per epoch)")
+    return p
+
+
+def recipe_from_args(args: argparse.Namespace) -> Recipe:
+    recipe = RECIPES[args.dataset]
+    arch = {k: getattr(args, k) for k in ARCHITECTURE_FLAGS if getattr(args, k) is not None}
+    hyper = {k: getattr(args, k) for k in RECIPE_FLAGS if getattr(args, k) is not None}
+    if hyper.get("auto_augment"):  # in place of the recipe's TrivialAugment, unless that is asked for too
+        hyper.setdefault("trivial_augment", False)
+    return dataclasses.replace(recipe, vit=dataclasses.replace(recipe.vit, **arch), **hyper)
+
+
+# The recipe flags that also set a pretraining run's optimisation; the others (augmentation, label smoothing) do not.
+SHARED_FLAGS = ("epochs", "batch_size", "lr", "weight_decay", "warmup_epochs")
+
+
+def pretrain_recipe_from_args(args: argparse.Namespace) -> tuple[PretrainRecipe, ViTConfig]:
+    """The pretraining recipe with the flags' overrides, and the encoder: the dataset's recipe's ViT with the
+    architecture flags, without stochastic depth unless --drop-path asks for it (fine-tuning adds its own)."""
+    if args.dataset not in PRETRAIN_RECIPES:
+        raise SystemExit(f"--pretrain: no pretraining recipe for {args.dataset} (there is one for "
+                         f"{', '.join(sorted(PRETRAIN_RECIPES))})")
+    unused = [k for k in RECIPE_FLAGS if k not in SHARED_FLAGS and getattr(args, k) is not None]
+    if unused or args.init_from:
+        flags = [f"--{k.replace('_', '-')}" for k in unused] + (["--init-from"] if args.init_from else [])
+        raise SystemExit(f"--pretrain: {', '.join(flags)} belong to supervised training, not to pretraining")
+    hyper = {k: getattr(args, k) for k in (*SHARED_FLAGS, *PRETRAIN_FLAGS) if getattr(args, k) is not None}
+    arch = {k: getattr(args, k) for k in ARCHITECTURE_FLAGS if getattr(args, k) is not None}
+    vit = dataclasses.replace(RECIPES[args.dataset].vit, **{"drop_path": 0.0, **arch})
+    return dataclasses.replace(PRETRAIN_RECIPES[args.dataset], **hyper), vit
