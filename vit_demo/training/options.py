@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import dataclasses
+import typing
 from pathlib import Path
 
 from vit_demo.model import ViTConfig
@@ -14,35 +15,33 @@ from vit_demo.training.step import GRAPH_CHUNK_BATCHES
 COMPILE_MODES = ("default", "reduce-overhead", "max-autotune")
 
 
-# The command-line flags that override a recipe: field -> (type, help). Each field's flag is --field-name.
-RECIPE_FLAGS = {
-    "epochs": (int, None),
-    "batch_size": (int, "global batch size (split across torchrun processes)"),
-    "lr": (float, None),
-    "weight_decay": (float, None),
-    "warmup_epochs": (float, None),
-    "label_smoothing": (float, None),
-    "trivial_augment": (bool, "TrivialAugment, per image, on top of the crop/flip or affine augmentation"),
-    "auto_augment": (bool, "AutoAugment's CIFAR-10 policy, per image, in place of TrivialAugment"),
-    "random_erasing": (float, "each image's chance of a random erased rectangle (0: off)"),
-    "mix_prob": (float, "each batch's chance of MixUp or CutMix"),
-    "mixup_alpha": (float, "MixUp strength (0 turns it off)"),
-    "cutmix_alpha": (float, "CutMix strength (0 turns it off)"),
-}
-# The flags of --pretrain mae alone (with --epochs, --batch-size, --lr, --weight-decay, --warmup-epochs).
-PRETRAIN_FLAGS = {
-    "mask_ratio": (float, "--pretrain mae: share of each image's patches hidden from the encoder (recipe: 0.75)"),
-    "decoder_dim": (int, "--pretrain mae: the decoder's width"),
-    "decoder_depth": (int, "--pretrain mae: the decoder's blocks"),
-    "decoder_heads": (int, "--pretrain mae: the decoder's attention heads"),
-}
-ARCHITECTURE_FLAGS = {
-    "patch_size": (int, "override the patch size (must divide the image size)"),
-    "dim": (int, "override the model width"),
-    "depth": (int, "override the number of encoder blocks"),
-    "heads": (int, "override the number of attention heads"),
-    "mlp_dim": (int, "override the MLP hidden width"),
-    "drop_path": (float, "stochastic depth: the last block's skip rate (0: off)"),
+# The command-line flags that override a recipe, each a field of Recipe, PretrainRecipe or ViTConfig: its flag is
+# --field-name, its type the field's. SHARED_FLAGS also set a pretraining run's optimisation; the other recipe flags
+# (augmentation, label smoothing) do not.
+RECIPE_FLAGS = tuple(f.name for f in dataclasses.fields(Recipe) if f.name != "vit")
+SHARED_FLAGS = ("epochs", "batch_size", "lr", "weight_decay", "warmup_epochs")
+PRETRAIN_FLAGS = tuple(f.name for f in dataclasses.fields(PretrainRecipe) if f.name not in SHARED_FLAGS)  # mae's own
+ARCHITECTURE_FLAGS = ("patch_size", "dim", "depth", "heads", "mlp_dim", "drop_path")
+FLAG_TYPES = {**typing.get_type_hints(ViTConfig), **typing.get_type_hints(PretrainRecipe),
+              **typing.get_type_hints(Recipe)}
+FLAG_HELP = {  # what a flag's name does not say
+    "batch_size": "global batch size (split across torchrun processes)",
+    "trivial_augment": "TrivialAugment, per image, on top of the crop/flip or affine augmentation",
+    "auto_augment": "AutoAugment's CIFAR-10 policy, per image, in place of TrivialAugment",
+    "random_erasing": "each image's chance of a random erased rectangle (0: off)",
+    "mix_prob": "each batch's chance of MixUp or CutMix",
+    "mixup_alpha": "MixUp strength (0 turns it off)",
+    "cutmix_alpha": "CutMix strength (0 turns it off)",
+    "mask_ratio": "--pretrain mae: share of each image's patches hidden from the encoder (recipe: 0.75)",
+    "decoder_dim": "--pretrain mae: the decoder's width",
+    "decoder_depth": "--pretrain mae: the decoder's blocks",
+    "decoder_heads": "--pretrain mae: the decoder's attention heads",
+    "patch_size": "override the patch size (must divide the image size)",
+    "dim": "override the model width",
+    "depth": "override the number of encoder blocks",
+    "heads": "override the number of attention heads",
+    "mlp_dim": "override the MLP hidden width",
+    "drop_path": "stochastic depth: the last block's skip rate (0: off)",
 }
 
 
@@ -62,8 +61,8 @@ def build_parser() -> argparse.ArgumentParser:
                         "encoder to --out (default: runs/<dataset>-mae) for --init-from (docs/training.md)")
     p.add_argument("--init-from", type=Path, metavar="FOLDER",
                    help="start from the encoder that train.py --pretrain wrote in FOLDER; the head starts fresh")
-    for field, (kind, help) in {**RECIPE_FLAGS, **PRETRAIN_FLAGS, **ARCHITECTURE_FLAGS}.items():
-        flag = "--" + field.replace("_", "-")
+    for field in (*RECIPE_FLAGS, *PRETRAIN_FLAGS, *ARCHITECTURE_FLAGS):
+        flag, kind, help = "--" + field.replace("_", "-"), FLAG_TYPES[field], FLAG_HELP.get(field)
         if kind is bool:
             p.add_argument(flag, action=argparse.BooleanOptionalAction, default=None, help=help)
         else:
@@ -98,10 +97,6 @@ def recipe_from_args(args: argparse.Namespace) -> Recipe:
     if hyper.get("auto_augment"):  # in place of the recipe's TrivialAugment, unless that is asked for too
         hyper.setdefault("trivial_augment", False)
     return dataclasses.replace(recipe, vit=dataclasses.replace(recipe.vit, **arch), **hyper)
-
-
-# The recipe flags that also set a pretraining run's optimisation; the others (augmentation, label smoothing) do not.
-SHARED_FLAGS = ("epochs", "batch_size", "lr", "weight_decay", "warmup_epochs")
 
 
 def pretrain_recipe_from_args(args: argparse.Namespace) -> tuple[PretrainRecipe, ViTConfig]:
