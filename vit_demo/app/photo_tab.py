@@ -67,8 +67,8 @@ def photo_input(examples: list[Path], first: Path | None) -> gr.Image:
 
 def photo_notes() -> None:
     """Under the answer: the classes the model knows, and the square it read (talk mode hides them)."""
-    gr.Markdown(CLASSES_NOTE, elem_id="photo-classes", elem_classes=["vd-note", "vd-detail"])
-    with gr.Row(equal_height=False, elem_classes="vd-detail"):
+    gr.Markdown(CLASSES_NOTE, elem_id="photo-classes", elem_classes=["vd-note", "vd-detail", "vd-answer-note"])
+    with gr.Row(equal_height=False, elem_classes=["vd-detail", "vd-answer-note"]):
         live_canvas("photo-reads", "photo", "input", "the square the model reads", READS_SIZE, READS_SIZE,
                     scale=False)  # drawn in the page from the tab's numbers
         gr.Markdown(READS_NOTE, elem_classes="vd-note")

@@ -146,10 +146,10 @@ def tab_html(tab: Tab, views: list[dict]) -> str:
         source, notes = f'<div id="canvas" class="vd-canvas">{pad_html(examples, first, prefix)}</div>', ""
     else:  # under the answer, as the app's photo_tab.photo_notes: the classes it knows, the square it read
         source = photo_input(first)
-        notes = (f'<p class="vd-note">{page_numbers.caption_html(photo_tab.CLASSES_NOTE)}</p>'
-                 + add(live_canvas("photo-reads", "photo", "input", "the square the model reads",
-                                   photo_tab.READS_SIZE, photo_tab.READS_SIZE, scale=False), "input")
-                 + f'<p class="vd-note">{page_numbers.caption_html(photo_tab.READS_NOTE)}</p>')
+        notes = (f'<div class="vd-answer-note"><p class="vd-note">{page_numbers.caption_html(photo_tab.CLASSES_NOTE)}'
+                 '</p>' + add(live_canvas("photo-reads", "photo", "input", "the square the model reads",
+                                          photo_tab.READS_SIZE, photo_tab.READS_SIZE, scale=False), "input")
+                 + f'<p class="vd-note">{page_numbers.caption_html(photo_tab.READS_NOTE)}</p></div>')
     top = (f'<div class="vd-top"><div class="vd-input">{section(tab.input_title, "vd-step")}{source}</div>'
            f'<div class="vd-patches-step vd-detail">{section(attention_view.patches_title(config), "vd-step")}'
            + add(attention_view.patches_view(prefix, config), "patches")
