@@ -224,11 +224,11 @@ def draw_digit(digit: str, canvas: int, box: tuple[int, int, int], pen: float) -
 def snapshot_weights(mnist_root, tmp_path_factory) -> Path:
     """A weights root (for VIT_DEMO_WEIGHTS) whose mnist/ is a real, short training run that kept a snapshot after
     each of its first 3 of 4 epochs, and whose cifar10/ is the shipped model."""
-    from vit_demo.training import loop
+    from vit_demo.training import run
     from vit_demo.weights import WEIGHTS_ROOT
 
     root = tmp_path_factory.mktemp("weights")
-    loop.main(["--dataset", "mnist", "--data-dir", str(mnist_root), "--out", str(root / "mnist"),
+    run.main(["--dataset", "mnist", "--data-dir", str(mnist_root), "--out", str(root / "mnist"),
                "--checkpoint-dir", str(root.parent / f"{root.name}-ckpt"), "--train-limit", "2000",
                "--test-limit", "300", "--epochs", "4", "--snapshots", "3", "--lr", "2e-3", "--warmup-epochs",
                "0.3", "--batch-size", "64", "--no-progress"])

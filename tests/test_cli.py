@@ -7,7 +7,7 @@ from pathlib import Path
 import pytest
 from conftest import HAS_SHARED_MNIST, REPO, draw_on_canvas, mnist_test_digits, run_cli
 
-from vit_demo.training import loop as training
+from vit_demo.training import run as training
 
 
 @pytest.fixture(scope="module")

@@ -16,7 +16,8 @@ from PIL import Image
 from vit_demo.data.datasets import load_split
 from vit_demo.interpret import explain, heads
 from vit_demo.onnx import patching
-from vit_demo.onnx.export import (INPUTS, INTERFACE, GRAPH_FILE, OUTPUTS, PATCHING_GRAPH_FILES, RELEVANCE_GRAPH_FILE,
+from vit_demo.onnx.graph import INTERFACE
+from vit_demo.onnx.export import (INPUTS, GRAPH_FILE, OUTPUTS, PATCHING_GRAPH_FILES, RELEVANCE_GRAPH_FILE,
                                   RELEVANCE_OUTPUTS, read_metadata, stale_graphs)
 from vit_demo.weights import (CONFIG_FILE, HEAD_MEANS_FILE, WEIGHTS_FILE, WEIGHTS_ROOT, load_snapshots, load_weights,
                               update_config)

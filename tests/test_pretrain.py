@@ -11,6 +11,7 @@ from safetensors.torch import load_file
 from vit_demo import load_model
 from vit_demo.model import ViTConfig, VisionTransformer
 from vit_demo.training import loop as training
+from vit_demo.training.run import main as train_main
 from vit_demo.training.evaluation import linear_probe
 from vit_demo.training.mae import MaskedAutoencoder, patchify, random_masking, unpatchify
 from vit_demo.training.pretrain import masking_noise, reconstruction_loss
@@ -38,7 +39,7 @@ def small_vit(**changes) -> VisionTransformer:
 
 
 def pretrain(data_dir, tmp_path, *extra: str, name: str = "mae") -> dict:
-    return training.main(["--dataset", "cifar10", "--pretrain", "mae", "--data-dir", str(data_dir),
+    return train_main(["--dataset", "cifar10", "--pretrain", "mae", "--data-dir", str(data_dir),
                           "--out", str(tmp_path / name), "--checkpoint-dir", str(tmp_path / f"{name}-ckpt"), *extra])
 
 
@@ -159,7 +160,7 @@ def test_resume_continues_pretraining_exactly(cifar_root, tmp_path, monkeypatch)
     with pytest.raises(SystemExit, match="another dataset, architecture or pretraining"):
         pretrain(cifar_root, tmp_path, *args, "--resume", "--mask-ratio", "0.5", name="broken")
     with pytest.raises(SystemExit, match="another dataset, architecture or pretraining"):
-        training.main(["--dataset", "cifar10", "--data-dir", str(cifar_root), "--out", str(tmp_path / "sup"),
+        train_main(["--dataset", "cifar10", "--data-dir", str(cifar_root), "--out", str(tmp_path / "sup"),
                        "--checkpoint-dir", str(tmp_path / "broken-ckpt"), "--resume", "--patch-size", "4", *TINY[:8],
                        "--no-progress"])
 
@@ -178,7 +179,7 @@ def test_fine_tuning_starts_from_every_pretrained_encoder_weight(cifar_root, tmp
     common = ["--dataset", "cifar10", "--data-dir", str(cifar_root), "--train-limit", "100", "--test-limit", "20",
               "--epochs", "1", "--batch-size", "50", "--snapshots", "0", *TINY[:8], "--calibration-images", "0",
               "--no-progress"]
-    metrics = training.main([*common, "--init-from", str(tmp_path / "mae"), "--lr", "0", "--out", str(tmp_path / "ft"),
+    metrics = train_main([*common, "--init-from", str(tmp_path / "mae"), "--lr", "0", "--out", str(tmp_path / "ft"),
                              "--checkpoint-dir", str(tmp_path / "ft-ckpt")])
     assert metrics["init_from"].endswith("mae")
     tuned = load_file(tmp_path / "ft" / WEIGHTS_FILE)
@@ -192,17 +193,17 @@ def test_fine_tuning_starts_from_every_pretrained_encoder_weight(cifar_root, tmp
         assert torch.equal(tuned[key], initial[key])  # the head starts fresh
     # Another architecture is refused, saying what differs.
     with pytest.raises(SystemExit, match="dim 32 there, 48 here"):
-        training.main([*common, "--init-from", str(tmp_path / "mae"), "--dim", "48", "--out", str(tmp_path / "x"),
+        train_main([*common, "--init-from", str(tmp_path / "mae"), "--dim", "48", "--out", str(tmp_path / "x"),
                        "--checkpoint-dir", str(tmp_path / "x-ckpt")])
 
 
 def test_pretraining_flags_are_checked():
     with pytest.raises(SystemExit):  # argparse: --mask-ratio without --pretrain
-        training.main(["--dataset", "cifar10", "--mask-ratio", "0.5"])
+        train_main(["--dataset", "cifar10", "--mask-ratio", "0.5"])
     with pytest.raises(SystemExit, match="--label-smoothing belong to supervised training"):
-        training.main(["--dataset", "cifar10", "--pretrain", "mae", "--label-smoothing", "0"])
+        train_main(["--dataset", "cifar10", "--pretrain", "mae", "--label-smoothing", "0"])
     with pytest.raises(SystemExit, match="no pretraining recipe for mnist"):
-        training.main(["--dataset", "mnist", "--pretrain", "mae"])
+        train_main(["--dataset", "mnist", "--pretrain", "mae"])
 
 
 def test_evaluation_masks_are_fixed():

@@ -18,6 +18,7 @@ from vit_demo.interpret.heads import read_head_means
 from vit_demo.interpret.inside import ATTENTION_DISTANCE_FILE, read_attention_distance
 from vit_demo.model import VisionTransformer
 from vit_demo.training import loop as training
+from vit_demo.training.run import main as train_main
 from vit_demo.training.step import TrainStep, training_batches
 from vit_demo.training.recipes import RECIPES
 from vit_demo.weights import (CALIBRATION_FILE, CONFIG_FILE, CURVES_FILE, HEAD_MEANS_FILE, METRICS_FILE,
@@ -28,7 +29,7 @@ TINY = ["--patch-size", "7", "--dim", "32", "--depth", "1", "--heads", "2", "--m
 
 
 def run_train(data_dir, tmp_path, *extra: str, name: str = "run", dataset: str = "mnist") -> dict:
-    return training.main(["--dataset", dataset, "--data-dir", str(data_dir), "--out", str(tmp_path / name),
+    return train_main(["--dataset", dataset, "--data-dir", str(data_dir), "--out", str(tmp_path / name),
                           "--checkpoint-dir", str(tmp_path / f"{name}-ckpt"), *extra])
 
 
@@ -160,7 +161,7 @@ def test_snapshots_are_small_checked_and_show_the_model_learning(mnist_root, tmp
         assert path.stat().st_size < 0.6 * weights_bytes  # fp16: about half the fp32 weights
     # A snapshot is the model as it was: its accuracy on the test images is the one recorded for its epoch.
     images, labels = load_split("mnist", mnist_root, "test", download=False)
-    images, labels = training._subset(images, labels, 300, 1)
+    images, labels = training.subset(images, labels, 300, 1)
     from vit_demo.training.evaluation import evaluate
     _, correct, n = evaluate(snapshots[0].model, images, labels)
     assert correct / n == pytest.approx(snapshots[0].test_accuracy, abs=2 / 300)  # fp16 may flip an image or two

@@ -64,23 +64,20 @@ import json
 import tempfile
 from pathlib import Path
 
-import numpy as np
 import onnx
 import torch
-from onnx import TensorProto, helper, numpy_helper
 from torch import nn
 
 from vit_demo.atomic import atomic_write
 from vit_demo.interpret import explain
 from vit_demo.interpret.heads import read_head_means
 from vit_demo.model import VisionTransformer
+from vit_demo.onnx.graph import INTERFACE, OPSET, finish
+from vit_demo.onnx.patching import patching_onnx
 from vit_demo.weights import (GRAPH_FILE, HEAD_MEANS_FILE, PATCHING_GRAPH_FILES, RELEVANCE_GRAPH_FILE, SNAPSHOTS_DIR,
                               SNAPSHOTS_INDEX, WEIGHTS_FILE, load_snapshots, load_weights, read_weights_info,
-                              resolve_weights_folder)
+                              resolve_weights_folder, shown_path)
 
-INTERFACE = "1"  # the graph interface above; a change the page must know about bumps it
-EXPORTER_VERSION = "1"  # this module's way of exporting (a change that alters the graphs' bytes bumps it)
-OPSET = 18  # LayerNormalization needs 17; 18 is the dynamo exporter's own default from torch 2.8 on
 INPUTS = ("image", "heads_off", "mean_ablation")
 OUTPUTS = ("logits", "attention", "lens", "features")
 RELEVANCE_INPUTS = (*INPUTS, "target")
@@ -127,10 +124,6 @@ class PageGraph(nn.Module):
             logits, attentions, _ = self.edited(x, heads_off, mean_ablation)
             gradients = torch.autograd.grad((logits * target).sum(), attentions)  # L x (B, H, T, T)
         return logits.detach() / self.temperature, explain.accumulate_relevance(attentions, gradients)[:, 1:]
-
-
-def exporter_name() -> str:
-    return f"vit_demo.onnx.export {EXPORTER_VERSION}; torch {torch.__version__} dynamo exporter; opset {OPSET}"
 
 
 def to_onnx(model: VisionTransformer, means: torch.Tensor | None, temperature: float,
@@ -181,53 +174,6 @@ def relevance_onnx(model: VisionTransformer, means: torch.Tensor | None, tempera
             artifacts_dir=tmp)
         proto = program.model_proto
     return finish(proto, metadata)
-
-
-def finish(proto: onnx.ModelProto, metadata: dict[str, str]) -> onnx.ModelProto:
-    _strip_provenance(proto)
-    _store_exact_halves(proto)
-    onnx.helper.set_model_props(proto, {"vit_demo.interface": INTERFACE, "exporter": exporter_name(), **metadata})
-    onnx.checker.check_model(proto)
-    return proto
-
-
-def _strip_provenance(proto: onnx.ModelProto) -> None:
-    """Drop what the exporter notes on each node (the exporting machine's stack traces, FX node names) and in doc
-    strings: not needed to run the graph, and they hold local paths."""
-    proto.doc_string = ""
-    proto.graph.doc_string = ""
-    for node in proto.graph.node:
-        del node.metadata_props[:]
-        node.doc_string = ""
-    for function in proto.functions:
-        for node in function.node:
-            del node.metadata_props[:]
-            node.doc_string = ""
-    for info in (*proto.graph.input, *proto.graph.output, *proto.graph.value_info):
-        del info.metadata_props[:]
-        info.doc_string = ""
-    del proto.graph.metadata_props[:]
-    for tensor in proto.graph.initializer:
-        del tensor.metadata_props[:]
-
-
-def _store_exact_halves(proto: onnx.ModelProto) -> None:
-    """Store each float32 initializer that float16 holds exactly as float16, read back through a Cast to float32
-    placed first in the graph: the graph computes with the very same numbers."""
-    casts = []
-    for index, tensor in enumerate(proto.graph.initializer):
-        if tensor.data_type != TensorProto.FLOAT:
-            continue
-        values = numpy_helper.to_array(tensor)
-        halves = values.astype(np.float16)
-        if values.size < 16 or not np.array_equal(halves.astype(np.float32), values):
-            continue
-        name = tensor.name
-        stored = numpy_helper.from_array(halves, f"{name}.fp16")
-        casts.append(helper.make_node("Cast", [stored.name], [name], to=TensorProto.FLOAT, name=f"{name}.to_fp32"))
-        proto.graph.initializer[index].CopyFrom(stored)  # ``tensor`` is this very message: read it before
-    for node in reversed(casts):
-        proto.graph.node.insert(0, node)
 
 
 def _sha256(path: Path) -> str:
@@ -299,9 +245,6 @@ def write_onnx(folder: str | Path) -> list[dict]:
     ``snapshots/epoch-XXXX.onnx`` for each snapshot in snapshots.json (its own temperature, zeros for the means).
     Snapshot graphs no longer listed there are removed. Returns one record per file: its path (as users see it),
     bytes, and what it was exported from."""
-    from vit_demo.onnx.patching import patching_onnx  # it builds on this module
-    from vit_demo.weights import shown_path
-
     folder = resolve_weights_folder(folder)
     info, model = load_weights(folder, "cpu")
     expected = expected_metadata(folder)

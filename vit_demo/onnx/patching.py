@@ -41,7 +41,7 @@ from torch import nn
 
 from vit_demo.interpret import heads
 from vit_demo.model import VisionTransformer
-from vit_demo.onnx.export import OPSET, finish
+from vit_demo.onnx.graph import OPSET, finish
 
 INPUTS = ("clean", "corrupt", "classes")
 OUTPUTS = ("logit_diff", "clean_into_corrupt", "corrupt_into_clean")

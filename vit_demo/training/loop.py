@@ -6,7 +6,6 @@ import argparse
 import dataclasses
 import json
 import os
-import shlex
 import sys
 import time
 from pathlib import Path
@@ -19,14 +18,13 @@ from tqdm import tqdm
 
 from vit_demo.atomic import atomic_write, atomic_write_text
 from vit_demo.data.datasets import DatasetSpec, dataset_spec, load_split
-from vit_demo.device import resolve_device
 from vit_demo.interpret.heads import mean_sample, write_head_means
 from vit_demo.interpret.inside import DISTANCE_IMAGES, write_attention_distance
 from vit_demo.model import VisionTransformer
 from vit_demo.pictures.figures import training_curves
 from vit_demo.training.calibrate import calibrate, held_out, holdout_indices
 from vit_demo.training.evaluation import evaluate
-from vit_demo.training.options import PRETRAIN_FLAGS, build_parser, recipe_from_args
+from vit_demo.training.options import recipe_from_args
 from vit_demo.training.step import (GRAPH_CHUNK_BATCHES, DeviceSchedule, TrainStep, host_schedule, make_optimizer,
                                     train_steps)
 from vit_demo.weights import (CURVES_FILE, METRICS_FILE, WEIGHTS_ROOT, WeightsError, initialise_encoder, save_snapshot,
@@ -35,7 +33,7 @@ from vit_demo.weights import (CURVES_FILE, METRICS_FILE, WEIGHTS_ROOT, WeightsEr
 CHECKPOINT_FILE = "checkpoint.pt"
 
 
-def _subset(images: torch.Tensor, labels: torch.Tensor, limit: int | None, seed: int):
+def subset(images: torch.Tensor, labels: torch.Tensor, limit: int | None, seed: int):
     if limit is None or limit >= len(images):
         return images, labels
     keep = torch.randperm(len(images), generator=torch.Generator().manual_seed(seed))[:limit]
@@ -49,8 +47,8 @@ def training_data(args: argparse.Namespace, spec: DatasetSpec, device: torch.dev
     train_x, train_y = load_split(spec.name, args.data_dir, "train")
     trained_on, held = holdout_indices(len(train_x), args.calibration_images, args.seed)
     calibration_set = train_x[held], train_y[held]  # never trained on: the temperature is fitted on it
-    train_x, train_y = _subset(train_x[trained_on], train_y[trained_on], args.train_limit, args.seed)
-    test_x, test_y = _subset(*load_split(spec.name, args.data_dir, "test"), args.test_limit, args.seed + 1)
+    train_x, train_y = subset(train_x[trained_on], train_y[trained_on], args.train_limit, args.seed)
+    test_x, test_y = subset(*load_split(spec.name, args.data_dir, "test"), args.test_limit, args.seed + 1)
     if device.type == "cuda":
         train_x, train_y, test_x, test_y = (t.to(device) for t in (train_x, train_y, test_x, test_y))
     return (train_x, train_y), (test_x, test_y), calibration_set
@@ -104,40 +102,9 @@ def _all_reduce_sum(values: list[float], device: torch.device) -> list[float]:
     return t.tolist()
 
 
-def main(argv: list[str] | None = None) -> dict | None:
-    """Parse ``train.py`` arguments and train; return the metrics on rank 0 (None on other ranks)."""
-    argv = sys.argv[1:] if argv is None else argv
-    parser = build_parser()
-    args = parser.parse_args(argv)
-    if not args.pretrain and any(getattr(args, k) is not None for k in PRETRAIN_FLAGS):
-        parser.error(f"{', '.join('--' + k.replace('_', '-') for k in PRETRAIN_FLAGS)} go with --pretrain")
-    return train(args, command=shlex.join(["python", "train.py", *argv]))
-
-
-def train(args: argparse.Namespace, command: str = "") -> dict | None:
-    """Train as ``args`` says; ``command`` is recorded in metrics.json. Returns the metrics on rank 0."""
-    world_size = int(os.environ.get("WORLD_SIZE", "1"))
-    rank = int(os.environ.get("RANK", "0"))
-    device = resolve_device(args.device)
-    if args.graph_step and (world_size > 1 or args.compile not in (None, "default")):
-        raise SystemExit("--graph-step: one process only, and --compile in its default mode only (the others make "
-                         "CUDA graphs of their own)")
-    if world_size > 1:
-        if device.type == "cuda":
-            torch.cuda.set_device(device)
-        dist.init_process_group(backend="nccl" if device.type == "cuda" else "gloo")
-    try:
-        return _train(args, command, device, rank, world_size)
-    finally:
-        if dist.is_initialized():
-            dist.destroy_process_group()
-
-
-def _train(args: argparse.Namespace, command: str, device: torch.device, rank: int, world_size: int) -> dict | None:
-    if args.pretrain:
-        from vit_demo.training.pretrain import pretrain  # it builds on this module
-
-        return pretrain(args, command, device, world_size)
+def supervised(args: argparse.Namespace, command: str, device: torch.device, rank: int, world_size: int
+               ) -> dict | None:
+    """The supervised run ``args`` asks for, in this process (of ``world_size``, DDP set up); the metrics on rank 0."""
     is_main = rank == 0
     spec = dataset_spec(args.dataset)
     recipe = recipe_from_args(args)

@@ -29,7 +29,7 @@ from vit_demo.data.datasets import dataset_spec
 from vit_demo.model import VisionTransformer
 from vit_demo.pictures.figures import reconstruction_figure
 from vit_demo.training.evaluation import linear_probe
-from vit_demo.training.loop import CHECKPOINT_FILE, _subset, epoch_draws, resume_from, training_data, write_checkpoint
+from vit_demo.training.loop import CHECKPOINT_FILE, epoch_draws, resume_from, subset, training_data, write_checkpoint
 from vit_demo.training.mae import MaskedAutoencoder
 from vit_demo.training.options import pretrain_recipe_from_args
 from vit_demo.training.step import DeviceSchedule, TrainStep, host_schedule, make_optimizer
@@ -102,7 +102,7 @@ def pretrain(args: argparse.Namespace, command: str, device: torch.device, world
     checkpoint_path = (args.checkpoint_dir or Path("runs") / f"{name}-checkpoint") / CHECKPOINT_FILE
 
     (train_x, train_y), (test_x, test_y), _ = training_data(args, spec, device)
-    eval_x = _subset(test_x, test_y, EVAL_IMAGES, args.seed + 4)[0]  # a random share: the split is sorted by class
+    eval_x = subset(test_x, test_y, EVAL_IMAGES, args.seed + 4)[0]  # a random share: the split is sorted by class
     batch = max(1, min(recipe.batch_size, len(train_x)))
     steps_per_epoch = len(train_x) // batch  # full batches only, as in supervised training
     torch.manual_seed(args.seed)
@@ -173,7 +173,7 @@ def pretrain(args: argparse.Namespace, command: str, device: torch.device, world
                               f"epoch{'s' * (recipe.epochs != 1)}: {recipe.mask_ratio:.0%} of the patches hidden")
     atomic_write(out / RECONSTRUCTIONS_FILE, lambda f: picture.save(f, format="png"))
     # What the pretraining bought: a linear probe on the encoder's features, and on the same encoder as initialised.
-    probe_train = _subset(train_x, train_y, PROBE_IMAGES, args.seed + 3)
+    probe_train = subset(train_x, train_y, PROBE_IMAGES, args.seed + 3)
     torch.manual_seed(args.seed)
     initial = VisionTransformer(vit).to(device)  # the run's encoder before training: the same seed, the same draws
     probe = {"pretrained": linear_probe(encoder, probe_train, (test_x, test_y)),

@@ -1,0 +1,48 @@
+"""``train.py``: its arguments read, the processes set up (one, or several under ``torchrun`` with DDP), and the run
+they ask for: supervised training (``loop``) or self-supervised pretraining (``pretrain``, with ``--pretrain``)."""
+
+from __future__ import annotations
+
+import argparse
+import os
+import shlex
+import sys
+
+import torch
+import torch.distributed as dist
+
+from vit_demo.device import resolve_device
+from vit_demo.training.loop import supervised
+from vit_demo.training.options import PRETRAIN_FLAGS, build_parser
+from vit_demo.training.pretrain import pretrain
+
+
+def main(argv: list[str] | None = None) -> dict | None:
+    """Parse ``train.py`` arguments and train; return the metrics on rank 0 (None on other ranks)."""
+    argv = sys.argv[1:] if argv is None else argv
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    if not args.pretrain and any(getattr(args, k) is not None for k in PRETRAIN_FLAGS):
+        parser.error(f"{', '.join('--' + k.replace('_', '-') for k in PRETRAIN_FLAGS)} go with --pretrain")
+    return train(args, command=shlex.join(["python", "train.py", *argv]))
+
+
+def train(args: argparse.Namespace, command: str = "") -> dict | None:
+    """Train as ``args`` says; ``command`` is recorded in metrics.json. Returns the metrics on rank 0."""
+    world_size = int(os.environ.get("WORLD_SIZE", "1"))
+    rank = int(os.environ.get("RANK", "0"))
+    device = resolve_device(args.device)
+    if args.graph_step and (world_size > 1 or args.compile not in (None, "default")):
+        raise SystemExit("--graph-step: one process only, and --compile in its default mode only (the others make "
+                         "CUDA graphs of their own)")
+    if world_size > 1:
+        if device.type == "cuda":
+            torch.cuda.set_device(device)
+        dist.init_process_group(backend="nccl" if device.type == "cuda" else "gloo")
+    try:
+        if args.pretrain:
+            return pretrain(args, command, device, world_size)
+        return supervised(args, command, device, rank, world_size)
+    finally:
+        if dist.is_initialized():
+            dist.destroy_process_group()
