@@ -119,6 +119,27 @@ def cifar_root(tmp_path_factory) -> Path:
     return root
 
 
+@contextlib.contextmanager
+def stopped_after_first_checkpoint(monkeypatch):
+    """A training run inside stops as if it were killed right after writing its first checkpoint (the run raises
+    KeyboardInterrupt there, which this expects); checkpoints are written as before once it has stopped."""
+    from vit_demo.training import loop
+
+    real_write = loop.atomic_write
+
+    def write_then_die(path, write):
+        real_write(path, write)
+        if path.name == loop.CHECKPOINT_FILE:
+            raise KeyboardInterrupt
+
+    monkeypatch.setattr(loop, "atomic_write", write_then_die)
+    try:
+        with pytest.raises(KeyboardInterrupt):
+            yield
+    finally:
+        monkeypatch.setattr(loop, "atomic_write", real_write)
+
+
 def read_live_payload(text: str) -> tuple[np.ndarray, np.ndarray]:
     """A live view's numbers (vit_demo/app/page_numbers.py) read back: the image in [0, 1] ((H, W) or (H, W, 3)) and
     the maps (L, H + 1, g, g) in [0, 1], each scaled to its own maximum."""

@@ -5,12 +5,11 @@ import shutil
 
 import pytest
 import torch
-from conftest import CIFAR_CLASSES, HAS_SHARED_CIFAR, SHARED_DATA
+from conftest import CIFAR_CLASSES, HAS_SHARED_CIFAR, SHARED_DATA, stopped_after_first_checkpoint
 from safetensors.torch import load_file
 
 from vit_demo import load_model
 from vit_demo.model import ViTConfig, VisionTransformer
-from vit_demo.training import loop as training
 from vit_demo.training.run import main as train_main
 from vit_demo.training.evaluation import linear_probe
 from vit_demo.training.mae import MaskedAutoencoder, patchify, random_masking, unpatchify
@@ -137,18 +136,9 @@ def test_resume_continues_pretraining_exactly(cifar_root, tmp_path, monkeypatch)
     args = ("--train-limit", "200", "--test-limit", "50", "--epochs", "2", "--batch-size", "32", "--snapshots", "1",
             *TINY)
     straight = pretrain(cifar_root, tmp_path, *args, name="straight")
-    real_write = training.atomic_write
-
-    def write_then_die(path, write):
-        real_write(path, write)
-        if path.name == training.CHECKPOINT_FILE:
-            raise KeyboardInterrupt  # as if the run were stopped right after the first epoch
-
-    monkeypatch.setattr(training, "atomic_write", write_then_die)
-    with pytest.raises(KeyboardInterrupt):
+    with stopped_after_first_checkpoint(monkeypatch):
         pretrain(cifar_root, tmp_path, *args, name="broken")
     assert not (tmp_path / "broken" / WEIGHTS_FILE).exists()
-    monkeypatch.setattr(training, "atomic_write", real_write)
     resumed = pretrain(cifar_root, tmp_path, *args, "--resume", name="broken")
     assert [h["test_loss"] for h in resumed["history"]] == [h["test_loss"] for h in straight["history"]]
     for file in (WEIGHTS_FILE, MAE_DECODER_FILE):

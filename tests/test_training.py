@@ -8,7 +8,7 @@ import time
 
 import pytest
 import torch
-from conftest import REPO
+from conftest import REPO, stopped_after_first_checkpoint
 from safetensors.torch import load_file
 
 from vit_demo import load_model
@@ -68,19 +68,9 @@ def test_short_training_run_beats_chance_by_far(mnist_root, tmp_path):
 def assert_resume_is_exact(data_dir, tmp_path, monkeypatch, dataset: str, *args: str) -> None:
     """A run stopped after its first epoch and resumed ends with the same weights as an unbroken run."""
     run_train(data_dir, tmp_path, *args, name="straight", dataset=dataset)
-
-    real_write = training.atomic_write
-
-    def write_then_die(path, write):
-        real_write(path, write)
-        if path.name == training.CHECKPOINT_FILE:
-            raise KeyboardInterrupt  # as if the run were stopped right after the first epoch
-
-    monkeypatch.setattr(training, "atomic_write", write_then_die)
-    with pytest.raises(KeyboardInterrupt):
+    with stopped_after_first_checkpoint(monkeypatch):
         run_train(data_dir, tmp_path, *args, name="broken", dataset=dataset)
     assert not (tmp_path / "broken" / WEIGHTS_FILE).exists()
-    monkeypatch.setattr(training, "atomic_write", real_write)
     metrics = run_train(data_dir, tmp_path, *args, "--resume", name="broken", dataset=dataset)
 
     assert [h["epoch"] for h in metrics["history"]] == [1, 2]
