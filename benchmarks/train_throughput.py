@@ -28,8 +28,8 @@ from vit_demo.device import resolve_device  # noqa: E402
 from vit_demo.model import VisionTransformer  # noqa: E402
 from vit_demo.training.options import COMPILE_MODES  # noqa: E402
 from vit_demo.training.recipes import RECIPES  # noqa: E402
-from vit_demo.training.step import (GRAPH_CHUNK_BATCHES, GRAPH_WARMUP_STEPS, DeviceSchedule, TrainStep,  # noqa: E402
-                                    host_schedule, make_optimizer, train_steps)
+from vit_demo.training.step import (GRAPH_CHUNK_BATCHES, GRAPH_WARMUP_STEPS, TrainStep, make_optimizer,  # noqa: E402
+                                    make_schedule, train_steps)
 
 GRAPH_MODES = {"graph": None, "graph-compiled": "default"}  # --graph-step's modes: the compile mode inside the graph
 
@@ -48,7 +48,7 @@ class Loop:
         graph = mode in GRAPH_MODES
         optimizer = make_optimizer(model, self.recipe, device, graph=graph)
         # The recipe's schedule, a billion steps long: the learning rate stays at its peak.
-        scheduler = DeviceSchedule(optimizer, 0, 10**9, device) if graph else host_schedule(optimizer, 0, 10**9)
+        scheduler = make_schedule(optimizer, 0, 10**9, device, graph=graph)
         self.step = TrainStep(model, optimizer, scheduler, self.recipe.label_smoothing, device,
                               GRAPH_MODES[mode] if graph else (None if mode == "eager" else mode), graph=graph)
         self.chunk_batches = GRAPH_CHUNK_BATCHES if graph else 1

@@ -13,7 +13,7 @@ from vit_demo.data.datasets import dataset_spec
 from vit_demo.model import VisionTransformer
 from vit_demo.training.recipes import RECIPES
 from vit_demo.training.step import (GRAPH_WARMUP_STEPS, DeviceSchedule, TrainStep, host_schedule, make_optimizer,
-                                    train_steps, training_batches)
+                                    make_schedule, train_steps, training_batches)
 
 DEVICES = ["cpu", pytest.param("cuda", marks=pytest.mark.skipif(not torch.cuda.is_available(), reason="no GPU"))]
 SMALL = dict(patch_size=8, dim=32, depth=2, heads=2, mlp_dim=64)
@@ -53,7 +53,7 @@ def trainer(device: torch.device, graph: bool, drop_path: float) -> tuple[TrainS
     torch.manual_seed(0)
     model = VisionTransformer(dataclasses.replace(recipe.vit, **SMALL, drop_path=drop_path)).to(device).train()
     optimizer = make_optimizer(model, recipe, device, graph=graph)
-    scheduler = DeviceSchedule(optimizer, 2, 8, device) if graph else host_schedule(optimizer, 2, 8)
+    scheduler = make_schedule(optimizer, 2, 8, device, graph=graph)
     return TrainStep(model, optimizer, scheduler, recipe.label_smoothing, device, graph=graph), model
 
 

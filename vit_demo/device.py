@@ -19,3 +19,8 @@ def resolve_device(name: str = "auto") -> torch.device:
     if torch.backends.mps.is_available():
         return torch.device("mps")
     return torch.device("cpu")
+
+
+def device_name(device: torch.device) -> str:
+    """What a run records as its hardware: the GPU's name, or the CPU and its cores."""
+    return torch.cuda.get_device_name(device) if device.type == "cuda" else f"CPU ({os.cpu_count()} cores)"

@@ -5,7 +5,6 @@ from __future__ import annotations
 import argparse
 import dataclasses
 import json
-import os
 import sys
 import time
 from pathlib import Path
@@ -18,6 +17,7 @@ from tqdm import tqdm
 
 from vit_demo.atomic import atomic_write, atomic_write_text
 from vit_demo.data.datasets import DatasetSpec, dataset_spec, load_split
+from vit_demo.device import device_name
 from vit_demo.interpret.heads import mean_sample, write_head_means
 from vit_demo.interpret.inside import DISTANCE_IMAGES, write_attention_distance
 from vit_demo.model import VisionTransformer
@@ -25,8 +25,7 @@ from vit_demo.pictures.figures import training_curves
 from vit_demo.training.calibrate import calibrate, held_out, holdout_indices
 from vit_demo.training.evaluation import evaluate
 from vit_demo.training.options import recipe_from_args
-from vit_demo.training.step import (GRAPH_CHUNK_BATCHES, DeviceSchedule, TrainStep, host_schedule, make_optimizer,
-                                    train_steps)
+from vit_demo.training.step import GRAPH_CHUNK_BATCHES, TrainStep, make_optimizer, make_schedule, train_steps
 from vit_demo.weights import (CURVES_FILE, METRICS_FILE, WEIGHTS_ROOT, WeightsError, initialise_encoder, save_snapshot,
                               save_weights, shown_path, snapshot_epochs, write_snapshot_index)
 
@@ -125,8 +124,7 @@ def supervised(args: argparse.Namespace, command: str, device: torch.device, ran
     n_params = sum(p.numel() for p in model.parameters())
     optimizer = make_optimizer(model, recipe, device, graph=args.graph_step)
     warmup_steps, total_steps = round(recipe.warmup_epochs * steps_per_epoch), recipe.epochs * steps_per_epoch
-    scheduler = DeviceSchedule(optimizer, warmup_steps, total_steps, device) if args.graph_step \
-        else host_schedule(optimizer, warmup_steps, total_steps)
+    scheduler = make_schedule(optimizer, warmup_steps, total_steps, device, graph=args.graph_step)
     identity = {"dataset": spec.name, "vit": recipe.vit.to_dict(), "pretrain": None}
     start_epoch, history, elapsed_before = 0, [], 0.0
     if args.resume:
@@ -204,7 +202,7 @@ def supervised(args: argparse.Namespace, command: str, device: torch.device, ran
         "seconds_per_epoch": round(wall / max(1, recipe.epochs), 1),
         "train_images_per_second": history[-1]["train_images_per_second"],
         "device": str(device),
-        "device_name": torch.cuda.get_device_name(device) if device.type == "cuda" else f"CPU ({os.cpu_count()} cores)",
+        "device_name": device_name(device),
         "processes": world_size,
         "parameters": n_params,
         "calibration_holdout": {"images": held, "seed": args.seed} if held else None,

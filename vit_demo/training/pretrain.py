@@ -13,7 +13,6 @@ from __future__ import annotations
 import argparse
 import dataclasses
 import json
-import os
 import sys
 import time
 from pathlib import Path
@@ -25,14 +24,15 @@ from tqdm import tqdm
 
 from vit_demo.atomic import atomic_write, atomic_write_text
 from vit_demo.data.augment import AUGMENTATIONS
-from vit_demo.data.datasets import dataset_spec
+from vit_demo.data.datasets import dataset_spec, spread
+from vit_demo.device import device_name
 from vit_demo.model import VisionTransformer
 from vit_demo.pictures.figures import reconstruction_figure
 from vit_demo.training.evaluation import linear_probe
 from vit_demo.training.loop import CHECKPOINT_FILE, epoch_draws, resume_from, subset, training_data, write_checkpoint
 from vit_demo.training.mae import MaskedAutoencoder
 from vit_demo.training.options import pretrain_recipe_from_args
-from vit_demo.training.step import DeviceSchedule, TrainStep, host_schedule, make_optimizer
+from vit_demo.training.step import TrainStep, make_optimizer, make_schedule
 from vit_demo.weights import (MAE_DECODER_FILE, METRICS_FILE, RECONSTRUCTIONS_FILE, save_snapshot, save_weights,
                               snapshot_epochs, update_config, write_snapshot_index)
 
@@ -112,8 +112,7 @@ def pretrain(args: argparse.Namespace, command: str, device: torch.device, world
     patches = vit.grid_size**2
     optimizer = make_optimizer(mae, recipe, device, graph=args.graph_step)
     warmup_steps, total_steps = round(recipe.warmup_epochs * steps_per_epoch), recipe.epochs * steps_per_epoch
-    scheduler = DeviceSchedule(optimizer, warmup_steps, total_steps, device) if args.graph_step \
-        else host_schedule(optimizer, warmup_steps, total_steps)
+    scheduler = make_schedule(optimizer, warmup_steps, total_steps, device, graph=args.graph_step)
     settings = {k: v for k, v in dataclasses.asdict(recipe).items() if k.startswith(("mask", "decoder"))}
     identity = {"dataset": spec.name, "vit": vit.to_dict(), "pretrain": {"method": args.pretrain, **settings}}
     start_epoch, history, elapsed_before = 0, [], 0.0
@@ -168,7 +167,7 @@ def pretrain(args: argparse.Namespace, command: str, device: torch.device, world
                                    "note": "an encoder for train.py --init-from; its head is untrained"})
     if snapshots:
         write_snapshot_index(out, history, measure="test_loss")
-    shown = torch.linspace(0, len(eval_x) - 1, min(SHOWN_IMAGES, len(eval_x))).long()  # spread: a sorted split too
+    shown = spread(SHOWN_IMAGES, len(eval_x))
     picture = reconstructions(mae, eval_x[shown.to(eval_x.device)], args.seed + 5, f"MAE after {recipe.epochs} "
                               f"epoch{'s' * (recipe.epochs != 1)}: {recipe.mask_ratio:.0%} of the patches hidden")
     atomic_write(out / RECONSTRUCTIONS_FILE, lambda f: picture.save(f, format="png"))
@@ -191,7 +190,7 @@ def pretrain(args: argparse.Namespace, command: str, device: torch.device, world
         "seconds_per_epoch": round(wall / max(1, recipe.epochs), 1),
         "train_images_per_second": history[-1]["train_images_per_second"] if history else None,
         "device": str(device),
-        "device_name": torch.cuda.get_device_name(device) if device.type == "cuda" else f"CPU ({os.cpu_count()} cores)",
+        "device_name": device_name(device),
         "encoder_parameters": sum(p.numel() for p in encoder.parameters()),
         "decoder_parameters": sum(p.numel() for p in mae.decoder.parameters()),
         "recipe": dataclasses.asdict(recipe),

@@ -133,6 +133,14 @@ class DeviceSchedule:
         self._set_lrs()
 
 
+def make_schedule(optimizer: torch.optim.Optimizer, warmup_steps: int, total_steps: int, device: torch.device,
+                  graph: bool = False) -> DeviceSchedule | torch.optim.lr_scheduler.LambdaLR:
+    """The warmup-cosine schedule: kept on the device for a step captured whole (``graph``), else on the host."""
+    if graph:
+        return DeviceSchedule(optimizer, warmup_steps, total_steps, device)
+    return host_schedule(optimizer, warmup_steps, total_steps)
+
+
 class TrainStep:
     """One optimisation step (forward, loss, backward, AdamW, learning-rate schedule) with no host sync.
 
