@@ -2,6 +2,7 @@
 rates on the held-out sets, against the goals of issue 30 and against their record; the rule as config.json keeps it; a
 non-digit drawing through the command line (/classify: tests/test_app_api.py; the page: tests/test_page_numbers.py)."""
 
+import dataclasses
 import json
 
 import numpy as np
@@ -11,7 +12,7 @@ from conftest import HAS_SHARED_CIFAR, HAS_SHARED_MNIST, SHARED_DATA, draw_digit
 from PIL import Image
 
 from vit_demo import load_model
-from vit_demo.data import sketches
+from vit_demo.data import outliers, sketches
 from vit_demo.data.datasets import load_split
 from vit_demo.interpret import calibration, unfamiliar
 from vit_demo.training.calibrate import data_for
@@ -83,6 +84,7 @@ def photo_rates():
     report_half = ~unfamiliar.split_photos([name for name, _ in pictures])
     photos = torch.from_numpy(np.stack([clf.preprocess(p) for (_, p), keep in zip(pictures, report_half) if keep]))
     return {"test photos flagged": flagged(clf, test_x.float() / 255).mean(),
+            "test photos in grey flagged": flagged(clf, outliers.grey(test_x).float() / 255).mean(),
             "outside photos flagged": flagged(clf, photos.permute(0, 3, 1, 2)).mean()}
 
 
@@ -91,14 +93,16 @@ def test_the_photo_rule_is_the_recorded_choice_and_flags_few_cifar_test_photos(p
     report = read_calibration(WEIGHTS_ROOT / "cifar10")["unfamiliar"]
     chosen = recorded(report, report["chosen"])
     assert photo_rates["test photos flagged"] == pytest.approx(chosen["flagged"]["test photos"], abs=1e-4)
+    assert photo_rates["test photos in grey flagged"] == pytest.approx(chosen["flagged"]["test photos in grey"],
+                                                                       abs=1e-4)
     assert photo_rates["outside photos flagged"] == pytest.approx(chosen["outside_flagged_report"], abs=1e-4)
     assert photo_rates["test photos flagged"] <= PHOTO_GOALS["test photos flagged"]
 
 
 @pytest.mark.slow
-@pytest.mark.xfail(strict=True, reason="not met: no score measured (docs/results.md) flags 70% of the outside photos "
-                                       "at 5% of CIFAR-10's; the 100 small grey faces read as cats")
 def test_the_photo_rule_flags_most_outside_photos(photo_rates):
+    # The outside photos it is reported on were neither trained on (the probe learns from outliers made in code) nor
+    # chosen on.
     assert photo_rates["outside photos flagged"] >= PHOTO_GOALS["outside photos flagged"]
 
 
@@ -131,6 +135,48 @@ def test_the_rule_keeps_its_numbers_through_config_json():
     broken = {**rule.to_dict(), "spread": rule.to_dict()["spread"][:-1]}
     with pytest.raises(ValueError, match="do not match"):
         calibration.UnfamiliarRule.from_dict(broken)
+
+
+def test_the_probe_learns_to_tell_outliers_apart_and_keeps_its_numbers_through_config_json():
+    # Features (N, 2, 8) of images to keep, centred away from 0, and of outliers shifted along one direction of one
+    # layer: the probe flags most new outliers at the threshold that flags 5% of new images to keep.
+    generator = torch.Generator().manual_seed(0)
+    shift = torch.zeros(2, 8)
+    shift[1, 3] = 3.0
+
+    def clouds(n: int) -> tuple[torch.Tensor, torch.Tensor]:
+        keep = torch.randn(n, 2, 8, generator=generator) * 2.0 + 5.0
+        return keep, torch.randn(n, 2, 8, generator=generator) * 2.0 + 5.0 + 2.0 * shift
+
+    keep, flag = clouds(2000)
+    rule = unfamiliar.probe(keep, flag, (0, 1))
+    assert rule.weights.dtype == np.float16 and rule.weights.shape == (2, 8)
+    assert np.abs(rule.weights[1, 3]) == np.abs(rule.weights).max()  # it reads the direction that tells them apart
+    logits = torch.zeros(2000, 10)
+    new_keep, new_flag = clouds(2000)
+    threshold = calibration.flag_threshold(rule.scores(logits, 1.0, new_keep), 0.05)
+    rule = dataclasses.replace(rule, threshold=threshold)
+    assert rule.flags(logits, 1.0, new_flag).double().mean() > 0.9
+    again = calibration.UnfamiliarRule.from_dict(json.loads(json.dumps(rule.to_dict())))
+    assert np.array_equal(again.weights, rule.weights) and again.layers == (0, 1)
+    assert torch.equal(again.scores(logits, 1.0, new_flag), rule.scores(logits, 1.0, new_flag))
+    with pytest.raises(ValueError, match="needs the \\[CLS\\] features"):
+        rule.flags(logits, 1.0)
+    with pytest.raises(ValueError, match="do not match"):
+        calibration.UnfamiliarRule.from_dict({**rule.to_dict(), "layers": [0]})
+
+
+def test_outliers_are_made_the_same_way_each_time_half_of_each_kind_grey():
+    photos = torch.randint(0, 256, (12, 3, 32, 32), generator=torch.Generator().manual_seed(0), dtype=torch.uint8)
+    made = outliers.outliers(photos, 4, seed=1)
+    assert made.shape == (4 * len(outliers.KINDS), 3, 32, 32) and made.dtype == torch.uint8
+    assert torch.equal(made, outliers.outliers(photos, 4, seed=1))
+    grey = (made[:, 0] == made[:, 1]).flatten(1).all(1) & (made[:, 1] == made[:, 2]).flatten(1).all(1)  # (N,)
+    assert grey.reshape(len(outliers.KINDS), 4)[:, :2].all()
+    assert not grey.reshape(len(outliers.KINDS), 4)[:, 2:].any()
+    # The tiles are the photos' own pixels, in another order.
+    tiles = outliers.shuffled_tiles(photos[:4], 4, torch.Generator().manual_seed(2))
+    assert torch.equal(tiles.flatten(1).sort(1).values, photos[:4].flatten(1).sort(1).values)
 
 
 def non_digit_files(folder) -> dict[str, str]:

@@ -11,7 +11,7 @@ import torch
 
 from vit_demo.data.preprocess import ImageInput, preprocess_drawing, preprocess_photo
 from vit_demo.device import resolve_device
-from vit_demo.interpret.calibration import probabilities
+from vit_demo.interpret.calibration import FEATURE_SCORES, probabilities
 from vit_demo.interpret.explain import PREDICTED, relevance_forward
 from vit_demo.model import VisionTransformer
 from vit_demo.weights import WeightsError, WeightsInfo, load_weights, shown_path
@@ -86,7 +86,7 @@ class Classifier:
         """
         batch = self.batch(inputs)  # (B, C, H, W)
         rule = self.info.unfamiliar
-        needs_features = rule is not None and rule.score == "mahalanobis"  # the [CLS] features (B, L, D), else None
+        needs_features = rule is not None and rule.score in FEATURE_SCORES  # the [CLS] features (B, L, D), else None
         relevance = features = None
         if relevance_for is not None:
             unknown = [label for label in relevance_for if label is not None and label not in self.classes]

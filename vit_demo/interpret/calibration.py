@@ -29,7 +29,8 @@ import numpy as np
 import torch
 
 BINS = 15  # the expected calibration error's bins, as in Guo et al.
-UNFAMILIAR_SCORES = ("max_probability", "energy", "mahalanobis")
+UNFAMILIAR_SCORES = ("max_probability", "energy", "mahalanobis", "probe")
+FEATURE_SCORES = ("mahalanobis", "probe")  # the scores that read the [CLS] features, not the logits alone
 
 
 def probabilities(logits: torch.Tensor, temperature: float = 1.0) -> torch.Tensor:
@@ -156,6 +157,9 @@ class UnfamiliarRule:
     logits): each part minus ``centre`` over ``spread``, as measured on the images it was fitted on. ``means`` and
     ``whitenings`` are held in float16 (exactly what config.json and the page keep), and every number is computed
     from them in float64.
+
+    For ``probe``, the score is a weighted sum of the features of the layers in ``layers`` plus ``bias``: a linear
+    read-out trained to tell the dataset's own images from outliers (``weights`` (P, D), float16 as kept).
     """
 
     score: str
@@ -166,6 +170,8 @@ class UnfamiliarRule:
     whitenings: np.ndarray | None = None  # (P, D, D)
     centre: tuple[float, ...] = ()  # one per part: the layers, then the energy
     spread: tuple[float, ...] = ()
+    weights: np.ndarray | None = None  # probe: (P, D)
+    bias: float = 0.0
 
     def parts(self, logits: torch.Tensor, features: torch.Tensor) -> torch.Tensor:
         """The mahalanobis score's parts before they are standardised, (N, parts), in float64."""
@@ -179,10 +185,13 @@ class UnfamiliarRule:
     def scores(self, logits: torch.Tensor, temperature: float, features: torch.Tensor | None = None) -> torch.Tensor:
         """How familiar each image looks, (N,): from its logits (N, classes) and, for ``mahalanobis``, its features
         after every layer (N, L, D), or (N, 2L, D) with the mean patch tokens."""
-        if self.score != "mahalanobis":
+        if self.score not in FEATURE_SCORES:
             return unfamiliarity_score(logits, self.score, temperature)
         if features is None:
-            raise ValueError("the mahalanobis rule needs the [CLS] features (VisionTransformer.forward_features)")
+            raise ValueError(f"the {self.score} rule needs the [CLS] features (VisionTransformer.forward_features)")
+        if self.score == "probe":
+            read = features[:, list(self.layers)].double()  # (N, P, D)
+            return (read * torch.from_numpy(np.asarray(self.weights, dtype=np.float64))).sum(dim=(1, 2)) + self.bias
         standard = (self.parts(logits, features) - torch.tensor(self.centre, dtype=torch.float64)) / torch.tensor(
             self.spread, dtype=torch.float64)
         return standard.sum(dim=1)
@@ -199,6 +208,9 @@ class UnfamiliarRule:
             found.update(layers=list(self.layers), energy=self.energy, shape=list(self.means.shape),
                          centre=list(self.centre), spread=list(self.spread), means=_text(self.means),
                          whitenings=_text(self.whitenings))
+        if self.score == "probe":
+            found.update(layers=list(self.layers), shape=list(self.weights.shape), weights=_text(self.weights),
+                         bias=self.bias)
         return found
 
     @classmethod
@@ -206,8 +218,14 @@ class UnfamiliarRule:
         score = str(values["score"])
         if score not in UNFAMILIAR_SCORES:
             raise ValueError(f"unknown score {score!r}")
-        if score != "mahalanobis":
+        if score not in FEATURE_SCORES:
             return cls(score=score, threshold=float(values["threshold"]))
+        if score == "probe":
+            layers, shape = tuple(int(n) for n in values["layers"]), tuple(int(n) for n in values["shape"])
+            if len(shape) != 2 or len(layers) != shape[0]:
+                raise ValueError("the probe rule's layers do not match its shape")
+            return cls(score, float(values["threshold"]), layers, weights=_halves(values["weights"], shape),
+                       bias=float(values["bias"]))
         parts, classes, dim = (int(n) for n in values["shape"])
         layers, energy = tuple(int(n) for n in values["layers"]), bool(values["energy"])
         centre, spread = tuple(map(float, values["centre"])), tuple(map(float, values["spread"]))

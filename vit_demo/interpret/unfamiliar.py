@@ -12,6 +12,10 @@ images it is fitted on (the calibration's fit images, ``calibrate.data_for``):
   (their code: pokaxpoka/deep_Mahalanobis_detector, ``sample_estimator``): of every layer, alone or with the [CLS]
   parts, or of the first layer, where low-level statistics (colour, texture) live. Measured only: the graph's
   ``features`` (vit_demo/onnx/export.py) carry the [CLS] token alone;
+- ``probe``: a linear read-out of the [CLS] features of every layer, trained (L2-penalised logistic regression) to
+  tell the dataset's own training images, in colour and in grey, from outliers made in code (``data/outliers.py``):
+  outlier exposure (Hendrycks, Mazeika and Dietterich, 2019) with the model's weights left as they are, as Lee et
+  al. train a logistic regression on their layers' scores. Photos only: for drawings there are no outliers made;
 - ``knn``: the cosine similarity of the last layer's [CLS] features to the ``KNN``-th nearest of those training
   images (Sun, Ming, Zhu and Li, 2022, "Out-of-Distribution Detection with Deep Nearest Neighbors", ICML).
   Measured only: the page would have to download every training image's features to apply it.
@@ -21,10 +25,11 @@ dataset's own images are MNIST's handwritten digits written on the canvas (``ske
 digits the Gaussians are fitted on, the fit images the threshold is set on, and the measure images, real pen digits
 the rule never saw. Also measured: the measure images as MNIST keeps them, and stroke digits (``sketches``). Outside:
 non-digit drawings (``sketches``), one set to choose on and one, drawn with another seed, to report. Photos: the
-training, fit and measure photos as they are; outside, the sample photos that packages install
-(``outside_photos``), split by photo (a photo and its quarters stay together, faces alternate): one half to choose
-on, the other to report. Nothing outside is fitted on. The rule chosen: of those the page can apply, the one that
-flags the most outside images of the choosing set.
+training, fit and measure photos as they are, and the measure photos in grey (a rule should not flag a photo for
+its colour alone); outside, the sample photos that packages install (``outside_photos``), split by photo (a photo
+and its quarters stay together, faces alternate): one half to choose on, the other to report. Nothing outside is
+fitted on. The rule chosen: of those the page can apply, the one that flags the most outside images of the
+choosing set.
 """
 
 from __future__ import annotations
@@ -37,7 +42,7 @@ import numpy as np
 import torch
 
 from vit_demo.atomic import atomic_write
-from vit_demo.data import preprocess, sketches
+from vit_demo.data import outliers, preprocess, sketches
 from vit_demo.data.datasets import default_cache_dir, load_split
 from vit_demo.interpret import calibration
 from vit_demo.interpret.calibration import UnfamiliarRule
@@ -47,7 +52,10 @@ TRAIN_IMAGES = 10_000  # training images the class means and covariances are fit
 KNN = 10
 DRAWINGS = 1160  # non-digit drawings in each of the two sets: 20 of each of the 58 kinds
 STROKE_DIGITS = 1000
-SEEDS = {"train": 11, "fit": 12, "measure": 13, "choose": 21, "report": 22, "strokes": 31}
+SEEDS = {"train": 11, "fit": 12, "measure": 13, "choose": 21, "report": 22, "strokes": 31, "outliers": 41}
+OUTLIERS_PER_KIND = 2000  # the probe's outliers: this many of each kind outliers.KINDS
+GREY_TRAIN_IMAGES = 2500  # training photos in grey the probe learns to keep, besides the TRAIN_IMAGES in colour
+PROBE_PENALTY = 1.0  # the L2 penalty on the probe's weights (features standardised, each side weighing one half)
 EIGEN_FLOOR = 1e-6  # directions of a covariance with less than this share of its largest variance are left out
 
 
@@ -74,6 +82,7 @@ CANDIDATES = (Candidate("max_probability", "max_probability"), Candidate("energy
                         False, ("cls", "patches")),
               Candidate("mahalanobis, mean patch tokens, first layer + energy", "mahalanobis", "first", True, False,
                         ("patches",)),
+              Candidate("probe against generated outliers, [CLS] of every layer", "probe", "every"),
               Candidate(f"knn, last layer (k={KNN})", "knn", page=False))
 
 
@@ -119,9 +128,9 @@ def whitening(features: torch.Tensor, labels: torch.Tensor, classes: int) -> tup
 
 
 def fit(candidate: Candidate, train: Outputs, labels: torch.Tensor, familiar: Outputs, temperature: float,
-        share: float):
+        share: float, probe_sets: ProbeSets | None = None):
     """The candidate fitted: an ``UnfamiliarRule`` (or for knn a function of ``Outputs``, with its threshold), with
-    the threshold that flags ``share`` of ``familiar``."""
+    the threshold that flags ``share`` of ``familiar``. The probe learns from ``probe_sets`` alone."""
     if candidate.score == "knn":
         last = train.depth - 1  # the last layer's [CLS]
         bank = torch.nn.functional.normalize(train.features[:, last], dim=-1)  # (N, D)
@@ -130,7 +139,7 @@ def fit(candidate: Candidate, train: Outputs, labels: torch.Tensor, familiar: Ou
             query = torch.nn.functional.normalize(found.features[:, last], dim=-1)  # (M, D)
             return torch.cat([(q @ bank.T).topk(KNN, dim=1).values[:, -1] for q in query.split(1000)]).double()
         return knn, calibration.flag_threshold(knn(familiar), share)
-    if candidate.score != "mahalanobis":
+    if candidate.score not in calibration.FEATURE_SCORES:
         threshold = calibration.flag_threshold(calibration.unfamiliarity_score(familiar.logits, candidate.score,
                                                                                temperature), share)
         return UnfamiliarRule(candidate.score, threshold)
@@ -138,6 +147,10 @@ def fit(candidate: Candidate, train: Outputs, labels: torch.Tensor, familiar: Ou
     within = {"first": (0,), "last": (depth - 1,), "every": tuple(range(depth))}[candidate.layers]
     rows = {"cls": 0, "patches": depth}  # where each token's rows start in the features (N, 2L, D)
     layers = tuple(rows[token] + layer for token in candidate.tokens for layer in within)
+    if candidate.score == "probe":
+        rule = probe(probe_sets.keep.features[:, layers], probe_sets.outliers.features[:, layers], layers)
+        return dataclasses.replace(rule, threshold=calibration.flag_threshold(rule.scores(
+            familiar.logits, temperature, familiar.features), share))
     fitted = [whitening(train.features[:, layer], labels, train.logits.shape[1]) for layer in layers]
     means, whitenings = np.stack([m for m, _ in fitted]), np.stack([w for _, w in fitted])
     unit = (1.0,) * (len(layers) + candidate.energy)
@@ -147,6 +160,43 @@ def fit(candidate: Candidate, train: Outputs, labels: torch.Tensor, familiar: Ou
     scored = dataclasses.replace(raw, centre=centre, spread=spread)
     threshold = calibration.flag_threshold(scored.scores(familiar.logits, temperature, familiar.features), share)
     return dataclasses.replace(scored, threshold=threshold)
+
+
+@dataclasses.dataclass(frozen=True)
+class ProbeSets:
+    """What the probe is trained on besides the training images: more of them in grey, and the outliers."""
+
+    keep: Outputs
+    outliers: Outputs
+
+
+def probe(keep: torch.Tensor, flag: torch.Tensor, layers: tuple[int, ...]) -> UnfamiliarRule:
+    """An L2-penalised logistic regression of features (N, P, D) to keep against features (M, P, D) to flag, each
+    side weighing one half, on features standardised by those to keep; solved to convergence (L-BFGS), so the same
+    inputs give the same rule. The standardisation is folded into the weights, which are rounded to float16 as
+    config.json keeps them, and the bias is computed from the rounded weights. The threshold is left to the caller."""
+    x = torch.cat([keep, flag]).flatten(1).double()  # (N + M, P * D)
+    centre, scale = x[: len(keep)].mean(0), x[: len(keep)].std(0) + 1e-4
+    x = (x - centre) / scale
+    y = torch.cat([torch.ones(len(keep)), torch.zeros(len(flag))]).double()
+    weight = torch.cat([torch.full((len(keep),), 0.5 / len(keep)), torch.full((len(flag),), 0.5 / len(flag))]).double()
+    params = torch.zeros(x.shape[1] + 1, dtype=torch.float64, requires_grad=True)  # the weights, then the bias
+    solver = torch.optim.LBFGS([params], max_iter=500, tolerance_grad=1e-9, tolerance_change=1e-12, history_size=20,
+                               line_search_fn="strong_wolfe")
+
+    def loss() -> torch.Tensor:
+        solver.zero_grad()
+        fitted = torch.nn.functional.binary_cross_entropy_with_logits(x @ params[:-1] + params[-1], y, weight=weight,
+                                                                     reduction="sum")
+        fitted = fitted + PROBE_PENALTY * params[:-1].square().sum() / 2
+        fitted.backward()
+        return fitted
+
+    solver.step(loss)
+    found = params.detach()
+    weights = (found[:-1] / scale).numpy().astype(np.float16)  # (P * D,), applied to the features as they are
+    bias = float(found[-1]) - float(centre @ torch.from_numpy(weights.astype(np.float64)))
+    return UnfamiliarRule("probe", 0.0, layers, weights=weights.reshape(len(layers), -1), bias=bias)
 
 
 def scorer(fitted, temperature: float):
@@ -204,6 +254,22 @@ def split_photos(names: list[str]) -> np.ndarray:
     return np.array([int(n.split("#face")[1]) % 2 == 1 if "#face" in n else n.split("#")[0] in choose for n in names])
 
 
+def not_among(images: torch.Tensor, others: torch.Tensor) -> torch.Tensor:
+    """Which of ``images`` (N, ...) are none of ``others`` (M, ...), pixel for pixel: (N,) bool."""
+    seen = {row.tobytes() for row in others.flatten(1).numpy()}
+    return torch.tensor([row.tobytes() not in seen for row in images.flatten(1).numpy()], dtype=torch.bool)
+
+
+def probe_sets(model: torch.nn.Module, photos: torch.Tensor) -> ProbeSets:
+    """What the probe learns from, out of training photos (N, 3, H, W) uint8 the calibration does not fit on:
+    ``TRAIN_IMAGES`` of them in colour and ``GREY_TRAIN_IMAGES`` more in grey to keep, and outliers made of the
+    next ones and in code (``outliers.outliers``) to flag."""
+    grey_end = TRAIN_IMAGES + GREY_TRAIN_IMAGES
+    keep = torch.cat([photos[:TRAIN_IMAGES], outliers.grey(photos[TRAIN_IMAGES:grey_end])])
+    made = outliers.outliers(photos[grey_end:], OUTLIERS_PER_KIND, SEEDS["outliers"])
+    return ProbeSets(outputs(model, keep), outputs(model, made))
+
+
 @dataclasses.dataclass(frozen=True)
 class ImageSets:
     """What a model makes of every set the candidates are fitted and measured on."""
@@ -217,14 +283,16 @@ class ImageSets:
     report: Outputs  # outside images it is reported on
     report_names: list[str]
     outside: str  # what the outside images are, in words
+    probe: ProbeSets | None = None  # photos: what the probe is trained on besides ``train``
 
 
 def image_sets(model: torch.nn.Module, dataset: str, data_dir: str | Path, fit_images: torch.Tensor,
                measure: tuple[torch.Tensor, torch.Tensor]) -> ImageSets:
     """Every set, for ``model`` of ``dataset`` with the calibration's fit images and measure images and labels."""
-    train_x, train_y = load_split(dataset, data_dir, "train")
-    pick = torch.randperm(len(train_x), generator=torch.Generator().manual_seed(SEEDS["train"]))[:TRAIN_IMAGES]
-    train_x, train_y = train_x[pick], train_y[pick]
+    every_x, every_y = load_split(dataset, data_dir, "train")
+    order = torch.randperm(len(every_x), generator=torch.Generator().manual_seed(SEEDS["train"]))
+    train_x, train_y = every_x[order[:TRAIN_IMAGES]], every_y[order[:TRAIN_IMAGES]]
+    rest = every_x[order[TRAIN_IMAGES:]]
     run = lambda images: outputs(model, images)  # noqa: E731
     if dataset == "mnist":
         familiar = {"test digits written on the canvas": run(canvas_digits(measure[0], SEEDS["measure"])),
@@ -240,9 +308,10 @@ def image_sets(model: torch.nn.Module, dataset: str, data_dir: str | Path, fit_i
     pictures = outside_photos()
     photos = torch.from_numpy(np.stack([preprocess.preprocess_photo(p) for _, p in pictures])).permute(0, 3, 1, 2)
     chosen = torch.from_numpy(split_photos([name for name, _ in pictures]))
-    return ImageSets(run(train_x), train_y, run(fit_images), {"test photos": run(measure[0])}, measure[1],
+    familiar = {"test photos": run(measure[0]), "test photos in grey": run(outliers.grey(measure[0]))}
+    return ImageSets(run(train_x), train_y, run(fit_images), familiar, measure[1],
                      run(photos[chosen]), run(photos[~chosen]), [n for (n, _), c in zip(pictures, chosen) if not c],
-                     "outside photos")
+                     "outside photos", probe_sets(model, rest[not_among(rest, fit_images)]))
 
 
 def _rate(flags: torch.Tensor) -> float:
@@ -253,7 +322,9 @@ def measure(sets: ImageSets, temperature: float, share: float) -> tuple[Unfamili
     """Fit every candidate, measure what each flags, and choose: (the rule, the report calibration.json keeps)."""
     rows, rules = [], {}
     for candidate in CANDIDATES:
-        fitted = fit(candidate, sets.train, sets.train_labels, sets.fit, temperature, share)
+        if candidate.score == "probe" and sets.probe is None:
+            continue
+        fitted = fit(candidate, sets.train, sets.train_labels, sets.fit, temperature, share, sets.probe)
         score, threshold = scorer(fitted, temperature)
         familiar = {name: score(found) for name, found in sets.familiar.items()}
         first, report = next(iter(familiar.values())), score(sets.report)

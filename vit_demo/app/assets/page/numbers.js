@@ -117,7 +117,7 @@ export function halves(text) {
   return out;
 }
 
-const decoded = new WeakMap(); // a rule -> its whitenings and whitened means, decoded once
+const decoded = new WeakMap(); // a rule -> its arrays, decoded once (whitenings and whitened means, or weights)
 
 function whitened(rule) {
   // The rule's whitenings W (parts, D, D) and its class means whitened, m W (parts, K, D): |(x - m) W|^2 is then
@@ -136,14 +136,26 @@ function whitened(rule) {
   return decoded.get(rule);
 }
 
+function probeScore(rule, features) {
+  // The probe's weighted sum of the features of its layers, plus its bias.
+  if (!decoded.has(rule)) decoded.set(rule, halves(rule.weights));
+  const weights = decoded.get(rule), [, D] = rule.shape;
+  let sum = rule.bias;
+  rule.layers.forEach((layer, p) => {
+    for (let d = 0; d < D; d++) sum += features[layer * D + d] * weights[p * D + d];
+  });
+  return sum;
+}
+
 export function familiarity(calibrated, temperature, rule, features) {
   // calibration.UnfamiliarRule.scores for one image, higher = more familiar: from its calibrated logits (K) and, for
-  // the mahalanobis rule, its [CLS] features after every layer (L, D), the graph's ``features``.
+  // the mahalanobis and probe rules, its [CLS] features after every layer (L, D), the graph's ``features``.
   const energy = () => logSumExp(Array.from(calibrated, (z) => z * temperature));
   if (rule.score === "energy") return energy();
   if (rule.score === "max_probability") return Math.max(...softmax(calibrated));
-  if (rule.score !== "mahalanobis") throw new Error(`unknown unfamiliar score ${rule.score}`);
-  if (!features) throw new Error("the mahalanobis rule needs the graph's features");
+  if (rule.score !== "mahalanobis" && rule.score !== "probe") throw new Error(`unknown unfamiliar score ${rule.score}`);
+  if (!features) throw new Error(`the ${rule.score} rule needs the graph's features`);
+  if (rule.score === "probe") return probeScore(rule, features);
   const { whitenings, meansWhitened } = whitened(rule), [, K, D] = rule.shape, xw = new Float64Array(D);
   const parts = rule.layers.map((layer, p) => { // minus the squared distance to the nearest class
     xw.fill(0);
