@@ -1,19 +1,21 @@
 """Every candidate rule for unfamiliar images, measured on held-out sets (vit_demo/interpret/unfamiliar.py):
 
     python benchmarks/unfamiliar.py --model mnist --data-dir DIR
-    python benchmarks/unfamiliar.py --model cifar10 --data-dir DIR
+    python benchmarks/unfamiliar.py --model cifar10 --data-dir DIR [--probe-sensitivity]
 
 For each candidate: the share of the dataset's own held-out images it flags (for digits: MNIST test digits written on
 the canvas, the same as MNIST keeps them, and stroke digits), the share of outside images it flags on the set it
 is chosen on and on the set it is reported on (non-digit drawings, or the sample photos packages install), and the
 area under the ROC curve; then the rule chosen. The same fit and choice as ``python -m vit_demo calibrate``, with the
-weights' own temperature; it writes nothing. The first run draws some 24,000 digits and drawings (a few minutes on
+weights' own temperature; it writes nothing. With ``--probe-sensitivity`` (photos), the probe is also fitted again
+with two other draws of outliers and each of three penalties. The first run draws some 24,000 digits and drawings (a few minutes on
 two cores) and keeps them in the cache folder.
 """
 
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import sys
 import time
 from pathlib import Path
@@ -25,11 +27,16 @@ from vit_demo.training.calibrate import data_for  # noqa: E402
 from vit_demo.weights import load_weights  # noqa: E402
 
 
+PENALTIES = (0.3, 1.0, 3.0)
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--model", default="mnist", help="mnist, cifar10, or a path to a weights folder")
     parser.add_argument("--data-dir", required=True, help="dataset root (MNIST/raw/ or cifar10/<split>/<class>/)")
     parser.add_argument("--device", default="cpu")
+    parser.add_argument("--probe-sensitivity", action="store_true",
+                        help="photos: fit the probe again with two other draws of outliers and other penalties")
     args = parser.parse_args()
     start = time.perf_counter()
     info, model = load_weights(args.model, args.device)
@@ -58,6 +65,24 @@ def main() -> None:
           f"{100 * report['accuracy_on_flagged']:.1f}% right ({100 * report['accuracy_on_the_rest']:.1f}% of the rest)")
     print("flagged on the report set, by kind: " + ", ".join(f"{kind} {100 * rate:.0f}%"
                                                               for kind, rate in report["report_by_kind"].items()))
+    if args.probe_sensitivity and sets.probe is not None:
+        print()
+        print("The probe fitted again with other outliers drawn and other penalties:")
+        print()
+        print(f"| outliers drawn with | penalty | {' | '.join(familiar)} | outside, choose | outside, report |")
+        print("|---|---:|" + "---:|" * (len(familiar) + 2))
+        candidate = next(c for c in unfamiliar.CANDIDATES if c.score == "probe")
+        for seed in range(unfamiliar.SEEDS["outliers"], unfamiliar.SEEDS["outliers"] + 3):
+            drawn = sets.probe if seed == unfamiliar.SEEDS["outliers"] else unfamiliar.probe_sets(
+                model, sets.probe.photos, seed)
+            for penalty in PENALTIES:
+                rule = unfamiliar.fit(candidate, sets.train, sets.train_labels, sets.fit, info.temperature, share,
+                                      dataclasses.replace(drawn, penalty=penalty))
+                rate = lambda found: 100 * float(rule.flags(found.logits, info.temperature,  # noqa: E731
+                                                            found.features).double().mean())
+                cells = [f"{rate(found):.2f}%" for found in sets.familiar.values()]
+                print(f"| seed {seed} | {penalty:g} | " + " | ".join(cells) +
+                      f" | {rate(sets.choose):.1f}% | {rate(sets.report):.1f}% |")
     print(f"{time.perf_counter() - start:.0f} s")
 
 

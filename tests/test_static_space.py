@@ -163,9 +163,17 @@ def test_draws_offline_in_the_page(static_folder, browser):
         assert page.console_errors == []
 
 
-def test_views_and_photos_in_the_page(static_folder, browser):
-    """A patch click, a head, the training slider, and a photo example: each answered by the page's model."""
+def test_views_and_photos_in_the_page(static_folder, browser, tmp_path):
+    """A patch click, a head, the training slider, a photo example, and an uploaded photo of none of the classes:
+    each answered by the page's model."""
+    from PIL import Image
+
+    from vit_demo.data.outside_photos import outside_photos
+
     photos = sorted((static_space.EXAMPLES / "photos").glob("*.png"))
+    moon = tmp_path / "moon.png"  # the page's unfamiliar rule (numbers.js, the probe) flags it, as the server's does
+    Image.fromarray(dict(outside_photos())["moon.png"]).save(moon)
+    moon_label = classifier("cifar10").predict(moon)
     with serving(static_folder) as (url, _), static_page(browser, url) as page:
         clear_and_draw(page, SEVEN)
         wait_for_label(page, "7")
@@ -183,6 +191,11 @@ def test_views_and_photos_in_the_page(static_folder, browser):
             page.click(f".vd-photo button[data-src='examples/photos/{path.name}']")
             wait_for_label(page, expected, panel="photo", timeout=60)
         assert label_text(page, "photo") == expected
+        assert page.locator("#photo-notice").count() == 1 and page.locator("#photo-notice").is_hidden()
+        assert moon_label.unfamiliar
+        page.locator(".vd-photo input[type=file]").set_input_files(str(moon))
+        wait_for_label(page, moon_label.label, panel="photo", timeout=60)
+        assert "unlike the photos the model knows" in page.locator("#photo-notice").inner_text()
         assert page.outside_requests == []
 
 

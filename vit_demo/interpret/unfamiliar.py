@@ -148,7 +148,8 @@ def fit(candidate: Candidate, train: Outputs, labels: torch.Tensor, familiar: Ou
     rows = {"cls": 0, "patches": depth}  # where each token's rows start in the features (N, 2L, D)
     layers = tuple(rows[token] + layer for token in candidate.tokens for layer in within)
     if candidate.score == "probe":
-        rule = probe(probe_sets.keep.features[:, layers], probe_sets.outliers.features[:, layers], layers)
+        rule = probe(probe_sets.keep.features[:, layers], probe_sets.outliers.features[:, layers], layers,
+                     probe_sets.penalty)
         return dataclasses.replace(rule, threshold=calibration.flag_threshold(rule.scores(
             familiar.logits, temperature, familiar.features), share))
     fitted = [whitening(train.features[:, layer], labels, train.logits.shape[1]) for layer in layers]
@@ -168,9 +169,12 @@ class ProbeSets:
 
     keep: Outputs
     outliers: Outputs
+    photos: torch.Tensor  # the training photos both are made of, (N, 3, H, W) uint8: to draw other outliers from
+    penalty: float = PROBE_PENALTY
 
 
-def probe(keep: torch.Tensor, flag: torch.Tensor, layers: tuple[int, ...]) -> UnfamiliarRule:
+def probe(keep: torch.Tensor, flag: torch.Tensor, layers: tuple[int, ...], penalty: float = PROBE_PENALTY
+          ) -> UnfamiliarRule:
     """An L2-penalised logistic regression of features (N, P, D) to keep against features (M, P, D) to flag, each
     side weighing one half, on features standardised by those to keep; solved to convergence (L-BFGS), so the same
     inputs give the same rule. The standardisation is folded into the weights, which are rounded to float16 as
@@ -188,7 +192,7 @@ def probe(keep: torch.Tensor, flag: torch.Tensor, layers: tuple[int, ...]) -> Un
         solver.zero_grad()
         fitted = torch.nn.functional.binary_cross_entropy_with_logits(x @ params[:-1] + params[-1], y, weight=weight,
                                                                      reduction="sum")
-        fitted = fitted + PROBE_PENALTY * params[:-1].square().sum() / 2
+        fitted = fitted + penalty * params[:-1].square().sum() / 2
         fitted.backward()
         return fitted
 
@@ -260,14 +264,14 @@ def not_among(images: torch.Tensor, others: torch.Tensor) -> torch.Tensor:
     return torch.tensor([row.tobytes() not in seen for row in images.flatten(1).numpy()], dtype=torch.bool)
 
 
-def probe_sets(model: torch.nn.Module, photos: torch.Tensor) -> ProbeSets:
+def probe_sets(model: torch.nn.Module, photos: torch.Tensor, seed: int = SEEDS["outliers"]) -> ProbeSets:
     """What the probe learns from, out of training photos (N, 3, H, W) uint8 the calibration does not fit on:
     ``TRAIN_IMAGES`` of them in colour and ``GREY_TRAIN_IMAGES`` more in grey to keep, and outliers made of the
-    next ones and in code (``outliers.outliers``) to flag."""
+    next ones and in code (``outliers.outliers``, drawn with ``seed``) to flag."""
     grey_end = TRAIN_IMAGES + GREY_TRAIN_IMAGES
     keep = torch.cat([photos[:TRAIN_IMAGES], outliers.grey(photos[TRAIN_IMAGES:grey_end])])
-    made = outliers.outliers(photos[grey_end:], OUTLIERS_PER_KIND, SEEDS["outliers"])
-    return ProbeSets(outputs(model, keep), outputs(model, made))
+    made = outliers.outliers(photos[grey_end:], OUTLIERS_PER_KIND, seed)
+    return ProbeSets(outputs(model, keep), outputs(model, made), photos)
 
 
 @dataclasses.dataclass(frozen=True)
