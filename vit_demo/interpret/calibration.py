@@ -183,8 +183,8 @@ class UnfamiliarRule:
         return torch.stack(found, dim=1)
 
     def scores(self, logits: torch.Tensor, temperature: float, features: torch.Tensor | None = None) -> torch.Tensor:
-        """How familiar each image looks, (N,): from its logits (N, classes) and, for ``mahalanobis``, its features
-        after every layer (N, L, D), or (N, 2L, D) with the mean patch tokens."""
+        """How familiar each image looks, (N,): from its logits (N, classes) and, for ``mahalanobis`` and ``probe``,
+        its features after every layer (N, L, D), or (N, 2L, D) with the mean patch tokens."""
         if self.score not in FEATURE_SCORES:
             return unfamiliarity_score(logits, self.score, temperature)
         if features is None:
