@@ -267,10 +267,14 @@ def not_among(images: torch.Tensor, others: torch.Tensor) -> torch.Tensor:
 def probe_sets(model: torch.nn.Module, photos: torch.Tensor, seed: int = SEEDS["outliers"]) -> ProbeSets:
     """What the probe learns from, out of training photos (N, 3, H, W) uint8 the calibration does not fit on:
     ``TRAIN_IMAGES`` of them in colour and ``GREY_TRAIN_IMAGES`` more in grey to keep, and outliers made of the
-    next ones and in code (``outliers.outliers``, drawn with ``seed``) to flag."""
+    next ones and in code (``outliers.outliers``, drawn with ``seed``) to flag. A training split too small for
+    that many (a test's image folder) gives each part its photos again from the start, as few as it has."""
+    def take(start: int, count: int) -> torch.Tensor:  # photos[start : start + count], around the end
+        return photos[torch.arange(start, start + min(count, len(photos))) % len(photos)]
+
     grey_end = TRAIN_IMAGES + GREY_TRAIN_IMAGES
-    keep = torch.cat([photos[:TRAIN_IMAGES], outliers.grey(photos[TRAIN_IMAGES:grey_end])])
-    made = outliers.outliers(photos[grey_end:], OUTLIERS_PER_KIND, seed)
+    keep = torch.cat([take(0, TRAIN_IMAGES), outliers.grey(take(TRAIN_IMAGES, GREY_TRAIN_IMAGES))])
+    made = outliers.outliers(take(grey_end, 3 * OUTLIERS_PER_KIND), OUTLIERS_PER_KIND, seed)
     return ProbeSets(outputs(model, keep), outputs(model, made), photos)
 
 
@@ -313,9 +317,11 @@ def image_sets(model: torch.nn.Module, dataset: str, data_dir: str | Path, fit_i
     photos = torch.from_numpy(np.stack([preprocess.preprocess_photo(p) for _, p in pictures])).permute(0, 3, 1, 2)
     chosen = torch.from_numpy(split_photos([name for name, _ in pictures]))
     familiar = {"test photos": run(measure[0]), "test photos in grey": run(outliers.grey(measure[0]))}
+    probe_photos = torch.cat([rest, train_x])  # the Gaussians' photos last: only a small split needs them
+    unfitted = probe_photos[not_among(probe_photos, fit_images)]
     return ImageSets(run(train_x), train_y, run(fit_images), familiar, measure[1],
                      run(photos[chosen]), run(photos[~chosen]), [n for (n, _), c in zip(pictures, chosen) if not c],
-                     "outside photos", probe_sets(model, rest[not_among(rest, fit_images)]))
+                     "outside photos", probe_sets(model, unfitted))
 
 
 def _rate(flags: torch.Tensor) -> float:
