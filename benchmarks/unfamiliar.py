@@ -8,8 +8,8 @@ the canvas, the same as MNIST keeps them, and stroke digits), the share of outsi
 is chosen on and on the set it is reported on (non-digit drawings, or the sample photos packages install), and the
 area under the ROC curve; then the rule chosen. The same fit and choice as ``python -m vit_demo calibrate``, with the
 weights' own temperature; it writes nothing. With ``--probe-sensitivity`` (photos), the probe is also fitted again
-with two other draws of outliers and each of three penalties. The first run draws some 24,000 digits and drawings (a few minutes on
-two cores) and keeps them in the cache folder.
+with two other draws of outliers and each of three penalties. The first run draws some 24,000 digits and drawings
+(a few minutes on two cores) and keeps them in the cache folder.
 """
 
 from __future__ import annotations
@@ -73,8 +73,8 @@ def main() -> None:
         print("|---|---:|" + "---:|" * (len(familiar) + 2))
         candidate = next(c for c in unfamiliar.CANDIDATES if c.score == "probe")
         for seed in range(unfamiliar.SEEDS["outliers"], unfamiliar.SEEDS["outliers"] + 3):
-            drawn = sets.probe if seed == unfamiliar.SEEDS["outliers"] else unfamiliar.probe_sets(
-                model, sets.probe.photos, seed)
+            drawn = sets.probe if seed == unfamiliar.SEEDS["outliers"] else dataclasses.replace(
+                sets.probe, outliers=unfamiliar.probe_outliers(model, sets.probe.photos, seed))
             for penalty in PENALTIES:
                 rule = unfamiliar.fit(candidate, sets.train, sets.train_labels, sets.fit, info.temperature, share,
                                       dataclasses.replace(drawn, penalty=penalty))

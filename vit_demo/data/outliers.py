@@ -111,10 +111,9 @@ def details(photos: torch.Tensor, rng: np.random.Generator, size: int = 10) -> t
 
 def outliers(photos: torch.Tensor, per_kind: int, seed: int) -> torch.Tensor:
     """``per_kind`` pictures of each of ``KINDS``, the first half of each kind grey: (len(KINDS) * per_kind, 3, 32, 32)
-    uint8. ``photos``: training photos (N, 3, 32, 32) uint8 for the kinds made of them, 3 * per_kind of them (fewer
-    are taken again from the start)."""
+    uint8. ``photos``: 3 * per_kind training photos (N, 3, 32, 32) uint8 for the kinds made of them."""
     rng, generator = np.random.default_rng(seed), torch.Generator().manual_seed(seed)
-    source = photos[torch.arange(3 * per_kind) % len(photos)].split(per_kind)
+    source = photos[: 3 * per_kind].split(per_kind)
     made = [torch.from_numpy(spectral_noise(per_kind, rng)), torch.from_numpy(dead_leaves(per_kind, rng)),
             torch.from_numpy(text_and_lines(per_kind, rng)), shuffled_tiles(source[0], 4, generator),
             shuffled_tiles(source[1], 8, generator), details(source[2], rng),

@@ -165,11 +165,11 @@ def fit(candidate: Candidate, train: Outputs, labels: torch.Tensor, familiar: Ou
 
 @dataclasses.dataclass(frozen=True)
 class ProbeSets:
-    """What the probe is trained on besides the training images: more of them in grey, and the outliers."""
+    """What the probe learns from: training photos in colour and in grey to keep, and outliers to flag."""
 
     keep: Outputs
     outliers: Outputs
-    photos: torch.Tensor  # the training photos both are made of, (N, 3, H, W) uint8: to draw other outliers from
+    photos: torch.Tensor  # the training photos both are made of, (N, 3, H, W) uint8: to draw other outliers of
     penalty: float = PROBE_PENALTY
 
 
@@ -264,18 +264,28 @@ def not_among(images: torch.Tensor, others: torch.Tensor) -> torch.Tensor:
     return torch.tensor([row.tobytes() not in seen for row in images.flatten(1).numpy()], dtype=torch.bool)
 
 
-def probe_sets(model: torch.nn.Module, photos: torch.Tensor, seed: int = SEEDS["outliers"]) -> ProbeSets:
-    """What the probe learns from, out of training photos (N, 3, H, W) uint8 the calibration does not fit on:
-    ``TRAIN_IMAGES`` of them in colour and ``GREY_TRAIN_IMAGES`` more in grey to keep, and outliers made of the
-    next ones and in code (``outliers.outliers``, drawn with ``seed``) to flag. A training split too small for
-    that many (a test's image folder) gives each part its photos again from the start, as few as it has."""
-    def take(start: int, count: int) -> torch.Tensor:  # photos[start : start + count], around the end
-        return photos[torch.arange(start, start + min(count, len(photos))) % len(photos)]
+def _photos_from(photos: torch.Tensor, start: int, count: int) -> torch.Tensor:
+    """photos[start : start + count], going on from the first photo past the last: a training split too small for
+    the probe's parts (a test's image folder) gives each part its photos again."""
+    return photos[torch.arange(start, start + count) % len(photos)]
 
-    grey_end = TRAIN_IMAGES + GREY_TRAIN_IMAGES
-    keep = torch.cat([take(0, TRAIN_IMAGES), outliers.grey(take(TRAIN_IMAGES, GREY_TRAIN_IMAGES))])
-    made = outliers.outliers(take(grey_end, 3 * OUTLIERS_PER_KIND), OUTLIERS_PER_KIND, seed)
-    return ProbeSets(outputs(model, keep), outputs(model, made), photos)
+
+def probe_outliers(model: torch.nn.Module, photos: torch.Tensor, seed: int) -> Outputs:
+    """The outliers the probe learns to flag, drawn with ``seed`` (``outliers.outliers``): made in code and of the
+    ``photos`` after the ones it keeps (``probe_sets``)."""
+    made = outliers.outliers(_photos_from(photos, TRAIN_IMAGES + GREY_TRAIN_IMAGES, 3 * OUTLIERS_PER_KIND),
+                             OUTLIERS_PER_KIND, seed)
+    return outputs(model, made)
+
+
+def probe_sets(model: torch.nn.Module, photos: torch.Tensor) -> ProbeSets:
+    """What the probe learns from, out of training photos (N, 3, H, W) uint8 the calibration does not fit on:
+    ``TRAIN_IMAGES`` of them in colour and ``GREY_TRAIN_IMAGES`` more in grey to keep (as many as there are, of
+    a smaller split), and ``probe_outliers`` to flag."""
+    colour = _photos_from(photos, 0, min(TRAIN_IMAGES, len(photos)))
+    grey = outliers.grey(_photos_from(photos, TRAIN_IMAGES, min(GREY_TRAIN_IMAGES, len(photos))))
+    return ProbeSets(outputs(model, torch.cat([colour, grey])), probe_outliers(model, photos, SEEDS["outliers"]),
+                     photos)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -291,7 +301,7 @@ class ImageSets:
     report: Outputs  # outside images it is reported on
     report_names: list[str]
     outside: str  # what the outside images are, in words
-    probe: ProbeSets | None = None  # photos: what the probe is trained on besides ``train``
+    probe: ProbeSets | None = None  # photos: what the probe learns from
 
 
 def image_sets(model: torch.nn.Module, dataset: str, data_dir: str | Path, fit_images: torch.Tensor,
