@@ -121,6 +121,7 @@ def test_position_grid_cells_map_back_to_their_patch(name, grid):
         ys, xs = np.nonzero(cells == index)
         assert len(ys) == 56 * 56 and np.ptp(ys) == np.ptp(xs) == 55  # a 56 x 56 square
         top, left = ys.min(), xs.min()
+        assert render.position_cell_box(index, grid, 56) == (left, top, left + 56, top + 56)
         assert render.position_cell_at(left + 28, top + 28, grid, 56) == index  # its centre
         # It shows that patch's similarity to every patch, -1..1 over the whole colormap, 56 / g px a patch.
         levels = np.round((similarity.reshape(grid * grid, grid, grid)[index] + 1) * 127.5).astype(int)

@@ -8,6 +8,7 @@ import base64
 import contextlib
 import gzip
 import hashlib
+import io
 import http.server
 import json
 import math
@@ -307,3 +308,63 @@ def test_talk_mode_fits_a_projector_and_answers_its_keys(static_folder, browser)
         assert bottom <= 720
         page.uncheck("#talk-mode input")
         assert "view=talk" not in page.url and page.locator("#digit-cls-grid").is_visible()
+
+
+def test_inside_the_model_in_the_page(static_folder, browser):
+    """The Inside-the-model tab: the app's own pictures of both models, loaded once the tab opens; a click on the
+    position grid outlines that cell and shows that patch's map, as the app's tab does (vit_demo/app/inside_tab.py);
+    after that, with the server gone, the other model's pictures are there too."""
+    from PIL import Image
+
+    from vit_demo.app import inside_tab
+
+    page_data = json.loads((static_folder / "index.html").read_text().split('id="vd-page">')[1].split("</script>")[0])
+    for model in inside_tab.MODELS.values():  # the files are the app's pictures
+        found, folder = inside_tab.insides(model), static_folder / static_space.INSIDE / model
+        for name in ("filters", "distance", "reliability", "importance"):
+            shown = np.asarray(Image.open(folder / f"{name}.png").convert("RGB"))
+            np.testing.assert_array_equal(shown, np.asarray(getattr(found, name).convert("RGB")))
+        g = found.similarity.shape[0]
+        every_map = np.asarray(Image.open(folder / "position.png").convert("RGB"))
+        for patch in (0, g + 2, g * g - 1):  # each patch's map, in its place in the picture of them all
+            _, large, caption = inside_tab.position_views(model, patch)
+            row, col = divmod(patch, g)
+            tile = every_map[row * large.height : (row + 1) * large.height, col * large.width : (col + 1) * large.width]
+            np.testing.assert_array_equal(tile, np.asarray(large.convert("RGB")))
+            assert page_data["inside"][model]["captions"][patch] == caption
+    loaded = """(model) => [...document.querySelectorAll(`[data-model=${model}] img`)].every((img) => img.complete
+        && img.naturalWidth > 0) && getComputedStyle(document.querySelector(`[data-model=${model}]
+        .vd-position-large`)).backgroundImage.includes('position.png')"""
+    with serving(static_folder) as (url, server), static_page(browser, url) as page:
+        assert page.locator("#tab-inside img[src]").count() == 0  # nothing loaded before the tab opens
+        page.click("[data-tab=inside]")
+        assert page.locator("#tab-digit").is_hidden() and page.locator("#tab-inside").is_visible()
+        page.wait_for_function(loaded, arg="mnist")
+        block = page.locator("[data-model=mnist]")
+        caption = block.locator(".vd-position-caption")
+        assert caption.inner_text().startswith("Patch 24 ")  # the centre of the digits' 7 x 7 grid
+        grid = block.locator(".vd-positions-grid img")
+        frame = grid.bounding_box()
+        grid.click(position={"x": 3, "y": 3})  # on the labels: nothing changes
+        assert caption.inner_text().startswith("Patch 24 ")
+        left, top, right, bottom = page_data["inside"]["mnist"]["boxes"][9]
+        grid.click(position={"x": (left + right) / 2 * frame["width"], "y": (top + bottom) / 2 * frame["height"]})
+        assert caption.inner_text() == inside_tab.position_caption(9, 7)
+        mark = block.locator(".vd-positions-mark").bounding_box()
+        assert mark["x"] == pytest.approx(frame["x"] + left * frame["width"], abs=1)
+        assert mark["y"] == pytest.approx(frame["y"] + top * frame["height"], abs=1)
+        assert mark["width"] == pytest.approx((right - left) * frame["width"], abs=1)
+        large = block.locator(".vd-position-large")
+        assert large.get_attribute("data-patch") == "9"
+        shown = np.asarray(Image.open(io.BytesIO(large.screenshot())).convert("RGB")).astype(int)
+        expected = np.asarray(inside_tab.position_views("mnist", 9)[1].convert("RGB")).astype(int)
+        assert abs(shown.shape[0] - expected.shape[0]) <= 1 and abs(shown.shape[1] - expected.shape[1]) <= 1
+        shown = shown[: expected.shape[0], : expected.shape[1]]  # (the element may start between two pixels)
+        assert np.abs(shown - expected).mean() < 2  # patch 9's map, at its size
+        server.terminate()
+        server.wait(timeout=10)
+        page.locator("#inside-model label", has_text="Photos (CIFAR-10)").click()
+        assert block.is_hidden() and page.locator("[data-model=cifar10]").is_visible()
+        page.wait_for_function(loaded, arg="cifar10")  # loaded with the tab, before the server went
+        assert page.locator("[data-model=cifar10] .vd-position-caption").inner_text().startswith("Patch 36 ")
+        assert page.outside_requests == [] and page.console_errors == []

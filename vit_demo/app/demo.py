@@ -10,7 +10,7 @@ import vit_demo.app.zerogpu  # noqa: F401  (first: on ZeroGPU, the spaces packag
 
 import gradio as gr
 
-from vit_demo.app import digit_tab, photo_tab
+from vit_demo.app import digit_tab, inside_tab, photo_tab
 from vit_demo.app.classify_api import build_classify_api
 from vit_demo.app.components import ASSETS
 from vit_demo.app.digit_tab import build_digit_tab
@@ -56,7 +56,7 @@ def build_demo() -> gr.Blocks:
                     build_digit_tab(DIGIT_EXAMPLES)
                 with gr.Tab(photo_tab.LABEL, id="photo"):
                     build_photo_tab(PHOTO_EXAMPLES)
-                with gr.Tab("Inside the model", id="inside") as inside:
+                with gr.Tab(inside_tab.LABEL, id="inside") as inside:
                     build_inside_tab(inside)
             build_classify_api()
             talk.change(None, talk, None, js=TALK_TOGGLE)

@@ -23,7 +23,17 @@ from vit_demo.app.zerogpu import model_work
 from vit_demo.interpret import heads, inside
 from vit_demo.pictures import figures, render
 
+LABEL = "Inside the model"
 MODELS = {"Digits (MNIST)": "mnist", "Photos (CIFAR-10)": "cifar10"}
+# The tab's titles and texts, in the app's markdown (the static page writes them too: vit_demo/deploy/static_space.py).
+INTRO = ("### What the model has learnt inside\nAs in the ViT paper's Figure 7 (Dosovitskiy et al., 2021), for the "
+         "weights this app runs.")
+FILTERS_TITLE = "### Patch-embedding filters"
+DISTANCE_TITLE = "### How far each head looks"
+POSITIONS_TITLE = ("### Position embeddings\nCell (row, column): that patch's similarity to every patch. Nearby "
+                   "patches learn alike embeddings: the model learns the image's 2-D layout.")
+RELIABILITY_TITLE = "### How far to trust its probabilities"
+IMPORTANCE_TITLE = "### Which heads matter"
 FILTERS = 28  # principal components shown, as in the ViT paper
 POSITION_CELL = 56  # pixels a side of each small map in the position-similarity grid
 
@@ -102,15 +112,32 @@ def reliability_views(model: str) -> tuple[Image.Image | None, str]:
     return figures.reliability_diagram(before, after, clf.temperature), note
 
 
+def centre_patch(grid: int) -> int:
+    """The patch the position views start with: the grid's centre (row-major index)."""
+    return (grid // 2) * grid + grid // 2
+
+
+def position_caption(patch: int, grid: int) -> str:
+    row, col = divmod(patch, grid)
+    return (f"Patch {patch} (row {row + 1}, column {col + 1}): how alike its position embedding is to every patch's "
+            "(cosine similarity, -1 to 1). Click another patch in the grid.")
+
+
+def position_grid(similarity: np.ndarray, selected: int | None = None) -> Image.Image:
+    """The position-similarity grid (``similarity``: (g, g, g, g)), ``selected`` outlined."""
+    return render.position_similarity_grid(similarity, POSITION_CELL, selected=selected)
+
+
+def position_map(similarity: np.ndarray, patch: int) -> Image.Image:
+    """One patch's position similarity to every patch, large."""
+    return render.position_similarity_large(similarity, patch, LARGE)
+
+
 def position_views(model: str, patch: int) -> tuple[Image.Image, Image.Image, str]:
     """The similarity grid with ``patch`` outlined, that patch's own map large, and its caption."""
     similarity = insides(model).similarity
-    g = similarity.shape[0]
-    row, col = divmod(patch, g)
-    return (render.position_similarity_grid(similarity, POSITION_CELL, selected=patch),
-            render.position_similarity_large(similarity, patch, LARGE),
-            f"Patch {patch} (row {row + 1}, column {col + 1}): how alike its position embedding is to every "
-            "patch's (cosine similarity, -1 to 1). Click another patch in the grid.")
+    return (position_grid(similarity, patch), position_map(similarity, patch),
+            position_caption(patch, similarity.shape[0]))
 
 
 def inside_views(choice: str) -> tuple:
@@ -120,8 +147,7 @@ def inside_views(choice: str) -> tuple:
     if problem:
         return None, problem, None, None, "", None, "", None, "", None, ""
     found = insides(model)
-    g = found.similarity.shape[0]
-    return (found.filters, found.filters_note, *position_views(model, (g // 2) * g + g // 2),
+    return (found.filters, found.filters_note, *position_views(model, centre_patch(found.similarity.shape[0])),
             found.distance, found.distance_note, found.reliability, found.reliability_note, found.importance,
             found.importance_note)
 
@@ -167,7 +193,7 @@ def chart_row(title: str, name: str) -> tuple[gr.Image, gr.Markdown]:
     """A row: a chart under its ``title`` (``#inside-NAME``), and the note that says what it shows beside it."""
     with gr.Row(equal_height=False):
         with gr.Column(scale=3, min_width=300):
-            gr.Markdown(f"### {title}")
+            gr.Markdown(title)
             chart = view_image(f"inside-{name}", format="png", buttons=VIEW_BUTTONS)
         with gr.Column(scale=2, min_width=300):
             note = gr.Markdown(elem_id=f"inside-{name}-note", elem_classes="vd-note")
@@ -175,28 +201,26 @@ def chart_row(title: str, name: str) -> tuple[gr.Image, gr.Markdown]:
 
 
 def build_inside_tab(tab: gr.Tab) -> InsideTab:
-    gr.Markdown("### What the model has learnt inside\nAs in the ViT paper's Figure 7 (Dosovitskiy et al., 2021), "
-                "for the weights this app runs.")
+    gr.Markdown(INTRO)
     model = gr.Radio(list(MODELS), value=next(iter(MODELS)), label="Model", elem_id="inside-model")
     with gr.Row(equal_height=False):
         with gr.Column(scale=1, min_width=300):
-            gr.Markdown("### Patch-embedding filters")
+            gr.Markdown(FILTERS_TITLE)
             filters = view_image("inside-filters", format="png", buttons=VIEW_BUTTONS)
             filters_note = gr.Markdown(elem_classes="vd-note")
         with gr.Column(scale=1, min_width=300):
-            gr.Markdown("### How far each head looks")
+            gr.Markdown(DISTANCE_TITLE)
             distance = view_image("inside-distance", format="png", buttons=VIEW_BUTTONS)
             distance_note = gr.Markdown(elem_classes="vd-note")
     with gr.Row(equal_height=False):
         with gr.Column(scale=3, min_width=300):
-            gr.Markdown("### Position embeddings\nCell (row, column): that patch's similarity to every patch. "
-                        "Nearby patches learn alike embeddings: the model learns the image's 2-D layout.")
+            gr.Markdown(POSITIONS_TITLE)
             positions = view_image("inside-positions", format="png", buttons=VIEW_BUTTONS)
         with gr.Column(scale=2, min_width=300):
             position_note = gr.Markdown(elem_id="inside-position-note")
             position = view_image("inside-position", format="png", height=LARGE, buttons=VIEW_BUTTONS)
-    reliability, reliability_note = chart_row("How far to trust its probabilities", "reliability")
-    importance, importance_note = chart_row("Which heads matter", "importance")
+    reliability, reliability_note = chart_row(RELIABILITY_TITLE, "reliability")
+    importance, importance_note = chart_row(IMPORTANCE_TITLE, "importance")
     inside_tab = InsideTab(model, filters, filters_note, positions, position, position_note, distance, distance_note,
                            reliability, reliability_note, importance, importance_note)
     inside_tab.wire(tab)

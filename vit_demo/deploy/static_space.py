@@ -10,7 +10,9 @@ app's views ask its server. The canvas is ``canvas.vd-draw``, the top class ``#d
 app. What needs the Python server (export for slides) is named on the page, with where to find it.
 
 The folder holds index.html, the page's JS and CSS, the graphs of both models (and the digit model's training
-snapshots), README.md with the Space's front matter, and a .gitattributes that puts every binary through LFS/Xet.
+snapshots), the Inside-the-model tab's pictures (made by the app's own functions, vit_demo/app/inside_tab.py, since
+they depend on the weights alone), README.md with the Space's front matter, and a .gitattributes that puts every
+binary through LFS/Xet.
 Publish it with ``hf upload USER/NAME DIR --repo-type space``.
 """
 
@@ -23,14 +25,17 @@ import shutil
 from collections.abc import Callable
 from pathlib import Path
 
-from vit_demo.app import (attention_view, digit_tab, explanation_view, heads_view, page_model, page_numbers, photo_tab,
-                          training_view)
+from PIL import Image
+
+from vit_demo.app import (attention_view, digit_tab, explanation_view, heads_view, inside_tab, page_model, page_numbers,
+                          photo_tab, training_view)
 from vit_demo.app.canvas import pad_html
 from vit_demo.app.components import ASSETS, live_canvas, live_prediction
 from vit_demo.app.demo import INTRO, KEYS_LINE, TALK_FROM_ADDRESS, TALK_KEYS, TALK_TOGGLE
 from vit_demo.app.panel import ANSWER_TITLE, deeper_links
 from vit_demo.app.service import classifier, model_config, model_problem, starting_example, training_run, weights_folder
 from vit_demo.deploy.space import README, REPO, accuracy_note, needs_lfs, replace_folder, write_gitattributes
+from vit_demo.pictures import render
 from vit_demo.weights import WeightsError
 
 MARKER = "<!-- Written by `python -m vit_demo static`: running it again rewrites this folder. -->"
@@ -59,6 +64,7 @@ TABS = (Tab("digit", digit_tab.LABEL, digit_tab.MODEL, digit_tab.INPUT_TITLE, di
             photo_tab.BLANK_PHOTO,
             photo_tab.FIRST_EXAMPLE, "photos"))
 STYLES = ("app.css", "canvas.css", "heads_view.css", "page/static.css")  # assets/
+INSIDE = "inside"  # the Inside-the-model tab's name in the page, and the folder of its pictures
 VENDOR = "vendor/onnxruntime-web"  # assets/: the page's runtime, with its licence note and checksums
 SERVER_ONLY = ("Export for slides (a view as a PNG 1600 px wide, or a GIF through the layers) runs in the Python "
                "app: start it with the README's first command, or open the Gradio Space.")
@@ -195,11 +201,95 @@ def tab_html(tab: Tab, views: list[dict]) -> str:
     return f'<section class="vd-tab" id="tab-{prefix}" data-panel="{prefix}"{hidden}>{top}{detail}</section>'
 
 
+def picture(path: str, alt: str) -> str:
+    """An Inside-the-model picture, loaded once its tab opens (page/inside.js sets ``src`` from ``data-src``)."""
+    return f'<img class="vd-inside-picture" data-src="{path}" alt="{html.escape(alt)}">'
+
+
+def note(markdown: str) -> str:
+    return f'<p class="vd-note">{page_numbers.caption_html(markdown)}</p>' if markdown else ""
+
+
+def inside_pictures(model: str, folder: Path) -> dict:
+    """Write a model's Inside-the-model pictures into ``folder``, made by the app's own functions (inside_tab.insides,
+    and the position views' pictures: the grid with no cell outlined, and every patch's large map, g x g of them in
+    one picture in patch order); return the position grid's data for the page: each cell's box, as shares of the grid
+    picture's width and height (left, top, right, bottom), and each patch's caption."""
+    found = inside_tab.insides(model)
+    g = found.similarity.shape[0]
+    grid = inside_tab.position_grid(found.similarity)
+    maps = [inside_tab.position_map(found.similarity, patch) for patch in range(g * g)]
+    width, height = maps[0].size
+    every_map = Image.new("RGB", (g * width, g * height))
+    for patch, picture_of_patch in enumerate(maps):
+        every_map.paste(picture_of_patch, ((patch % g) * width, (patch // g) * height))
+    pictures = {"filters": found.filters, "distance": found.distance, "positions": grid, "position": every_map,
+                "reliability": found.reliability, "importance": found.importance}
+    folder.mkdir(parents=True, exist_ok=True)
+    for name, made in pictures.items():
+        if made is not None:
+            made.save(folder / f"{name}.png", optimize=True)
+    boxes = [render.position_cell_box(patch, g, inside_tab.POSITION_CELL) for patch in range(g * g)]
+    return {"grid": g, "size": [width, height],
+            "boxes": [[round(x / share, 6) for x, share in zip(box, (grid.width, grid.height) * 2)] for box in boxes],
+            "captions": [inside_tab.position_caption(patch, g) for patch in range(g * g)],
+            "start": inside_tab.centre_patch(g), "pictures": sorted(n for n, made in pictures.items() if made)}
+
+
+def inside_model_html(choice: str, model: str, data: dict, shown: bool) -> str:
+    """One model's Inside-the-model views (``data``: inside_pictures'), laid out as the app's tab lays them out."""
+    found, path = inside_tab.insides(model), f"{INSIDE}/{model}"
+    g, start = data["grid"], data["start"]
+    left, top, right, bottom = (100 * share for share in data["boxes"][start])
+    mark = f"rgb{render.SIMILARITY_MARK}"
+    hidden = "" if shown else " hidden"
+
+    def figure(name: str, alt: str) -> str:  # none for a picture the weights have no record for
+        return picture(f"{path}/{name}.png", alt) if name in data["pictures"] else ""
+
+    def chart_row(title: str, name: str, text: str) -> str:  # as the app's inside_tab.chart_row
+        alt = f"{choice}: {title.lstrip('# ')}"
+        return (f'<div class="vd-row"><div class="vd-wide">{section(title)}{figure(name, alt)}</div>'
+                f"<div>{note(text)}</div></div>")
+
+    return (f'<div class="vd-inside-model" data-model="{model}"{hidden}>'
+            f'<div class="vd-row"><div>{section(inside_tab.FILTERS_TITLE)}'
+            f'{figure("filters", f"{choice}: the patch-embedding filters")}{note(found.filters_note)}</div>'
+            f'<div>{section(inside_tab.DISTANCE_TITLE)}{figure("distance", f"{choice}: how far each head looks")}'
+            f'{note(found.distance_note)}</div></div>'
+            f'<div class="vd-row"><div class="vd-wide">{section(inside_tab.POSITIONS_TITLE)}'
+            f'<div class="vd-positions-grid">{figure("positions", f"{choice}: position embedding similarities")}'
+            f'<span class="vd-positions-mark" style="outline-color: {mark}; left: {left:.4f}%; top: {top:.4f}%; '
+            f'width: {right - left:.4f}%; height: {bottom - top:.4f}%"></span></div></div>'
+            f'<div><p class="vd-note vd-position-caption">{html.escape(data["captions"][start])}</p>'
+            f'<div class="vd-position-large" role="img" aria-label="{html.escape(data["captions"][start])}" '
+            f'data-patch="{start}" data-src="{path}/position.png" style="aspect-ratio: {data["size"][0]} / '
+            f'{data["size"][1]}; background-size: {100 * g}% {100 * g}%; background-position: '
+            f'{100 * (start % g) / (g - 1):.4f}% {100 * (start // g) / (g - 1):.4f}%"></div></div></div>'
+            + chart_row(inside_tab.RELIABILITY_TITLE, "reliability", found.reliability_note)
+            + chart_row(inside_tab.IMPORTANCE_TITLE, "importance", found.importance_note) + "</div>")
+
+
+def inside_html(target: Path) -> tuple[str, dict]:
+    """The Inside-the-model tab (vit_demo/app/inside_tab.py) for every model, its pictures written under
+    ``inside/<model>/`` in ``target``; and the page's data of each model's position grid (inside_pictures)."""
+    data = {model: inside_pictures(model, target / INSIDE / model) for model in inside_tab.MODELS.values()}
+    radios = "".join(f'<label><input type="radio" name="inside-model" value="{model}"{" checked" if i == 0 else ""}>'
+                     f" {html.escape(choice)}</label>" for i, (choice, model) in enumerate(inside_tab.MODELS.items()))
+    blocks = "".join(inside_model_html(choice, model, data[model], i == 0)
+                     for i, (choice, model) in enumerate(inside_tab.MODELS.items()))
+    return (f'<section class="vd-tab" id="tab-{INSIDE}" data-panel="{INSIDE}" hidden>{section(inside_tab.INTRO)}'
+            f'<fieldset id="inside-model" class="vd-control"><legend>Model</legend>{radios}</fieldset>{blocks}'
+            "</section>"), data
+
+
 def index_html(page: dict, body: str) -> str:
     """The page: the app's header and tabs, the page's data (``page``: the models, the views), and its script."""
     styles = "".join(f'<link rel="stylesheet" href="{name}">' for name in STYLES)
     tabs = "".join(f'<button type="button" role="tab" data-tab="{tab.prefix}" '
                    f'aria-selected="{str(tab is TABS[0]).lower()}">{html.escape(tab.label)}</button>' for tab in TABS)
+    tabs += (f'<button type="button" role="tab" data-tab="{INSIDE}" aria-selected="false">'
+             f"{html.escape(inside_tab.LABEL)}</button>")
     data = json.dumps(page).replace("</", "<\\/")  # no "</script>" inside the data
     keys = page_numbers.caption_html(KEYS_LINE)
     return f"""<!doctype html>
@@ -245,7 +335,8 @@ short_description: "{SHORT_DESCRIPTION}"
 
 Draw a digit or upload a photo and watch a Vision Transformer, written from scratch in PyTorch, classify it in your
 browser, with what every layer and every attention head looks at: the patch grid the model reads, [CLS] attention
-per layer and head, attention rollout, where any patch you click looks, and the model as it was during training.
+per layer and head, attention rollout, where any patch you click looks, the model as it was during training, and
+what it has learnt inside (its filters, position embeddings, and which heads matter).
 
 Two small models: one for handwritten digits (MNIST{accuracy_note("mnist")}), one for photos (CIFAR-10
 {accuracy_note("cifar10")}), exported to ONNX and run by onnxruntime-web (WebAssembly) in the page. Nothing is sent
@@ -256,7 +347,8 @@ anywhere: once loaded, the page works offline.
 def build(target: Path) -> None:
     """Write the static folder's contents into the empty folder ``target``."""
     views: list[dict] = []
-    body = "".join(tab_html(tab, views) for tab in TABS)
+    inside, positions = inside_html(target)
+    body = "".join(tab_html(tab, views) for tab in TABS) + inside
     models = {tab.prefix: model_description(tab) for tab in TABS}
     for tab in TABS:
         graph, relevance, snapshots = page_model.graph_files(tab.model)
@@ -270,7 +362,8 @@ def build(target: Path) -> None:
     shutil.copytree(ASSETS / VENDOR, target / VENDOR)
     shutil.copytree(EXAMPLES / "photos", target / "examples" / "photos")  # the digits' are in the canvas' HTML
     canvas = {"script": (ASSETS / "canvas.js").read_text(encoding="utf-8")}
-    page = {"models": models, "views": views, "canvas": canvas, "talk": {"keys": TALK_KEYS, "toggle": TALK_TOGGLE, "fromAddress": TALK_FROM_ADDRESS}}
+    page = {"models": models, "views": views, "canvas": canvas, "inside": positions,
+            "talk": {"keys": TALK_KEYS, "toggle": TALK_TOGGLE, "fromAddress": TALK_FROM_ADDRESS}}
     (target / PAGE).write_text(index_html(page, body), encoding="utf-8")
     (target / README).write_text(space_readme(), encoding="utf-8")
     write_gitattributes(target)

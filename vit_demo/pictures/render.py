@@ -284,7 +284,7 @@ def grey_ramp() -> np.ndarray:
 
 _SIMILARITY_RANGE = (-1, 1)  # cosine similarity: a fixed range, so that the maps compare
 SIMILARITY_KEY = ("-1", "0", "1: the same position")  # under the similarity maps' colour bar
-_SIMILARITY_MARK = (255, 40, 40)  # the outline of the chosen patch: red stands out on viridis
+SIMILARITY_MARK = (255, 40, 40)  # the outline of the chosen patch: red stands out on viridis
 _POS_GAP, _POS_LEFT, _POS_TOP = 2, 36, 40  # position_similarity_grid: spacing, row-label column, header rows
 
 
@@ -297,6 +297,13 @@ def _position_origin(index: int, grid: int, cell: int) -> tuple[int, int]:
     """Top-left corner of cell ``index`` (row-major) of position_similarity_grid."""
     row, col = divmod(index, grid)
     return _POS_LEFT + col * (cell + _POS_GAP), _POS_TOP + row * (cell + _POS_GAP)
+
+
+def position_cell_box(index: int, grid: int, cell: int) -> tuple[int, int, int, int]:
+    """Where cell ``index`` (row-major) of position_similarity_grid lies in its picture: (left, top, right, bottom),
+    right and bottom exclusive."""
+    left, top = _position_origin(index, grid, cell)
+    return left, top, left + cell, top + cell
 
 
 def position_cell_at(x: float, y: float, grid: int, cell: int) -> int | None:
@@ -330,8 +337,8 @@ def position_similarity_grid(similarity: np.ndarray, cell: int = 56, selected: i
     draw.text((_POS_LEFT + span // 2, 10), "column", fill=TEXT, font=label_font, anchor="mm")
     draw.text((_POS_LEFT // 2, _POS_TOP - 10), "row", fill=TEXT, font=label_font, anchor="mm")
     if selected is not None:
-        x, y = _position_origin(selected, g, cell)
-        draw.rectangle((x - 1, y - 1, x + cell, y + cell), outline=_SIMILARITY_MARK, width=3)
+        left, top, right, bottom = position_cell_box(selected, g, cell)
+        draw.rectangle((left - 1, top - 1, right, bottom), outline=SIMILARITY_MARK, width=3)
     return with_colour_key(canvas, colormap("viridis"), SIMILARITY_KEY)
 
 
@@ -343,4 +350,4 @@ def position_similarity_large(similarity: np.ndarray, patch: int, size: int = 33
     g = similarity.shape[0]
     row, col = divmod(patch, g)
     picture = Image.fromarray(_similarity_pictures(similarity[row, col][None], size)[0])
-    return with_colour_key(mark_patch(picture, patch, g, _SIMILARITY_MARK), colormap("viridis"), SIMILARITY_KEY)
+    return with_colour_key(mark_patch(picture, patch, g, SIMILARITY_MARK), colormap("viridis"), SIMILARITY_KEY)

@@ -1,7 +1,9 @@
 // The static page's host (vit_demo/deploy/static_space.py writes the page and its data, #vd-page). It mounts the app's
 // own views (live.js) and canvas as Gradio mounts a gr.HTML (the template, then its script, with element, props, server
 // and watch), with the page's model (source.js) in place of the server, and wires what Gradio's components do
-// in the app: the tabs, the layer and head controls, the training slider, and the photo upload with its examples.
+// in the app: the tabs, the layer and head controls, the training slider, the photo upload with its examples, and the
+// Inside-the-model tab (inside.js).
+import { mountInside } from "./inside.js";
 import { mount as mountView } from "./live.js";
 import { available } from "./model.js";
 import { readPhoto } from "./photo.js";
@@ -81,13 +83,16 @@ setTalk(talk.checked);
 talk.addEventListener("change", () => setTalk(talk.checked));
 script(page.talk.keys)();
 
-const warm = (prefix) => sources[prefix].ready(); // (guarded: a failure is said when a reading is asked for)
+const inside = mountInside(document.getElementById("tab-inside"), page.inside);
+// A tab's model is loaded once the tab opens (guarded: a failure is said when a reading is asked for); the
+// Inside-the-model tab's pictures too.
+const warm = (tab) => (tab === "inside" ? inside.open() : sources[tab].ready());
 for (const button of document.querySelectorAll(".vd-tabs [data-tab]")) {
   button.addEventListener("click", () => {
     for (const other of document.querySelectorAll(".vd-tabs [data-tab]"))
       other.setAttribute("aria-selected", String(other === button));
     for (const section of document.querySelectorAll(".vd-tab")) section.hidden = section.dataset.panel !== button.dataset.tab;
-    warm(button.dataset.tab); // the photo model is loaded once its tab opens, not before
+    warm(button.dataset.tab);
   });
 }
 warm("digit");
