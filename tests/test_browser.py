@@ -497,7 +497,11 @@ VIEWS_THAT_FIT = """() => [...document.querySelectorAll('.vd-view')]  // every p
         const buttons = v.querySelector('.icon-button-wrapper')?.getBoundingClientRect();
         const covered = buttons && buttons.width > 0 && !(buttons.bottom <= img.top || buttons.top >= img.bottom
             || buttons.right <= img.left || buttons.left >= img.right);
-        return [v.id, img.left >= box.left - 1 && img.right <= box.right + 1 && img.width > 0, !covered];
+        // the picture whole: inside its box, and drawn at its own shape (not cropped to fit a height)
+        const whole = shown.tagName !== "IMG" || Math.abs(img.width / img.height
+            - shown.naturalWidth / shown.naturalHeight) < 0.02 * shown.naturalWidth / shown.naturalHeight;
+        return [v.id, img.left >= box.left - 1 && img.right <= box.right + 1 && img.top >= box.top - 1
+            && img.bottom <= box.bottom + 1 && img.width > 0 && whole, !covered];
     })"""
 
 
@@ -505,7 +509,8 @@ def views_that_fit(page) -> list:
     """[view id, inside its box, clear of its buttons] for every picture shown, each loaded first (they load lazily)."""
     page.evaluate("""async () => {  // each in sight until it has loaded: one scrolled past may never start
         for (const img of [...document.querySelectorAll('.vd-view img')].filter(i => i.offsetParent)) {
-            img.scrollIntoView({ block: "center" });
+            // (the window scrolled, not img.scrollIntoView: that also scrolls a clipping frame, hiding a crop)
+            scrollTo(0, scrollY + img.getBoundingClientRect().top - innerHeight / 2);
             if (!img.complete) await new Promise(done => img.addEventListener("load", done, { once: true }));
         }
     }""")
@@ -539,7 +544,12 @@ def test_every_view_fits_its_box_on_phones_and_projectors(browser, app_url, widt
         wait_for_live(page, "photo-relevance", "relevance ship")
         checked += views_that_fit(page)
         page.screenshot(path=str(tmp_path / f"photo-{width}.png"), full_page=True)
-        assert len(checked) >= 12  # the digit tab's views and the photo tab's
+        page.get_by_role("tab", name="Inside the model").click()
+        wait_for_text(page, "inside-position-note", "Patch 24 ")
+        inside = views_that_fit(page)
+        assert {view for view, _, _ in inside} >= {"inside-filters", "inside-positions", "inside-position"}
+        checked += inside
+        assert len(checked) >= 17  # the digit tab's views, the photo tab's and the inside tab's
         assert [view for view, inside, clear in checked if not (inside and clear)] == []
 
 

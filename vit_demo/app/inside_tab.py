@@ -218,7 +218,7 @@ def build_inside_tab(tab: gr.Tab) -> InsideTab:
             positions = view_image("inside-positions", format="png", buttons=VIEW_BUTTONS)
         with gr.Column(scale=2, min_width=300):
             position_note = gr.Markdown(elem_id="inside-position-note")
-            position = view_image("inside-position", format="png", height=LARGE, buttons=VIEW_BUTTONS)
+            position = view_image("inside-position", format="png", buttons=VIEW_BUTTONS)
     reliability, reliability_note = chart_row(RELIABILITY_TITLE, "reliability")
     importance, importance_note = chart_row(IMPORTANCE_TITLE, "importance")
     inside_tab = InsideTab(model, filters, filters_note, positions, position, position_note, distance, distance_note,
