@@ -197,6 +197,15 @@ def test_views_and_photos_in_the_page(static_folder, browser, tmp_path):
         page.locator(".vd-photo input[type=file]").set_input_files(str(moon))
         wait_for_label(page, moon_label.label, panel="photo", timeout=60)
         assert "unlike the photos the model knows" in page.locator("#photo-notice").inner_text()
+        notes = tmp_path / "notes.png"
+        notes.write_bytes(b"this is not an image")  # said why; the moon's photo and views go, as in the app
+        page.locator(".vd-photo input[type=file]").set_input_files(str(notes))
+        page.wait_for_function("document.querySelector('#photo-info').innerText.includes('this file is not an "
+                               "image')", timeout=20_000)
+        assert label_text(page, "photo") == "" and page.locator(".vd-photo-shown").is_hidden()
+        page.click(f".vd-photo button[data-src='examples/photos/{photos[0].name}']")
+        wait_for_label(page, classifier("cifar10").predict(photos[0]).label, panel="photo", timeout=60)
+        assert page.locator(".vd-photo-shown").is_visible()
         assert page.outside_requests == []
 
 

@@ -20,8 +20,8 @@ async function claimedPixels(blob) {
 
 export async function readPhoto(source, blob, unreadable) {
   // The tab's answer for a photo (a Blob): its numbers, or a message saying why it can't be read (``unreadable``:
-  // the model's template, with {why}).
-  const refuse = (why) => ({ message: unreadable.replace("{why}", why) });
+  // the model's template, with {why}; the answer then says ``refused``, so that the page does not show the file).
+  const refuse = (why) => ({ message: unreadable.replace("{why}", why), refused: true });
   if ((await claimedPixels(blob)) > MAX_PIXELS)
     return refuse(`the image has too many pixels (more than ${MAX_PIXELS.toLocaleString("en")})`);
   let bitmap;

@@ -105,10 +105,11 @@ async function classifyPhoto(blob) {
   setWaiting(live("photo"), true); // the views dim until the new photo's numbers are in
   try {
     const answer = await readPhoto(sources.photo, blob, page.models.photo.texts.unreadable);
-    if (!answer.message) {
-      if (shown.src.startsWith("blob:")) URL.revokeObjectURL(shown.src);
-      shown.src = URL.createObjectURL(blob);
-    }
+    // The photo the views are of, shown beside them: none for a file that can't be read (or is too large to
+    // decode safely), since the views are cleared for it too; a blank one is shown with what the page says of it.
+    if (shown.src.startsWith("blob:")) URL.revokeObjectURL(shown.src);
+    if (answer.refused) shown.removeAttribute("src");
+    else shown.src = URL.createObjectURL(blob);
     live("photo")?.receive(answer);
   } finally {
     setWaiting(live("photo"), false); // (an answer ends it too; a failure must as well)
