@@ -4,7 +4,8 @@
 # CIFAR-10 chunk of ../shared/tools/cifar_chunks.sh up to 50 MiB. Training, its tests and its benchmarks read none of
 # weights/, so it stays here while a GPU is lent (docs/training.md, "On a lent GPU"):
 #
-#   bash scripts/device_tree.sh leave     # before the first call: weights/ out of the index, ignored here
+#   bash scripts/device_tree.sh leave     # before the first call: weights/ out of the index, ignored here, and
+#                                         # .device-data/ ignored (the CIFAR-10 chunks calls carry)
 #   bash scripts/device_tree.sh restore   # after the last call: weights/ tracked again, as it was
 #   bash scripts/device_tree.sh size      # MiB that would travel now, before what a call carries
 #
@@ -28,7 +29,7 @@ leave)
     if [ -e "$hook" ]; then echo "$hook exists already: this script would replace it" >&2; exit 1; fi
     git rm -r -q --cached weights
     mkdir -p "$(dirname "$exclude")" "$(dirname "$hook")"
-    printf '%s\n/weights/\n' "$mark" >>"$exclude"
+    printf '%s\n/weights/\n/.device-data/\n' "$mark" >>"$exclude"  # and the CIFAR-10 chunks calls carry
     printf '#!/bin/sh\necho "weights/ is left out of the index for a GPU machine: bash scripts/device_tree.sh restore, then commit" >&2\nexit 1\n' >"$hook"
     chmod +x "$hook"
     echo "weights/ left out; $(travelling_mib) MiB travel, before what a call carries (at most 64 MiB in all)"
@@ -37,7 +38,7 @@ restore)
     if ! grep -qxF "$mark" "$exclude" 2>/dev/null; then echo "weights/ was not left out"; exit 0; fi
     git reset -q -- weights
     # (sed -i would follow no link; the exclude file is a plain file of this checkout)
-    grep -vxF -e "$mark" -e "/weights/" "$exclude" >"$exclude.tmp" || true
+    grep -vxF -e "$mark" -e "/weights/" -e "/.device-data/" "$exclude" >"$exclude.tmp" || true
     mv "$exclude.tmp" "$exclude"
     rm -f "$hook"
     if [ -n "$(git status --porcelain -- weights)" ]; then

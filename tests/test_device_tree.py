@@ -1,11 +1,17 @@
-"""scripts/device_tree.sh: what travels to a lent GPU machine (at most 64 MiB a call, with what it carries) once the
-shipped weights stay here, and that restore puts git's index back as it was. Run on a clone of this repository."""
+"""The scripts of a GPU loan (docs/training.md, "On a lent GPU"), here on the CPU: scripts/device_tree.sh, what
+travels to the GPU machine (at most 64 MiB a call, with what it carries) once the shipped weights stay here, and that
+restore puts git's index back as it was (on a clone of this repository); scripts/gpu_loan.sh, each call's verb, with
+a small run from a chunk of images made as ../shared/tools/cifar_chunks.sh makes them."""
 
 from __future__ import annotations
 
+import json
+import os
 import re
 import shutil
 import subprocess
+import sys
+import tarfile
 from pathlib import Path
 
 import pytest
@@ -39,16 +45,49 @@ def mib(answer: subprocess.CompletedProcess) -> float:
 
 def test_leave_restore_and_what_travels(clone):
     assert mib(script(clone, "size")) > 64  # the whole checkout would be refused
+    chunk = clone / ".device-data" / "c1" / "data.tar.gz"
+    chunk.parent.mkdir(parents=True)
+    chunk.write_bytes(b"")
     left = script(clone, "leave")
     assert left.returncode == 0, left.stderr
     assert mib(left) + LARGEST_CHUNK_MIB < 64  # room for every chunk of CIFAR-10
     assert not any(name.startswith("weights/") for name in git("ls-files", cwd=clone).split("\n"))
     assert (clone / "weights" / "cifar10" / "model.safetensors").is_file()  # the files stay where they are
+    assert git("status", "--porcelain", "--untracked-files=all", "--", ".device-data", cwd=clone) == ""  # ignored
     committed = subprocess.run(["git", "-c", "user.name=t", "-c", "user.email=t@t", "commit", "-q", "-m", "oops"],
                                cwd=clone, capture_output=True, text=True)
     assert committed.returncode != 0 and "device_tree.sh restore" in committed.stderr
     restored = script(clone, "restore")
     assert restored.returncode == 0, restored.stderr
-    assert git("status", "--porcelain", cwd=clone) == ""
+    assert git("status", "--porcelain", cwd=clone) == "?? .device-data/\n"  # only what was made meanwhile
     assert mib(script(clone, "size")) > 64
     assert not (clone / ".git" / "hooks" / "pre-commit").exists()
+
+
+def test_a_loans_calls_on_the_cpu(cifar_root, tmp_path):
+    """unpack a chunk, start a run in its own session, wait for it, collect it in parts, join them back."""
+    work = tmp_path / "repo"  # the repository root on the GPU machine: train.py, and the chunk a call carried
+    (work / ".device-data" / "c1").mkdir(parents=True)
+    with tarfile.open(work / ".device-data" / "c1" / "data.tar.gz", "w:gz") as chunk:
+        chunk.add(cifar_root / "cifar10", arcname="cifar10")
+    os.symlink(REPO / "train.py", work / "train.py")
+    out, data = tmp_path / "out", tmp_path / "data"
+    out.mkdir()
+    env = {**os.environ, "DATA": str(data), "OUT": str(out), "PYTHON": sys.executable, "PYTHONPATH": str(REPO)}
+
+    def loan(*args: str) -> str:
+        done = subprocess.run(["bash", str(REPO / "scripts" / "gpu_loan.sh"), *args], cwd=work, env=env,
+                              capture_output=True, text=True, timeout=600)
+        assert done.returncode == 0, done.stdout + done.stderr
+        return done.stdout
+
+    assert "600 training and 200 test images" in loan("unpack", "1")
+    loan("start", "small", "--dataset", "cifar10", "--epochs", "2", "--warmup-epochs", "1", "--dim", "32", "--depth",
+         "1", "--heads", "2", "--mlp-dim", "64", "--calibration-images", "0", "--snapshots", "0", "--batch-size", "64")
+    assert "small has ended" in loan("wait", "small", "300")
+    loan("collect", "small")
+    assert sorted(p.name for p in out.iterdir()) == ["small.tar.part-00"]
+    loan("join", str(out), "small", str(tmp_path / "back"))
+    metrics = json.loads((tmp_path / "back" / "small" / "metrics.json").read_text())
+    assert metrics["epochs"] == 2 and "train.py" in metrics["command"]
+    assert "epoch 2/2" in (tmp_path / "back" / "small.log").read_text()
