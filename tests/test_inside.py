@@ -74,3 +74,18 @@ def test_cli_inside_keeps_the_distance_in_the_weights_folder(tmp_path, mnist_roo
     record = json.loads(result.stdout)
     assert record["images"] == 50 and np.shape(record["mean_attention_distance_px"]) == (6, 4)
     np.testing.assert_allclose(read_attention_distance(folder), record["mean_attention_distance_px"], atol=0.01)
+
+
+def test_the_distance_is_over_images_spread_over_the_split(tmp_path, digits):
+    """A split kept in class order (CIFAR-10's folders) gives every class its share, not the first class alone."""
+    from vit_demo.data.datasets import spread
+    from vit_demo.interpret.inside import write_attention_distance
+
+    rng = np.random.default_rng(0)
+    images = torch.from_numpy(rng.integers(0, 256, (40, 1, 28, 28), dtype=np.uint8))
+    images[:20] = 0  # the first "class": blank images, whose attention differs from noise's
+    kept = write_attention_distance(tmp_path, digits, images, "test", count=10)
+    np.testing.assert_allclose(kept, mean_attention_distance(digits, images[spread(10, 40)].float() / 255), rtol=1e-6)
+    first = mean_attention_distance(digits, images[:10].float() / 255)
+    assert np.abs(kept - first).max() > 0.1  # (the first ten would have given another answer)
+    assert json.loads((tmp_path / ATTENTION_DISTANCE_FILE).read_text())["images"] == 10

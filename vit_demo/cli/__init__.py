@@ -86,7 +86,8 @@ def build_parser() -> argparse.ArgumentParser:
     inside = commands.add_parser(
         "inside", parents=[model, data, split],
         help="compute a weights folder's mean attention distance per layer and head, and keep it there")
-    inside.add_argument("--n", type=positive_int, default=DISTANCE_IMAGES, help="the first N images of the split")
+    inside.add_argument("--n", type=positive_int, default=DISTANCE_IMAGES,
+                        help=f"N images spread evenly over the split (default {DISTANCE_IMAGES})")
     inside.set_defaults(run=one(run_inside))
 
     export = commands.add_parser(

@@ -99,10 +99,10 @@ def run_calibrate(args: argparse.Namespace) -> dict:
 
 def run_inside(args: argparse.Namespace) -> dict:
     """Write ``attention_distance.json`` into the model's weights folder; return what was written."""
-    classifier, images, _ = model_and_split(args, args.n)
-    distance = write_attention_distance(classifier.info.folder, classifier.model, images, args.split)
+    classifier, images, _ = model_and_split(args, None)
+    distance = write_attention_distance(classifier.info.folder, classifier.model, images, args.split, args.n)
     return {"model": args.model, "file": str(shown_path(classifier.info.folder / ATTENTION_DISTANCE_FILE)),
-            "images": len(images), "mean_attention_distance_px": np.round(distance.astype(float), 2).tolist()}
+            "images": min(args.n, len(images)), "mean_attention_distance_px": np.round(distance.astype(float), 2).tolist()}
 
 
 def heads_split(args: argparse.Namespace, split: str) -> tuple[Classifier, torch.Tensor, torch.Tensor]:

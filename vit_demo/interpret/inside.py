@@ -14,6 +14,7 @@ import torch
 from torch import nn
 
 from vit_demo.atomic import atomic_write_text
+from vit_demo.data.datasets import spread
 from vit_demo.weights import ATTENTION_DISTANCE_FILE
 
 DISTANCE_IMAGES = 1000  # test images the distance is averaged over
@@ -77,9 +78,12 @@ def mean_attention_distance(model: nn.Module, images: torch.Tensor, batch_size: 
     return (total / len(images)).float().numpy()
 
 
-def write_attention_distance(folder: str | Path, model: nn.Module, images: torch.Tensor, split: str) -> np.ndarray:
-    """Compute the mean attention distance over ``images`` (uint8 (N, C, H, W) of ``split``) and keep it in the
-    weights folder, so that the app never computes it per request: (L, H) in pixels."""
+def write_attention_distance(folder: str | Path, model: nn.Module, images: torch.Tensor, split: str,
+                             count: int = DISTANCE_IMAGES) -> np.ndarray:
+    """Compute the mean attention distance over ``count`` images spread evenly over ``images`` (uint8 (N, C, H, W), the
+    whole of ``split``: CIFAR-10's folders keep it in class order, so its first 1,000 test photos are all airplanes)
+    and keep it in the weights folder, so that the app never computes it per request: (L, H) in pixels."""
+    images = images[spread(count, len(images)).to(images.device)]
     distance = mean_attention_distance(model, images.float() / 255)
     record = {"split": split, "images": len(images), "pixels": np.round(distance.astype(float), 3).tolist(),
               "note": "per layer (rows) and head: the attention-weighted distance between query and key patch "

@@ -19,7 +19,7 @@ from vit_demo.atomic import atomic_write, atomic_write_text
 from vit_demo.data.datasets import DatasetSpec, dataset_spec, load_split
 from vit_demo.device import device_name
 from vit_demo.interpret.heads import mean_sample, write_head_means
-from vit_demo.interpret.inside import DISTANCE_IMAGES, write_attention_distance
+from vit_demo.interpret.inside import write_attention_distance
 from vit_demo.model import VisionTransformer
 from vit_demo.pictures.figures import training_curves
 from vit_demo.training.calibrate import calibrate, held_out, holdout_indices
@@ -214,7 +214,7 @@ def supervised(args: argparse.Namespace, command: str, device: torch.device, ran
         "history": history,
     }
     save_weights(out, model, spec)
-    write_attention_distance(out, model, test_x[:DISTANCE_IMAGES], "test")  # for the app's inside-the-model view
+    write_attention_distance(out, model, test_x, "test")  # for the app's inside-the-model view
     write_head_means(out, model, mean_sample(train_x))  # for mean-ablation of heads (heads/knockout.py)
     if snapshots:
         write_snapshot_index(out, history)
