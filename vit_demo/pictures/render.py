@@ -96,16 +96,17 @@ def overlays(image: np.ndarray, maps: np.ndarray, size: int, cmap: str = HEAT) -
 
     Each map is scaled to its own maximum and upsampled smoothly; the image shows through underneath, the more the
     colder the map (HEAT_ALPHA). This is the app's hottest loop (some 75 pictures per photo): the upsampling is two
-    matrix products, the colouring and blending one table lookup per channel, one small picture at a time.
+    matrix products, the colouring and blending one lookup per channel in that channel's table, flattened (the level
+    in the high byte of the index, the value below in the low byte), one small picture at a time.
     """
     peaks = np.maximum(maps.reshape(len(maps), -1).max(axis=1), 1e-12)  # (N,)
     base = np.asarray(base_picture(image, size))  # (size, size, 3) uint8
-    tables = _blend_tables(cmap)  # (3, 256, 256)
+    tables = _blend_tables(cmap).reshape(3, -1)  # (3 channels, 256 levels x 256 values below)
+    below = [base[..., c].astype(np.uint16) for c in range(3)]  # 3 x (size, size)
     pictures = []
     for scaled in maps * (255 / peaks)[:, None, None]:  # (g, g) in [0, 255], one at a time: small buffers only
-        levels = _upsample(scaled[None], size, smooth=True)[0].clip(0, 255).astype(np.uint8)  # (size, size)
-        blended = np.stack([tables[c][levels, base[..., c]] for c in range(3)], axis=-1)  # (size, size, 3)
-        pictures.append(Image.fromarray(blended))
+        levels = _upsample(scaled[None], size, smooth=True)[0].clip(0, 255).astype(np.uint16) << 8  # (size, size)
+        pictures.append(Image.merge("RGB", [Image.fromarray(tables[c].take(levels | below[c])) for c in range(3)]))
     return pictures
 
 
