@@ -419,3 +419,16 @@ def test_export_before_any_image_says_so(monkeypatch):
     assert export_view.on_png(None, next(iter(export_view.EXPORTED_VIEWS)), 6, MEAN, None) is None
     assert export_view.on_gif(None, MEAN) is None
     assert warnings == [export_view.NOTHING_YET] * 2
+
+
+def test_a_grid_of_more_heads_keeps_its_tiles_readable():
+    """A layer x head grid takes at most 480 px on screen (the shipped models': 5 and 7 columns, tiles of 60 px and
+    more), or more where that would shrink its tiles under 60 px: a model of 12 heads (issue 31) fills a column of
+    up to 855 px."""
+    from vit_demo.app.components import GRID_TILE, THUMB, live_grid
+
+    for layers, heads, widest in ((6, 4, 480), (9, 6, 480), (9, 12, 855)):
+        frame, _ = render.attention_grid_layout(layers, heads)
+        grid = live_grid("grid", "photo", "cls", layers, heads, "a grid")
+        assert f"max-width: min(100%, {widest}px)" in grid.html_template
+        assert widest * THUMB / frame.width >= GRID_TILE  # each tile at least 60 px where the column is wide enough

@@ -26,6 +26,8 @@ from vit_demo.pictures import render
 from vit_demo.weights import WeightsError
 
 THUMB = 96  # pixels a side of a layer x head grid's tiles (render.attention_grid's default)
+GRID_WIDTH = 480  # pixels on screen a layer x head grid takes at most (the shipped models' grids: 5 and 7 columns)...
+GRID_TILE = 60  # ...or more, where that would draw its tiles smaller than this (a model of more heads: 12 of them)
 VIEW_BUTTONS = ["fullscreen", "download"]  # no "share": nothing leaves the server
 VIEW_FORMAT = "jpeg"  # encodes in ~1 ms where WebP (Gradio's default) took ~30 ms for the layer x head grid
 ASSETS = Path(__file__).resolve().parent / "assets"  # the page's JS and CSS, and its vendored runtime
@@ -110,16 +112,14 @@ def colour_scale(low: str = "none", high: str = "most (each map's own maximum)",
 
 def live_canvas(elem_id: str, prefix: str, view: str, description: str, width: int = LARGE, height: int = LARGE,
                 scale: bool = True, extra: str = "", style: str = "", ask: list[Callable[[dict], dict]] | None = None,
-                visible: bool = True, grid: bool = False, value: str = "", **data: str) -> gr.HTML:
+                visible: bool = True, value: str = "", **data: str) -> gr.HTML:
     """A view the page draws itself from the tab's numbers (``vit_demo/app/page_numbers.py``, ``assets/page/live.js``,
     which lists the ``view``s) in tab ``prefix``: a caption, a canvas ``width`` x ``height``, and the colour scale
     (``scale``). ``description``: what it shows, for screen readers; ``extra``: more HTML after the canvas;
     ``style``: the canvas' CSS; ``ask``: the server functions that answer what the view lacks (``live_asker``);
-    ``grid``: a layer x head grid, as wide as its column; ``value``: the view's value (the large view's: the tab's
-    numbers); ``data``: the canvas' data-* attributes."""
+    ``value``: the view's value (the large view's: the tab's numbers); ``data``: the canvas' data-* attributes."""
     attributes = "".join(f' data-{name}="{html.escape(value)}"' for name, value in data.items())
-    kind = "vd-live-canvas vd-live-grid" if grid else "vd-live-canvas"
-    template = (f'<div class="vd-caption" aria-live="polite"></div><canvas class="{kind}" width="{width}" '
+    template = (f'<div class="vd-caption" aria-live="polite"></div><canvas class="vd-live-canvas" width="{width}" '
                 f'height="{height}" role="img" aria-label="{description}"{attributes} style="{style}"></canvas>{extra}'
                 f'{colour_scale() if scale else ""}')
     return gr.HTML(value, html_template=template, server_functions=ask, js_on_load=live_script(prefix, view),
@@ -160,8 +160,10 @@ def live_grid(elem_id: str, prefix: str, view: str, layers: int, heads: int, des
     """A layer x head grid the page draws itself (``live_canvas``): ``render.attention_grid``'s frame as the canvas'
     background, a tile per layer and head drawn over it."""
     frame, origins = render.attention_grid_layout(layers, heads)
+    widest = max(GRID_WIDTH, frame.width * GRID_TILE // THUMB)  # on screen, as its column allows
     return live_canvas(elem_id, prefix, view, description, frame.width, frame.height, ask=ask, visible=visible,
-                       grid=True, style=f"background: url({png_data_url(frame)}) 0 0 / 100% 100% no-repeat",
+                       style=f"max-width: min(100%, {widest}px); background: url({png_data_url(frame)}) 0 0 / "
+                             "100% 100% no-repeat",
                        thumb=str(THUMB), origins=json.dumps(origins).replace(" ", ""), **data)
 
 
