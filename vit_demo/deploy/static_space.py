@@ -91,12 +91,16 @@ def view(component, prefix: str, kind: str, value: str = "") -> dict:
             "prefix": prefix, "view": kind, "value": value or component.value or ""}
 
 
+def note(markdown: str) -> str:
+    """A view's note in the app's markdown as the page's paragraph ("" for none)."""
+    return f'<p class="vd-note">{page_numbers.caption_html(markdown)}</p>' if markdown else ""
+
+
 def section(markdown: str, classes: str = "") -> str:
     """A title and its text, as the app's markdown writes them ("### Title" then the text; ``classes``: the title's)."""
     title, _, text = markdown.partition("\n")
     heading = f'<h3 class="{classes}">' if classes else "<h3>"
-    note = f'<p class="vd-note">{page_numbers.caption_html(text)}</p>' if text else ""
-    return f"{heading}{html.escape(title.lstrip('# '))}</h3>{note}"
+    return f"{heading}{html.escape(title.lstrip('# '))}</h3>{note(text)}"
 
 
 def mount_point(spec: dict) -> str:
@@ -152,14 +156,14 @@ def tab_html(tab: Tab, views: list[dict]) -> str:
         source, notes = f'<div id="canvas" class="vd-canvas">{pad_html(examples, first, prefix)}</div>', ""
     else:  # under the answer, as the app's photo_tab.photo_notes: the classes it knows, the square it read
         source = photo_input(first)
-        notes = (f'<div class="vd-answer-note"><p class="vd-note">{page_numbers.caption_html(photo_tab.CLASSES_NOTE)}'
-                 '</p>' + add(live_canvas("photo-reads", "photo", "input", "the square the model reads",
-                                          photo_tab.READS_SIZE, photo_tab.READS_SIZE, scale=False), "input")
-                 + f'<p class="vd-note">{page_numbers.caption_html(photo_tab.READS_NOTE)}</p></div>')
+        reads = live_canvas("photo-reads", "photo", "input", "the square the model reads", photo_tab.READS_SIZE,
+                            photo_tab.READS_SIZE, scale=False)
+        notes = (f'<div class="vd-answer-note">{note(photo_tab.CLASSES_NOTE)}' + add(reads, "input")
+                 + f"{note(photo_tab.READS_NOTE)}</div>")
     top = (f'<div class="vd-top"><div class="vd-input">{section(tab.input_title, "vd-step")}{source}</div>'
            f'<div class="vd-patches-step vd-detail">{section(attention_view.patches_title(config), "vd-step")}'
            + add(attention_view.patches_view(prefix, config), "patches")
-           + f'<p class="vd-note">{page_numbers.caption_html(attention_view.patches_note(config))}</p></div>'
+           + f"{note(attention_view.patches_note(config))}</div>"
            + f'<div class="vd-selected">{section(attention_view.LARGE_TITLE, "vd-step")}'
            + controls(prefix, config.depth, config.heads)
            + add(attention_view.large_view(prefix), "selected", page_numbers.starting_numbers(analysis, tab.prompt))
@@ -189,11 +193,11 @@ def tab_html(tab: Tab, views: list[dict]) -> str:
         + section(heads_view.KNOCKOUT_TITLE)
         + add(heads_view.heads_html(prefix, "board", heads_view.board_template(
             prefix, config, means, heads_view.which_heads_matter(model)), [], f"{prefix}-board"), "board")
-        + f'<p class="vd-note">{page_numbers.caption_html(heads_view.KNOCKOUT_NOTE)}</p></div><div>'
+        + f"{note(heads_view.KNOCKOUT_NOTE)}</div><div>"
         + section(heads_view.LENS_TITLE)
         + add(heads_view.heads_html(prefix, "lens", heads_view.lens_template(config), [], f"{prefix}-lens"),
               "lens")
-        + f'<p class="vd-note">{page_numbers.caption_html(heads_view.LENS_NOTE)}</p></div></div>'
+        + f"{note(heads_view.LENS_NOTE)}</div></div>"
         + section(heads_view.PATCHING_TITLE)
         + add(heads_view.heads_html(prefix, "patching", heads_view.patching_template(config), [],
                                     f"{prefix}-patching"), "patching") + "</div>")
@@ -206,42 +210,37 @@ def picture(path: str, alt: str) -> str:
     return f'<img class="vd-inside-picture" data-src="{path}" alt="{html.escape(alt)}">'
 
 
-def note(markdown: str) -> str:
-    return f'<p class="vd-note">{page_numbers.caption_html(markdown)}</p>' if markdown else ""
-
-
 def inside_pictures(model: str, folder: Path) -> dict:
     """Write a model's Inside-the-model pictures into ``folder``, made by the app's own functions (inside_tab.insides,
     and the position views' pictures: the grid with no cell outlined, and every patch's large map, g x g of them in
     one picture in patch order); return the position grid's data for the page: each cell's box, as shares of the grid
-    picture's width and height (left, top, right, bottom), and each patch's caption."""
+    picture's width and height (left, top, right, bottom), each patch's caption, and the patch shown first."""
     found = inside_tab.insides(model)
     g = found.similarity.shape[0]
     grid = inside_tab.position_grid(found.similarity)
     maps = [inside_tab.position_map(found.similarity, patch) for patch in range(g * g)]
     width, height = maps[0].size
     every_map = Image.new("RGB", (g * width, g * height))
-    for patch, picture_of_patch in enumerate(maps):
-        every_map.paste(picture_of_patch, ((patch % g) * width, (patch // g) * height))
-    pictures = {"filters": found.filters, "distance": found.distance, "positions": grid, "position": every_map,
-                "reliability": found.reliability, "importance": found.importance}
+    for patch, image in enumerate(maps):
+        every_map.paste(image, ((patch % g) * width, (patch // g) * height))
+    made = {name: image for name, image in (("filters", found.filters), ("distance", found.distance),
+                                            ("positions", grid), ("position", every_map),
+                                            ("reliability", found.reliability), ("importance", found.importance))
+            if image is not None}  # (a chart the weights have no record for is left out)
     folder.mkdir(parents=True, exist_ok=True)
-    for name, made in pictures.items():
-        if made is not None:
-            made.save(folder / f"{name}.png", optimize=True)
+    for name, image in made.items():
+        image.save(folder / f"{name}.png", optimize=True)
     boxes = [render.position_cell_box(patch, g, inside_tab.POSITION_CELL) for patch in range(g * g)]
     return {"grid": g, "size": [width, height],
             "boxes": [[round(x / share, 6) for x, share in zip(box, (grid.width, grid.height) * 2)] for box in boxes],
             "captions": [inside_tab.position_caption(patch, g) for patch in range(g * g)],
-            "start": inside_tab.centre_patch(g), "pictures": sorted(n for n, made in pictures.items() if made)}
+            "start": inside_tab.centre_patch(g), "pictures": sorted(made)}
 
 
 def inside_model_html(choice: str, model: str, data: dict, shown: bool) -> str:
     """One model's Inside-the-model views (``data``: inside_pictures'), laid out as the app's tab lays them out."""
     found, path = inside_tab.insides(model), f"{INSIDE}/{model}"
-    g, start = data["grid"], data["start"]
-    left, top, right, bottom = (100 * share for share in data["boxes"][start])
-    mark = f"rgb{render.SIMILARITY_MARK}"
+    g, (width, height) = data["grid"], data["size"]
     hidden = "" if shown else " hidden"
 
     def figure(name: str, alt: str) -> str:  # none for a picture the weights have no record for
@@ -259,13 +258,10 @@ def inside_model_html(choice: str, model: str, data: dict, shown: bool) -> str:
             f'{note(found.distance_note)}</div></div>'
             f'<div class="vd-row"><div class="vd-wide">{section(inside_tab.POSITIONS_TITLE)}'
             f'<div class="vd-positions-grid">{figure("positions", f"{choice}: position embedding similarities")}'
-            f'<span class="vd-positions-mark" style="outline-color: {mark}; left: {left:.4f}%; top: {top:.4f}%; '
-            f'width: {right - left:.4f}%; height: {bottom - top:.4f}%"></span></div></div>'
-            f'<div><p class="vd-note vd-position-caption">{html.escape(data["captions"][start])}</p>'
-            f'<div class="vd-position-large" role="img" aria-label="{html.escape(data["captions"][start])}" '
-            f'data-patch="{start}" data-src="{path}/position.png" style="aspect-ratio: {data["size"][0]} / '
-            f'{data["size"][1]}; background-size: {100 * g}% {100 * g}%; background-position: '
-            f'{100 * (start % g) / (g - 1):.4f}% {100 * (start // g) / (g - 1):.4f}%"></div></div></div>'
+            f'<span class="vd-positions-mark" style="outline-color: rgb{render.SIMILARITY_MARK}"></span></div></div>'
+            '<div><p class="vd-note vd-position-caption"></p>'  # the patch chosen: page/inside.js, from the start
+            f'<div class="vd-position-large" role="img" data-src="{path}/position.png" style="aspect-ratio: {width} / '
+            f'{height}; background-size: {100 * g}% {100 * g}%"></div></div></div>'
             + chart_row(inside_tab.RELIABILITY_TITLE, "reliability", found.reliability_note)
             + chart_row(inside_tab.IMPORTANCE_TITLE, "importance", found.importance_note) + "</div>")
 

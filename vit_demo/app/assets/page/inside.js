@@ -2,7 +2,7 @@
 // made for each model, loaded once the tab first opens; the model choice; and the position grid, where a click on a
 // cell outlines it and shows that patch's map (one picture holds every patch's map, in patch order), as the app's tab
 // does (vit_demo/app/inside_tab.py). ``positions``: for each model, each cell's box in shares of the grid picture's
-// size (left, top, right, bottom), each patch's caption, the grid's size and the map's.
+// size (left, top, right, bottom), each patch's caption, the grid's size and the map's, and the patch shown first.
 
 export function mountInside(section, positions) {
   const blocks = [...section.querySelectorAll(".vd-inside-model")];
@@ -32,6 +32,7 @@ export function mountInside(section, positions) {
   }
 
   for (const block of blocks) {
+    select(block, positions[block.dataset.model].start);
     const picture = block.querySelector(".vd-positions-grid img");
     picture?.addEventListener("click", (event) => {
       const frame = picture.getBoundingClientRect();
