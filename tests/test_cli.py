@@ -7,6 +7,8 @@ from pathlib import Path
 import pytest
 from conftest import HAS_SHARED_MNIST, REPO, draw_on_canvas, mnist_test_digits, run_cli
 
+from vit_demo.cli import build_parser
+from vit_demo.cli.commands import model_and_split
 from vit_demo.training import run as training
 
 
@@ -85,6 +87,17 @@ def test_evaluate_mnist(mnist_root):
     assert {"model", "dataset", "split", "n", "accuracy"} <= set(report)
     assert report["dataset"] == "mnist" and report["split"] == "test" and report["n"] == 1000
     assert report["accuracy"] > (0.98 if HAS_SHARED_MNIST else 0.5)
+    refused = run_cli("evaluate", "--model", "mnist", "--data-dir", str(mnist_root), "--limit", "0")
+    assert refused.returncode == 2 and "--limit: must be at least 1" in refused.stderr  # was a ZeroDivisionError
+    assert "Traceback" not in refused.stderr
+
+
+def test_evaluate_limit_spreads_over_a_split_kept_in_class_order(cifar_root):
+    # The image folder keeps each class's photos together, as CIFAR-10's do: the first 10 would all be airplanes.
+    args = build_parser().parse_args(["evaluate", "--model", "cifar10", "--data-dir", str(cifar_root), "--limit", "10",
+                                      "--device", "cpu"])
+    _, images, labels = model_and_split(args, args.limit)
+    assert len(images) == 10 and sorted(labels.tolist()) == list(range(10))
 
 
 @pytest.mark.slow

@@ -58,7 +58,8 @@ def build_parser() -> argparse.ArgumentParser:
 
     ev = commands.add_parser("evaluate", parents=[model, data, split],
                              help="accuracy on a dataset split; one JSON line")
-    ev.add_argument("--limit", type=int, help="only the first N images")
+    ev.add_argument("--limit", type=positive_int, metavar="N",
+                    help="only N images, spread evenly over the split (CIFAR-10's folders keep it in class order)")
     ev.add_argument("--batch-size", type=int, default=500)
     ev.set_defaults(run=one(run_evaluate))
 

@@ -53,11 +53,14 @@ def predict_files(classifier: Classifier, files: Sequence[str], top: int, batch_
     return failures
 
 
-def model_and_split(args: argparse.Namespace, limit: int | None) -> tuple[Classifier, torch.Tensor, torch.Tensor]:
-    """The model ``args.model`` and the first ``limit`` (None: all) images and labels of its dataset's split."""
+def model_and_split(args: argparse.Namespace, count: int | None = None
+                    ) -> tuple[Classifier, torch.Tensor, torch.Tensor]:
+    """The model ``args.model`` and ``count`` images (None: all) of its dataset's split with their labels, spread
+    evenly over it (CIFAR-10's folders keep a split in class order: its first 1,000 test photos are all airplanes)."""
     classifier = load_model(args.model, args.device)
     images, labels = load_split(classifier.info.dataset.name, args.data_dir, args.split)
-    return classifier, images[:limit], labels[:limit]
+    chosen = slice(None) if count is None else spread(count, len(images))
+    return classifier, images[chosen], labels[chosen]
 
 
 def run_evaluate(args: argparse.Namespace) -> dict:
@@ -71,10 +74,9 @@ def run_evaluate(args: argparse.Namespace) -> dict:
 
 
 def run_faithfulness(args: argparse.Namespace) -> list[dict]:
-    """One record per kind of map: mean deletion and insertion AUC over ``args.n`` images spread evenly over the split
-    (CIFAR-10's folders keep a split in class order: its first 1,000 test photos are all airplanes)."""
-    classifier, images, _ = model_and_split(args, None)
-    images = images[spread(args.n, len(images))]
+    """One record per kind of map: mean deletion and insertion AUC over ``args.n`` images spread evenly over the
+    split."""
+    classifier, images, _ = model_and_split(args, args.n)
     dataset = classifier.info.dataset.name
     sums = {kind: [0.0, 0.0] for kind in MAP_KINDS}
     for index, start in enumerate(range(0, len(images), args.batch_size)):
@@ -99,7 +101,7 @@ def run_calibrate(args: argparse.Namespace) -> dict:
 
 def run_inside(args: argparse.Namespace) -> dict:
     """Write ``attention_distance.json`` into the model's weights folder; return what was written."""
-    classifier, images, _ = model_and_split(args, None)
+    classifier, images, _ = model_and_split(args)
     distance = write_attention_distance(classifier.info.folder, classifier.model, images, args.split, args.n)
     return {"model": args.model, "file": str(shown_path(classifier.info.folder / ATTENTION_DISTANCE_FILE)),
             "images": min(args.n, len(images)), "mean_attention_distance_px": np.round(distance.astype(float), 2).tolist()}
