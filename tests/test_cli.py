@@ -127,6 +127,22 @@ def test_evaluate_on_damaged_data_is_a_clear_error(tmp_path):
     assert result.stderr.startswith("error:") and "truncated" in result.stderr and "Traceback" not in result.stderr
 
 
+def test_data_that_is_missing_and_cannot_be_downloaded_is_a_clear_error(tmp_path, monkeypatch, capsys):
+    # Offline, or the server down: the download is pointed at a closed local port, so it fails the same everywhere.
+    import torchvision
+
+    from vit_demo import cli
+
+    monkeypatch.setattr(torchvision.datasets.MNIST, "mirrors", ["http://127.0.0.1:9/"])
+    monkeypatch.setattr(torchvision.datasets.CIFAR10, "url", "http://127.0.0.1:9/cifar-10-python.tar.gz")
+    assert cli.main(["evaluate", "--model", "mnist", "--data-dir", str(tmp_path)]) == 2
+    said = capsys.readouterr().err
+    assert said.startswith(f"error: MNIST is not in {tmp_path} and could not be downloaded (") and "connect" in said
+    with pytest.raises(SystemExit, match="train.py: error: CIFAR-10 is not in .* could not be downloaded"):
+        training.main(["--dataset", "cifar10", "--data-dir", str(tmp_path), "--out", str(tmp_path / "out"),
+                       "--epochs", "1", "--no-progress"])
+
+
 def test_plain_pytest_finds_the_package_too():
     """``pytest`` (the console script, which does not put the checkout on sys.path) works as ``python -m pytest``."""
     pytest_script = Path(sys.executable).parent / "pytest"
@@ -161,6 +177,30 @@ def test_export_writes_a_slide_or_a_gif_and_refuses_bad_choices_clearly(tmp_path
         result = run_cli("export", file, *args, "--out", str(tmp_path / "refused.png"))
         assert result.returncode == 2 and message in result.stderr, result.stderr
     assert not (tmp_path / "refused.png").exists()
+
+
+@pytest.mark.parametrize(("argv", "message"), [
+    (["vit_demo", "predict", "--top", "-2", "x.png"], "--top: must be at least 1, not -2"),  # listed 8 classes
+    (["vit_demo", "predict", "--batch-size", "0", "x.png"], "--batch-size: must be at least 1, not 0"),
+    (["vit_demo", "export", "x.png", "--width", "100000"], "--width: must be 1 to 3840, not 100000"),  # 37 GiB
+    (["train", "--dataset", "mnist", "--epochs", "0"], "--epochs: must be at least 1, not 0"),  # an IndexError
+    (["train", "--dataset", "mnist", "--train-limit", "0"], "--train-limit: must be at least 1"),  # ZeroDivisionError
+    (["train", "--dataset", "mnist", "--calibration-images", "-3"], "--calibration-images: must be at least 0"),
+    (["train", "--dataset", "mnist", "--lr", "nan"], "--lr: must be a number at least 0, not nan"),
+    (["train", "--dataset", "mnist", "--mix-prob", "2"], "--mix-prob: must be a number 0 to 1, not 2"),
+    (["train", "--dataset", "cifar10", "--pretrain", "mae", "--mask-ratio", "1"], "--mask-ratio: must be a number 0 to 0.99"),
+])
+def test_numbers_out_of_range_are_refused_before_anything_runs(argv, message, capsys):
+    from vit_demo.cli import main as vit_demo_main
+
+    with pytest.raises(SystemExit) as stopped:
+        (vit_demo_main if argv[0] == "vit_demo" else training.main)(argv[1:])
+    assert stopped.value.code == 2 and message in capsys.readouterr().err
+
+
+def test_a_model_that_cannot_be_built_is_said_in_a_line():
+    with pytest.raises(SystemExit, match="train.py: error: dim 64 must be divisible by heads 5"):  # an AssertionError
+        training.main(["--dataset", "mnist", "--heads", "5"])
 
 
 @pytest.mark.slow

@@ -79,9 +79,9 @@ def test_colour_model_shapes():
 def test_config_round_trip_and_checks():
     config = RECIPES["cifar10"].vit
     assert ViTConfig.from_dict(config.to_dict()) == config
-    with pytest.raises(AssertionError, match="divisible by patch_size"):
+    with pytest.raises(ValueError, match="divisible by patch_size"):
         ViTConfig(image_size=28, patch_size=5)
-    with pytest.raises(AssertionError, match="divisible by heads"):
+    with pytest.raises(ValueError, match="divisible by heads"):
         ViTConfig(dim=30, heads=4)
     with pytest.raises(ValueError, match="unknown ViTConfig fields"):
         ViTConfig.from_dict({**config.to_dict(), "surprise": 1})

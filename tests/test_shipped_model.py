@@ -150,6 +150,11 @@ def test_corrupt_weights_are_refused(weights_copy):
 
 
 def test_corrupt_config_is_refused(weights_copy):
+    config = json.loads((weights_copy / CONFIG_FILE).read_text())
+    config["vit"]["heads"] = 5  # an architecture that cannot be built
+    (weights_copy / CONFIG_FILE).write_text(json.dumps(config))
+    with pytest.raises(WeightsError, match=r"not a valid weights config \(dim 64 must be divisible by heads 5\)"):
+        load_model(weights_copy)
     (weights_copy / CONFIG_FILE).write_text("{ not json")
     with pytest.raises(WeightsError, match="config.json is not a valid weights config"):
         load_model(weights_copy)

@@ -36,13 +36,12 @@ class ViTConfig:
     std: tuple[float, ...] = (0.3081,)
 
     def __post_init__(self) -> None:
-        assert self.image_size % self.patch_size == 0, (
-            f"image_size {self.image_size} must be divisible by patch_size {self.patch_size}"
-        )
-        assert self.dim % self.heads == 0, f"dim {self.dim} must be divisible by heads {self.heads}"
-        assert len(self.mean) == len(self.std) == self.in_channels, (
-            "mean and std need one value per input channel"
-        )
+        if self.image_size % self.patch_size:
+            raise ValueError(f"image_size {self.image_size} must be divisible by patch_size {self.patch_size}")
+        if self.dim % self.heads:
+            raise ValueError(f"dim {self.dim} must be divisible by heads {self.heads}")
+        if not len(self.mean) == len(self.std) == self.in_channels:
+            raise ValueError("mean and std need one value per input channel")
 
     @property
     def grid_size(self) -> int:

@@ -117,7 +117,7 @@ def read_weights_info(folder: Path) -> tuple[WeightsInfo, str]:
         if not 0 < temperature < float("inf"):
             raise ValueError(f"temperature {temperature} is not a positive number")
         unfamiliar = UnfamiliarRule.from_dict(raw["unfamiliar"]) if raw.get("unfamiliar") else None
-    except (ValueError, KeyError, TypeError, AssertionError, UnicodeDecodeError) as exc:
+    except (ValueError, KeyError, TypeError, UnicodeDecodeError) as exc:
         raise WeightsError(
             f"{shown_path(config_path)} is not a valid weights config ({exc}). "
             f"Make it again with: {_train_command(folder, None)}"

@@ -8,6 +8,7 @@ import json
 import sys
 from collections.abc import Callable, Sequence
 
+from vit_demo.arguments import int_in, positive_int
 from vit_demo.classifier import load_model
 from vit_demo.cli.commands import (predict_files, run_calibrate, run_evaluate, run_export, run_faithfulness,
                                    run_head_importance, run_head_means, run_heads, run_inside, run_lens, run_onnx)
@@ -52,15 +53,15 @@ def build_parser() -> argparse.ArgumentParser:
 
     predict = commands.add_parser("predict", parents=[model],
                                   help="classify image files; one JSON object per line per file")
-    predict.add_argument("--top", type=int, default=3, help="how many classes to list in 'top'")
-    predict.add_argument("--batch-size", type=int, default=256, help="files per forward pass")
+    predict.add_argument("--top", type=positive_int, default=3, help="how many classes to list in 'top'")
+    predict.add_argument("--batch-size", type=positive_int, default=256, help="files per forward pass")
     predict.add_argument("files", nargs="+", metavar="FILE")
 
     ev = commands.add_parser("evaluate", parents=[model, data, split],
                              help="accuracy on a dataset split; one JSON line")
     ev.add_argument("--limit", type=positive_int, metavar="N",
                     help="only N images, spread evenly over the split (CIFAR-10's folders keep it in class order)")
-    ev.add_argument("--batch-size", type=int, default=500)
+    ev.add_argument("--batch-size", type=positive_int, default=500)
     ev.set_defaults(run=one(run_evaluate))
 
     commands.add_parser(
@@ -81,7 +82,7 @@ def build_parser() -> argparse.ArgumentParser:
                     "over N images spread evenly over a split: lower deletion and higher insertion AUC = more faithful.")
     faith.add_argument("--n", type=positive_int, default=1000,
                        help="N images spread evenly over the split, every class its share (default: 1000)")
-    faith.add_argument("--batch-size", type=int, default=100)
+    faith.add_argument("--batch-size", type=positive_int, default=100)
     faith.set_defaults(run=run_faithfulness)
 
     inside = commands.add_parser(
@@ -106,7 +107,8 @@ def build_parser() -> argparse.ArgumentParser:
     export.add_argument("--patch", type=int, help="for query: a patch, 0-based in reading order (default: the one "
                                                   "[CLS] draws on most, as in the app)")
     export.add_argument("--out", help="the file to write (default: named for what it shows, in this folder)")
-    export.add_argument("--width", type=int, default=slides.SLIDE_WIDTH, help="pixels, for PNGs (default: 1600)")
+    export.add_argument("--width", type=int_in(1, slides.MAX_SLIDE_WIDTH), default=slides.SLIDE_WIDTH,
+                        help=f"pixels, for PNGs (default: {slides.SLIDE_WIDTH}, at most {slides.MAX_SLIDE_WIDTH})")
     export.set_defaults(run=one(run_export))
 
     # The heads' commands, over the first N images of a split (every K-th).
@@ -195,17 +197,6 @@ def build_parser() -> argparse.ArgumentParser:
                     "kept). One JSON line.",
     ).set_defaults(run=one(write_static_folder))
     return parser
-
-
-def positive_int(text: str) -> int:
-    """An argparse type: a whole number of at least 1."""
-    try:
-        value = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"{text!r} is not a whole number") from None
-    if value < 1:
-        raise argparse.ArgumentTypeError(f"must be at least 1, not {value}")
-    return value
 
 
 def main(argv: Sequence[str] | None = None) -> int:

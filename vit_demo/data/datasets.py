@@ -12,7 +12,9 @@ import dataclasses
 import gzip
 import hashlib
 import os
+from collections.abc import Callable
 from pathlib import Path
+from typing import TypeVar
 
 import numpy as np
 import torch
@@ -51,6 +53,7 @@ DATASETS = {
 }
 
 SPLITS = ("train", "test")
+T = TypeVar("T")
 
 
 class DatasetNotFound(FileNotFoundError):
@@ -119,6 +122,17 @@ def read_idx(path: Path) -> np.ndarray:
     return array.reshape(shape)
 
 
+def _download(name: str, data_dir: Path, fetch: Callable[[], T]) -> T:
+    """``fetch()`` (a torchvision download), with a failure said in one line: offline, or a server down."""
+    try:
+        return fetch()
+    except (OSError, RuntimeError) as exc:
+        said = [line.strip() for line in str(exc).splitlines() if line.strip()]  # torchvision's last line: the cause
+        reason = said[-1] if said else type(exc).__name__
+        raise DatasetNotFound(f"{name} is not in {data_dir} and could not be downloaded ({reason}): connect to the "
+                              f"internet, or give --data-dir the folder that holds it") from None
+
+
 def _load_mnist(data_dir: Path, split: str, download: bool) -> tuple[torch.Tensor, torch.Tensor]:
     raw_dir = data_dir / "MNIST" / "raw"
     found = [_find_idx_file(raw_dir, stem) for stem in _MNIST_FILES[split]]
@@ -127,7 +141,8 @@ def _load_mnist(data_dir: Path, split: str, download: bool) -> tuple[torch.Tenso
             raise DatasetNotFound(f"MNIST files not found in {raw_dir}")
         import torchvision
 
-        torchvision.datasets.MNIST(str(data_dir), train=split == "train", download=True)
+        _download("MNIST", data_dir, lambda: torchvision.datasets.MNIST(str(data_dir), train=split == "train",
+                                                                        download=True))
         found = [_find_idx_file(raw_dir, stem) for stem in _MNIST_FILES[split]]
     images, labels = (read_idx(path) for path in found)
     if len(images) != len(labels):
@@ -149,7 +164,8 @@ def _download_cifar10_to_folder(data_dir: Path, spec: DatasetSpec, split: str) -
     """Download CIFAR-10 through torchvision and write it out in the ImageFolder layout."""
     import torchvision
 
-    dataset = torchvision.datasets.CIFAR10(str(data_dir), train=split == "train", download=True)
+    dataset = _download("CIFAR-10", data_dir, lambda: torchvision.datasets.CIFAR10(str(data_dir), train=split == "train",
+                                                                                  download=True))
     root = data_dir / spec.name / split
     for index, (image, label) in enumerate(zip(dataset.data, dataset.targets)):
         folder = root / spec.classes[label]

@@ -65,7 +65,7 @@ def open_image(source: str | os.PathLike | bytes) -> Image.Image:
     if isinstance(source, (str, os.PathLike)):
         path = Path(source)
         if not path.is_file():
-            raise InputError(f"{path}: no such file")
+            raise InputError(f"{path}: " + ("a folder, not an image file" if path.is_dir() else "no such file"))
         if path.stat().st_size > MAX_FILE_BYTES:
             raise InputError(f"{path.name}: the file is larger than {MAX_FILE_BYTES // 2**20} MB")
         data = path.read_bytes()

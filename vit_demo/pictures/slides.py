@@ -12,6 +12,7 @@ from PIL import Image, ImageDraw
 from vit_demo.interpret import explain
 from vit_demo.pictures import render
 SLIDE_WIDTH = 1600  # pixels: a full-width picture on a 1080p slide, with room to crop
+MAX_SLIDE_WIDTH = 3840  # pixels: a 4K screen's width; wider pictures only fill memory
 GIF_SIZE = 720  # pixels a side of the GIF's picture; a caption band goes above it
 GIF_FRAME_MS = 900  # each layer's time on screen
 CAPTION_HEIGHT = 64

@@ -7,6 +7,7 @@ import dataclasses
 import typing
 from pathlib import Path
 
+from vit_demo.arguments import float_in, int_in
 from vit_demo.model import ViTConfig
 from vit_demo.training.calibrate import HOLDOUT_IMAGES, HOLDOUT_SHARE
 from vit_demo.training.recipes import PRETRAIN_METHODS, PRETRAIN_RECIPES, RECIPES, PretrainRecipe, Recipe
@@ -24,6 +25,9 @@ PRETRAIN_FLAGS = tuple(f.name for f in dataclasses.fields(PretrainRecipe) if f.n
 ARCHITECTURE_FLAGS = ("patch_size", "dim", "depth", "heads", "mlp_dim", "drop_path")
 FLAG_TYPES = {**typing.get_type_hints(ViTConfig), **typing.get_type_hints(PretrainRecipe),
               **typing.get_type_hints(Recipe)}
+# What a flag may be, where it is not a whole number from 1 (the int fields) or a number from 0 (the float ones).
+FLAG_RANGES = {"label_smoothing": float_in(0, 1), "random_erasing": float_in(0, 1), "mix_prob": float_in(0, 1),
+               "drop_path": float_in(0, 1), "mask_ratio": float_in(0, 0.99)}
 FLAG_HELP = {  # what a flag's name does not say
     "batch_size": "global batch size (split across torchrun processes)",
     "trivial_augment": "TrivialAugment, per image, on top of the crop/flip or affine augmentation",
@@ -66,10 +70,10 @@ def build_parser() -> argparse.ArgumentParser:
         if kind is bool:
             p.add_argument(flag, action=argparse.BooleanOptionalAction, default=None, help=help)
         else:
-            p.add_argument(flag, type=kind, help=help)
-    p.add_argument("--train-limit", type=int, help="train on a random subset of this many images")
-    p.add_argument("--test-limit", type=int, help="evaluate on a random subset of this many images")
-    p.add_argument("--calibration-images", type=int, default=HOLDOUT_IMAGES,
+            p.add_argument(flag, type=FLAG_RANGES.get(field, int_in(1) if kind is int else float_in(0)), help=help)
+    p.add_argument("--train-limit", type=int_in(1), help="train on a random subset of this many images")
+    p.add_argument("--test-limit", type=int_in(1), help="evaluate on a random subset of this many images")
+    p.add_argument("--calibration-images", type=int_in(0), default=HOLDOUT_IMAGES,
                    help=f"training images held out of training, to fit the temperature that calibrates the model's "
                         f"probabilities at the end of the run (default: {HOLDOUT_IMAGES:,}, at most "
                         f"{HOLDOUT_SHARE:.0%}% of the split; 0: none, and python -m vit_demo calibrate fits it later "
@@ -83,7 +87,7 @@ def build_parser() -> argparse.ArgumentParser:
                    help="the whole step (forward, loss, backward, AdamW, schedule) in one CUDA graph, and the batches "
                         f"augmented {GRAPH_CHUNK_BATCHES} at a time; on a CPU the same step runs eagerly "
                         "(docs/training.md; with --compile, the model inside the graph is compiled)")
-    p.add_argument("--snapshots", type=int, default=6,
+    p.add_argument("--snapshots", type=int_in(0), default=6,
                    help="keep the model (fp16) after this many epochs on a log scale, for the app's training "
                         "slider (default: 6; 0: none)")
     p.add_argument("--no-progress", action="store_true", help="no progress bars (one summary line per epoch)")

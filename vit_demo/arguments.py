@@ -1,0 +1,40 @@
+"""Argument types the two command lines share (``python -m vit_demo`` and ``train.py``): a number out of range is
+refused by argparse in one line, before anything runs, instead of failing deep inside with a traceback (or, worse,
+running with it: ``--limit -3`` once left out the last three images)."""
+
+from __future__ import annotations
+
+import argparse
+import math
+from collections.abc import Callable
+
+
+def int_in(least: int, most: int | None = None) -> Callable[[str], int]:
+    """An argparse type: a whole number from ``least`` to ``most`` (None: no upper bound)."""
+    def parse(text: str) -> int:
+        try:
+            value = int(text)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"{text!r} is not a whole number") from None
+        if value < least or (most is not None and value > most):
+            bounds = f"at least {least}" if most is None else f"{least} to {most}"
+            raise argparse.ArgumentTypeError(f"must be {bounds}, not {value}")
+        return value
+    return parse
+
+
+def float_in(least: float, most: float | None = None) -> Callable[[str], float]:
+    """An argparse type: a finite number from ``least`` to ``most`` (None: no upper bound)."""
+    def parse(text: str) -> float:
+        try:
+            value = float(text)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"{text!r} is not a number") from None
+        if not math.isfinite(value) or value < least or (most is not None and value > most):
+            bounds = f"at least {least:g}" if most is None else f"{least:g} to {most:g}"
+            raise argparse.ArgumentTypeError(f"must be a number {bounds}, not {text}")
+        return value
+    return parse
+
+
+positive_int = int_in(1)
