@@ -33,8 +33,9 @@ def bad_files(tmp_path_factory):
     from PIL import Image
 
     Image.new("RGB", (300, 300), "white").save(blank)
+    (folder / "drawings").mkdir()
     return {"notes.png": "not an image", "cut.png": "damaged", "blank.png": "Nothing to classify",
-            "missing.png": "no such file"}, folder
+            "missing.png": "no such file", "drawings": "a folder, not an image file"}, folder
 
 
 def test_predict_prints_one_json_line_per_file_in_order(digit_files, bad_files):
