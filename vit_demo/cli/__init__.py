@@ -46,7 +46,10 @@ def parents() -> dict[str, argparse.ArgumentParser]:
 
 
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog="python -m vit_demo", description=__doc__)
+    parser = argparse.ArgumentParser(prog="python -m vit_demo", description=(
+        "The command line over the same functions as the app. Each command prints JSON lines; what it cannot use "
+        "is said in one line (predict: in that file's JSON line), never a traceback. `python -m vit_demo COMMAND "
+        "--help` says more."))
     commands = parser.add_subparsers(dest="command", required=True)
     shared = parents()
     model, data, split = shared["model"], shared["data"], shared["split"]
