@@ -178,6 +178,8 @@ def test_export_writes_a_slide_or_a_gif_and_refuses_bad_choices_clearly(tmp_path
         result = run_cli("export", file, *args, "--out", str(tmp_path / "refused.png"))
         assert result.returncode == 2 and message in result.stderr, result.stderr
     assert not (tmp_path / "refused.png").exists()
+    result = run_cli("export", seven, "--out", str(tmp_path / "nowhere" / "x.png"))  # said its temporary file's name
+    assert result.returncode == 2 and f"its folder {tmp_path / 'nowhere'} does not exist" in result.stderr
 
 
 @pytest.mark.parametrize(("argv", "message"), [

@@ -189,6 +189,8 @@ def run_onnx(args: argparse.Namespace) -> list[dict]:
 
 def run_export(args: argparse.Namespace) -> dict:
     """Write one view of ``args.file`` for a slide; return what was written."""
+    if args.out is not None and not Path(args.out).resolve().parent.is_dir():
+        raise ValueError(f"--out {args.out}: its folder {Path(args.out).resolve().parent} does not exist")
     classifier = load_model(args.model, args.device)
     layers, heads = classifier.model.config.depth, classifier.model.config.heads
     layer = layers if args.layer is None else args.layer
