@@ -21,7 +21,7 @@ import pytest
 from PIL import Image, ImageDraw, ImageFont
 
 REPO = Path(__file__).resolve().parents[1]
-PHOTOS = REPO / "examples" / "photos"  # the first CIFAR-10 test image of each class
+PHOTOS = REPO / "examples" / "photos"  # a CIFAR-10 test photo of each class (scripts/make_examples.py)
 sys.path.insert(0, str(REPO / "benchmarks"))
 from common import free_port, serving, sketch  # noqa: E402, F401  (shared with the benchmarks)
 
