@@ -9,32 +9,27 @@ import math
 from collections.abc import Callable
 
 
-def int_in(least: int, most: int | None = None) -> Callable[[str], int]:
-    """An argparse type: a whole number from ``least`` to ``most`` (None: no upper bound)."""
-    def parse(text: str) -> int:
+def number_in(kind: type[int] | type[float], least: float, most: float | None = None) -> Callable[[str], float]:
+    """An argparse type: a whole number (``kind`` int) or a finite number (float) from ``least`` to ``most`` (None: no
+    upper bound)."""
+    def parse(text: str):
         try:
-            value = int(text)
+            value = kind(text)
         except ValueError:
-            raise argparse.ArgumentTypeError(f"{text!r} is not a whole number") from None
-        if value < least or (most is not None and value > most):
-            bounds = f"at least {least}" if most is None else f"{least} to {most}"
-            raise argparse.ArgumentTypeError(f"must be {bounds}, not {value}")
+            raise argparse.ArgumentTypeError(f"{text!r} is not a {'whole ' if kind is int else ''}number") from None
+        if not math.isfinite(value) or value < least or (most is not None and value > most):
+            bounds = f"at least {least:g}" if most is None else f"{least:g} to {most:g}"
+            raise argparse.ArgumentTypeError(f"must be {'' if kind is int else 'a number '}{bounds}, not {text}")
         return value
     return parse
+
+
+def int_in(least: int, most: int | None = None) -> Callable[[str], int]:
+    return number_in(int, least, most)
 
 
 def float_in(least: float, most: float | None = None) -> Callable[[str], float]:
-    """An argparse type: a finite number from ``least`` to ``most`` (None: no upper bound)."""
-    def parse(text: str) -> float:
-        try:
-            value = float(text)
-        except ValueError:
-            raise argparse.ArgumentTypeError(f"{text!r} is not a number") from None
-        if not math.isfinite(value) or value < least or (most is not None and value > most):
-            bounds = f"at least {least:g}" if most is None else f"{least:g} to {most:g}"
-            raise argparse.ArgumentTypeError(f"must be a number {bounds}, not {text}")
-        return value
-    return parse
+    return number_in(float, least, most)
 
 
 positive_int = int_in(1)
