@@ -16,7 +16,7 @@ from torch.nn.parallel import DistributedDataParallel
 from tqdm import tqdm
 
 from vit_demo.atomic import atomic_write, atomic_write_text
-from vit_demo.data.datasets import DatasetSpec, dataset_spec, load_split
+from vit_demo.data.datasets import DatasetNotFound, DatasetSpec, dataset_spec, load_split
 from vit_demo.device import device_name
 from vit_demo.interpret.heads import mean_sample, write_head_means
 from vit_demo.interpret.inside import write_attention_distance
@@ -43,11 +43,15 @@ def training_data(args: argparse.Namespace, spec: DatasetSpec, device: torch.dev
     """The run's images, uint8 (N, C, H, W) with int64 labels (N,): the training images less the calibration hold-out,
     limited by --train-limit; the test images, limited by --test-limit; the held-out ones. On CUDA the first two move
     to the GPU (uint8 images are small enough to live there)."""
-    train_x, train_y = load_split(spec.name, args.data_dir, "train")
+    try:
+        train_x, train_y = load_split(spec.name, args.data_dir, "train")
+        test = load_split(spec.name, args.data_dir, "test")
+    except (DatasetNotFound, ValueError) as exc:  # none, none to download, or damaged: said in a line
+        raise SystemExit(f"train.py: error: {exc}") from None
     trained_on, held = holdout_indices(len(train_x), args.calibration_images, args.seed)
     calibration_set = train_x[held], train_y[held]  # never trained on: the temperature is fitted on it
     train_x, train_y = subset(train_x[trained_on], train_y[trained_on], args.train_limit, args.seed)
-    test_x, test_y = subset(*load_split(spec.name, args.data_dir, "test"), args.test_limit, args.seed + 1)
+    test_x, test_y = subset(*test, args.test_limit, args.seed + 1)
     if device.type == "cuda":
         train_x, train_y, test_x, test_y = (t.to(device) for t in (train_x, train_y, test_x, test_y))
     return (train_x, train_y), (test_x, test_y), calibration_set

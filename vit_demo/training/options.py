@@ -94,13 +94,22 @@ def build_parser() -> argparse.ArgumentParser:
     return p
 
 
+def architecture(vit: ViTConfig, **changes: int | float) -> ViTConfig:
+    """``vit`` with the architecture flags' changes; one that cannot be built (--heads 5 of width 64) is said in a
+    line."""
+    try:
+        return dataclasses.replace(vit, **changes)
+    except ValueError as exc:
+        raise SystemExit(f"train.py: error: {exc}") from None
+
+
 def recipe_from_args(args: argparse.Namespace) -> Recipe:
     recipe = RECIPES[args.dataset]
     arch = {k: getattr(args, k) for k in ARCHITECTURE_FLAGS if getattr(args, k) is not None}
     hyper = {k: getattr(args, k) for k in RECIPE_FLAGS if getattr(args, k) is not None}
     if hyper.get("auto_augment"):  # in place of the recipe's TrivialAugment, unless that is asked for too
         hyper.setdefault("trivial_augment", False)
-    return dataclasses.replace(recipe, vit=dataclasses.replace(recipe.vit, **arch), **hyper)
+    return dataclasses.replace(recipe, vit=architecture(recipe.vit, **arch), **hyper)
 
 
 def pretrain_recipe_from_args(args: argparse.Namespace) -> tuple[PretrainRecipe, ViTConfig]:
@@ -115,5 +124,5 @@ def pretrain_recipe_from_args(args: argparse.Namespace) -> tuple[PretrainRecipe,
         raise SystemExit(f"--pretrain: {', '.join(flags)} belong to supervised training, not to pretraining")
     hyper = {k: getattr(args, k) for k in (*SHARED_FLAGS, *PRETRAIN_FLAGS) if getattr(args, k) is not None}
     arch = {k: getattr(args, k) for k in ARCHITECTURE_FLAGS if getattr(args, k) is not None}
-    vit = dataclasses.replace(RECIPES[args.dataset].vit, **{"drop_path": 0.0, **arch})
+    vit = architecture(RECIPES[args.dataset].vit, **{"drop_path": 0.0, **arch})
     return dataclasses.replace(PRETRAIN_RECIPES[args.dataset], **hyper), vit
