@@ -1,7 +1,7 @@
 """Many users at once: N gradio_client users each send M drawings (or photos) as fast as answers come.
 
     python benchmarks/serve_load.py [--users 50] [--drawings 10] [--apps do-nothing,app]
-    python benchmarks/serve_load.py --apps app --users 50 --drawings 100     # 5,000 requests: RSS growth
+    python benchmarks/serve_load.py --apps app,app-glibc-arenas --users 50 --drawings 100   # 5,000 requests: RSS growth
     python benchmarks/serve_load.py --endpoint /predict_image                # photos instead of drawings
 
 For each app (the do-nothing baseline, benchmarks/noop_app.py, then the app, python app.py), in the
@@ -26,6 +26,7 @@ from __future__ import annotations
 import argparse
 import collections
 import multiprocessing
+import os
 import resource
 import sys
 import tempfile
@@ -36,7 +37,10 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from common import REPO, client, example_drawings, example_photos, p50_p95, serving, sketch  # noqa: E402
 
-APPS = {"do-nothing": REPO / "benchmarks" / "noop_app.py", "app": REPO / "app.py"}
+# name: the server's script and environment. "app-glibc-arenas" is the app with glibc's own limit on its heaps (8 a
+# core), not the app's one a worker (vit_demo.app.serving.limit_malloc_arenas): what that limit saves.
+APPS = {"do-nothing": (REPO / "benchmarks" / "noop_app.py", {}), "app": (REPO / "app.py", {}),
+        "app-glibc-arenas": (REPO / "app.py", {"MALLOC_ARENA_MAX": str(8 * (os.cpu_count() or 1))})}
 ENDPOINTS = ("/predict_digit", "/predict_image")
 
 
@@ -116,13 +120,13 @@ def collect(queue: multiprocessing.Queue, workers: list, timeout: float) -> list
     return items
 
 
-def load(script: Path, images: list[Path], args: argparse.Namespace) -> dict:
-    """Run the load against one server; its figures as a dict."""
+def load(script: Path, env: dict[str, str], images: list[Path], args: argparse.Namespace) -> dict:
+    """Run the load against one server (``script``, with the environment variables ``env``); its figures."""
     context = multiprocessing.get_context("spawn")  # no fork of a process with threads
     ready, results, go = context.Queue(), context.Queue(), context.Event()
     processes = min(args.processes, args.users)
     shares = [args.users // processes + (i < args.users % processes) for i in range(processes)]
-    with serving(script) as server:
+    with serving(script, **env) as server:
         workers = [context.Process(target=user_process, args=(server.url, args.endpoint, images, share, args.requests,
                                                               args.timeout, ready, go, results)) for share in shares]
         for worker in workers:
@@ -158,12 +162,14 @@ def main() -> None:
     parser.add_argument("--processes", type=int, default=2, help="client processes the users are spread over")
     parser.add_argument("--timeout", type=float, default=120, help="seconds a request may wait for its answer")
     args = parser.parse_args()
+    if unknown := set(args.apps.split(",")) - APPS.keys():
+        parser.error(f"--apps: no app {', '.join(sorted(unknown))} (choose from {', '.join(APPS)})")
 
     results = {}
     with tempfile.TemporaryDirectory() as folder:
         images = example_drawings(Path(folder)) if args.endpoint == "/predict_digit" else example_photos()
         for name in args.apps.split(","):
-            results[name] = load(APPS[name], images, args)
+            results[name] = load(*APPS[name], images, args)
 
     what = "drawings" if args.endpoint == "/predict_digit" else "photos"
     print(f"{args.users} concurrent gradio_client users x {args.requests} {what} each to {args.endpoint}, "

@@ -6,6 +6,7 @@ Measured with benchmarks/serve_load.py; see README.
 from __future__ import annotations
 
 import ctypes
+import os
 import threading
 from typing import Any
 
@@ -29,8 +30,17 @@ DIGIT_BATCH = 8  # /predict_digit serves up to this many waiting requests with o
 SERVER_FUNCTION_SLOTS = threading.BoundedSemaphore(WORKERS)
 PRIVATE = {"api_visibility": "private", "show_progress": "hidden", **SHARED_WORKERS}  # a view control's event
 
-GLIBC_M_MMAP_THRESHOLD = -3  # mallopt()'s parameter number, from glibc's malloc.h
+GLIBC_M_MMAP_THRESHOLD = -3  # mallopt()'s parameter numbers, from glibc's malloc.h
+GLIBC_M_ARENA_MAX = -8
 LARGE_BUFFER_BYTES = 128 * 1024  # glibc's own starting threshold, kept fixed
+
+
+def glibc() -> ctypes.CDLL | None:
+    """The C library, where it is glibc (Linux); None elsewhere (macOS, musl), whose malloc is left as it is."""
+    try:
+        return ctypes.CDLL("libc.so.6")
+    except OSError:
+        return None
 
 
 def return_large_buffers_to_the_os() -> None:
@@ -39,19 +49,31 @@ def return_large_buffers_to_the_os() -> None:
     By default glibc raises this threshold whenever such a buffer is freed, after which the views'
     large arrays come from the heap, which fragments with two workers: the server's RSS grew 37-52%
     over 500-1,000 requests of benchmarks/serve_load.py, against 2-5% with the threshold fixed. The
-    cost is about 3 ms of server time per drawing (fresh pages for each large buffer). Other C
-    libraries (macOS, musl) are left as they are.
+    cost is about 3 ms of server time per drawing (fresh pages for each large buffer).
     """
-    try:
-        libc = ctypes.CDLL("libc.so.6")
-    except OSError:
+    if libc := glibc():
+        libc.mallopt(GLIBC_M_MMAP_THRESHOLD, LARGE_BUFFER_BYTES)
+
+
+def limit_malloc_arenas() -> None:
+    """Have glibc keep at most one heap ("arena") per worker, unless MALLOC_ARENA_MAX says otherwise.
+
+    glibc gives threads that allocate at once heaps of their own, up to 8 per core, and each keeps the memory it
+    once held; Gradio runs handlers on a pool of threads, so the server's RSS grew by the heaps of every thread that
+    took a turn. With one heap a worker, 5,000 drawings of benchmarks/serve_load.py grew it 12.8% instead of 22.8%,
+    at the same throughput (docs/benchmarks.md).
+    """
+    if "MALLOC_ARENA_MAX" in os.environ:  # glibc read it at start-up
         return
-    libc.mallopt(GLIBC_M_MMAP_THRESHOLD, LARGE_BUFFER_BYTES)
+    if libc := glibc():
+        libc.mallopt(GLIBC_M_ARENA_MAX, WORKERS)
 
 
 def tune_process() -> None:
-    """What the server process needs before its first request: glibc's threshold, torch's threads and oneDNN."""
+    """What the server process needs before its first request: glibc's threshold and heaps, torch's threads and
+    oneDNN."""
     return_large_buffers_to_the_os()
+    limit_malloc_arenas()
     torch.set_num_threads(TORCH_THREADS)
     torch.backends.mkldnn.enabled = ONEDNN
 
