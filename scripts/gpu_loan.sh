@@ -27,6 +27,22 @@ verb="${1:-}"
 log_tail() { tail -n "${2:-5}" "runs/$1.log" 2>/dev/null || true; }
 running() { [ -f "runs/$1.pid" ] && kill -0 "$(cat "runs/$1.pid")" 2>/dev/null; }
 
+# runs/NAME, its log and, while it runs, its checkpoint into $OUT, as parts of at most 15 MB.
+collect() {
+    local name="$1" out="${OUT:?collect writes into OUT, the folder whose files come back from the call}" status=0
+    local parts=("$name.log")
+    [ -d "runs/$name" ] && parts+=("$name")
+    running "$name" && [ -d "runs/$name-checkpoint" ] && parts+=("$name-checkpoint")
+    # while the run writes, tar may find a file changed (status 1); files are replaced whole, never torn
+    tar cf "$out/$name.tar" --exclude='.*.tmp' --warning=no-file-changed --warning=no-file-removed -C runs \
+        "${parts[@]}" || status=$?
+    [ "$status" -le 1 ] || exit "$status"
+    split -b 15000000 -d "$out/$name.tar" "$out/$name.tar.part-"
+    rm "$out/$name.tar"
+    echo "collected ${parts[*]}:"
+    ls -l "$out"
+}
+
 case "$verb" in
 unpack)
     mkdir -p "$DATA"
@@ -72,22 +88,10 @@ wait)
         fi
     done
     if running "$name"; then echo "$name is still running"; else echo "$name has ended:"; log_tail "$name" 20; fi
-    if [ -n "${OUT:-}" ]; then bash "$0" collect "$name"; fi
+    if [ -n "${OUT:-}" ]; then collect "$name"; fi
     ;;
 collect)
-    name="$1"
-    out="${OUT:?collect writes into OUT, the folder whose files come back from the call}"
-    parts=("$name.log")
-    [ -d "runs/$name" ] && parts+=("$name")
-    running "$name" && [ -d "runs/$name-checkpoint" ] && parts+=("$name-checkpoint")
-    status=0  # while the run writes, tar may find a file changed (status 1); files are replaced whole, never torn
-    tar cf "$out/$name.tar" --exclude='.*.tmp' --warning=no-file-changed --warning=no-file-removed -C runs \
-        "${parts[@]}" || status=$?
-    [ "$status" -le 1 ] || exit "$status"
-    split -b 15000000 -d "$out/$name.tar" "$out/$name.tar.part-"
-    rm "$out/$name.tar"
-    echo "collected ${parts[*]}:"
-    ls -l "$out"
+    collect "$1"
     ;;
 join)
     mkdir -p "$3"
