@@ -5,6 +5,7 @@ from __future__ import annotations
 import contextlib
 import dataclasses
 import gzip
+import hashlib
 import os
 import shutil
 import struct
@@ -117,6 +118,29 @@ def cifar_root(tmp_path_factory) -> Path:
                 image[4 + 12 * y : 16 + 12 * y, 2 + 6 * x : 8 + 6 * x] = [(label * 97) % 256, (label * 53) % 256, 200]
                 Image.fromarray(image).save(folder / f"{i:04d}.png")
     return root
+
+
+@pytest.fixture(scope="session")
+def shipped_outputs():
+    """``outputs(name, images)``: what the shipped model ``name`` makes of images (N, C, H, W), uint8 or float in
+    [0, 1]: ``unfamiliar.outputs``, its logits and every layer's features, the very numbers the records in its
+    calibration.json and metrics.json were made from. Each set of images is read once a session: the slow tests of
+    accuracy, calibration and the unfamiliar rule check their records against the same 10,000 test photos, some 50 s
+    of forward passes on two cores each time."""
+    import torch
+
+    from vit_demo import load_model
+    from vit_demo.interpret import unfamiliar
+
+    found = {}
+
+    def outputs(name: str, images: torch.Tensor) -> unfamiliar.Outputs:
+        key = (name, images.dtype, tuple(images.shape), hashlib.sha1(images.numpy().tobytes()).hexdigest())
+        if key not in found:
+            found[key] = unfamiliar.outputs(load_model(name, device="cpu").model, images)
+        return found[key]
+
+    return outputs
 
 
 @contextlib.contextmanager
@@ -244,7 +268,8 @@ def draw_digit(digit: str, canvas: int, box: tuple[int, int, int], pen: float) -
 @pytest.fixture(scope="session")
 def snapshot_weights(mnist_root, tmp_path_factory) -> Path:
     """A weights root (for VIT_DEMO_WEIGHTS) whose mnist/ is a real, short training run that kept a snapshot after
-    each of its first 3 of 4 epochs, and whose cifar10/ is the shipped model."""
+    each of its first 3 of 4 epochs (each calibrated on 1,000 held-out images, a fifth of the default: the temperatures
+    are fitted once a snapshot), and whose cifar10/ is the shipped model."""
     from vit_demo.training import run
     from vit_demo.weights import WEIGHTS_ROOT
 
@@ -252,7 +277,7 @@ def snapshot_weights(mnist_root, tmp_path_factory) -> Path:
     run.main(["--dataset", "mnist", "--data-dir", str(mnist_root), "--out", str(root / "mnist"),
                "--checkpoint-dir", str(root.parent / f"{root.name}-ckpt"), "--train-limit", "2000",
                "--test-limit", "300", "--epochs", "4", "--snapshots", "3", "--lr", "2e-3", "--warmup-epochs",
-               "0.3", "--batch-size", "64", "--no-progress"])
+               "0.3", "--batch-size", "64", "--calibration-images", "1000", "--no-progress"])
     (root / "cifar10").symlink_to(WEIGHTS_ROOT / "cifar10")
     return root
 

@@ -85,7 +85,7 @@ def test_the_held_out_calibration_images_are_never_trained_on():
 
 @pytest.mark.slow
 @pytest.mark.parametrize("name", ["mnist", "cifar10"])
-def test_shipped_models_are_calibrated_and_their_record_holds(name):
+def test_shipped_models_are_calibrated_and_their_record_holds(name, shipped_outputs):
     folder = WEIGHTS_ROOT / name
     config = json.loads((folder / CONFIG_FILE).read_text())
     report = read_calibration(folder)
@@ -100,9 +100,9 @@ def test_shipped_models_are_calibrated_and_their_record_holds(name):
     # on the other; for CIFAR-10 fitted on the 5,000 training images its run held out, measured on the test split.
     data = data_for(folder, name, SHARED_DATA)
     clf = load_model(name, device="cpu")
-    fit_logits = calibration.all_logits(clf.model, data.fit[0])
+    fit_logits = shipped_outputs(name, data.fit[0]).logits
     assert calibration.fit_temperature(fit_logits, data.fit[1]) == pytest.approx(config["temperature"], abs=1e-5)
-    logits = calibration.all_logits(clf.model, data.measure[0])
+    logits = shipped_outputs(name, data.measure[0]).logits
     for when, temperature in (("before", 1.0), ("after", clf.temperature)):
         measured = calibration.reliability(logits, data.measure[1], temperature).to_dict()
         assert measured["count"] == report[when]["count"], when

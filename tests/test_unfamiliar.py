@@ -22,11 +22,18 @@ DIGIT_GOALS = {"pen digits flagged": 0.02, "non-digits flagged": 0.80, "accuracy
 PHOTO_GOALS = {"test photos flagged": 0.05, "outside photos flagged": 0.70}
 
 
-def flagged(clf, images: torch.Tensor) -> np.ndarray:
-    """Which of the preprocessed images (N, C, H, W) in [0, 1] the classifier flags, as the app asks it."""
+def flagged(outputs, name: str, images: torch.Tensor) -> np.ndarray:
+    """Which of the preprocessed images (N, C, H, W) in [0, 1] the shipped model ``name``'s rule flags, at its
+    temperature (``outputs``: the shipped_outputs fixture); that the classifier flags the same is checked below."""
+    clf = load_model(name, device="cpu")
+    found = outputs(name, images)
+    return clf.info.unfamiliar.flags(found.logits, clf.temperature, found.features).numpy()
+
+
+def flagged_as_the_app_asks(clf, images: torch.Tensor) -> np.ndarray:
+    """The same, through ``predict_preprocessed`` as the app asks it."""
     inputs = [x[0].numpy() if x.shape[0] == 1 else x.permute(1, 2, 0).numpy() for x in images.float()]
-    return np.array([p.unfamiliar for i in range(0, len(inputs), 500)
-                     for p in clf.predict_preprocessed(inputs[i : i + 500], attention=False)])
+    return np.array([p.unfamiliar for p in clf.predict_preprocessed(inputs, attention=False)])
 
 
 def recorded(report: dict, name: str) -> dict:
@@ -34,20 +41,20 @@ def recorded(report: dict, name: str) -> dict:
 
 
 @pytest.fixture(scope="module")
-def digit_rates():
-    """The shipped digit rule's rates on the sets it was not fitted or chosen on, as the classifier flags them."""
+def digit_rates(shipped_outputs):
+    """The shipped digit rule's rates on the sets it was not fitted or chosen on, and the accuracy."""
     if not HAS_SHARED_MNIST:
         pytest.skip("the real MNIST test set is not here")
-    clf = load_model("mnist", device="cpu")
     data = data_for(WEIGHTS_ROOT / "mnist", "mnist", SHARED_DATA)
     pen = unfamiliar.canvas_digits(data.measure[0], unfamiliar.SEEDS["measure"])
     drawings, _ = unfamiliar.drawing_set("non-digits", unfamiliar.DRAWINGS, unfamiliar.SEEDS["report"])
     strokes, _ = unfamiliar.drawing_set("digits", unfamiliar.STROKE_DIGITS, unfamiliar.SEEDS["strokes"])
     test_x, test_y = load_split("mnist", SHARED_DATA, "test", download=False)
-    with torch.no_grad():
-        accuracy = float((calibration.all_logits(clf.model, test_x).argmax(1) == test_y).double().mean())
-    return {"pen digits flagged": flagged(clf, pen).mean(), "non-digits flagged": flagged(clf, drawings).mean(),
-            "stroke digits flagged": flagged(clf, strokes).mean(), "accuracy": accuracy}
+    accuracy = float((shipped_outputs("mnist", test_x).logits.argmax(1) == test_y).double().mean())
+    return {"pen digits flagged": flagged(shipped_outputs, "mnist", pen).mean(),
+            "non-digits flagged": flagged(shipped_outputs, "mnist", drawings).mean(),
+            "stroke digits flagged": flagged(shipped_outputs, "mnist", strokes).mean(), "accuracy": accuracy,
+            "sample": torch.cat([pen[::20], drawings[::10]])}  # (366, 1, 28, 28): for the classifier's check
 
 
 @pytest.mark.slow  # draws 7,160 digits and drawings, or reads 10,000 photos
@@ -73,7 +80,7 @@ def test_the_digit_rule_meets_its_goals_on_held_out_drawings(digit_rates):
 
 
 @pytest.fixture(scope="module")
-def photo_rates():
+def photo_rates(shipped_outputs):
     if not HAS_SHARED_CIFAR:
         pytest.skip("the real CIFAR-10 test set is not here")
     from vit_demo.data.outside_photos import outside_photos
@@ -83,9 +90,10 @@ def photo_rates():
     pictures = outside_photos()
     report_half = ~unfamiliar.split_photos([name for name, _ in pictures])
     photos = torch.from_numpy(np.stack([clf.preprocess(p) for (_, p), keep in zip(pictures, report_half) if keep]))
-    return {"test photos flagged": flagged(clf, test_x.float() / 255).mean(),
-            "test photos in grey flagged": flagged(clf, outliers.grey(test_x).float() / 255).mean(),
-            "outside photos flagged": flagged(clf, photos.permute(0, 3, 1, 2)).mean()}
+    return {"test photos flagged": flagged(shipped_outputs, "cifar10", test_x).mean(),
+            "test photos in grey flagged": flagged(shipped_outputs, "cifar10", outliers.grey(test_x)).mean(),
+            "outside photos flagged": flagged(shipped_outputs, "cifar10", photos.permute(0, 3, 1, 2)).mean(),
+            "sample": torch.cat([test_x[::100], outliers.grey(test_x[::100])]).float() / 255}  # (200, 3, 32, 32)
 
 
 @pytest.mark.slow  # draws 7,160 digits and drawings, or reads 10,000 photos
@@ -104,6 +112,16 @@ def test_the_photo_rule_flags_most_outside_photos(photo_rates):
     # The outside photos it is reported on were neither trained on (the probe learns from outliers made in code) nor
     # chosen on.
     assert photo_rates["outside photos flagged"] >= PHOTO_GOALS["outside photos flagged"]
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("name, rates", [("mnist", "digit_rates"), ("cifar10", "photo_rates")])
+def test_the_classifier_flags_what_its_rule_flags(name, rates, request, shipped_outputs):
+    # The rates above come from the rule applied to the model's outputs; the app asks the classifier.
+    sample = request.getfixturevalue(rates)["sample"]
+    expected = flagged(shipped_outputs, name, sample)
+    assert expected.any() and not expected.all()
+    np.testing.assert_array_equal(flagged_as_the_app_asks(load_model(name, device="cpu"), sample), expected)
 
 
 def test_mahalanobis_distance_by_hand_and_its_whitening_from_samples():
