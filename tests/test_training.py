@@ -4,6 +4,7 @@ import os
 import signal
 import subprocess
 import sys
+import textwrap
 import time
 
 import pytest
@@ -200,11 +201,29 @@ def test_atomic_write_survives_a_killed_process(tmp_path):
 
 @pytest.mark.slow
 def test_two_process_ddp_on_cpu(mnist_root, tmp_path):
+    # train.py, as it runs, with a look at the moment the process group is destroyed: no DDP wrapper may still hold
+    # it then (one left to the garbage collector once killed a process at exit).
+    launcher = tmp_path / "train_watched.py"
+    launcher.write_text(textwrap.dedent(f"""
+        import gc, os, sys
+        sys.path.insert(0, {str(REPO)!r})
+        import torch.distributed as dist
+        from torch.nn.parallel import DistributedDataParallel
+        from vit_demo.training.run import main
+        destroy = dist.destroy_process_group
+        def watched():
+            alive = sum(isinstance(o, DistributedDataParallel) for o in gc.get_objects())
+            rank = os.environ["RANK"]
+            print(f"rank {{rank}}: DDP wrappers alive as the group is destroyed: {{alive}}", file=sys.stderr)
+            destroy()
+        dist.destroy_process_group = watched
+        main()
+    """))
     out = tmp_path / "ddp"
     env = {**os.environ, "OMP_NUM_THREADS": "1"}
     started = time.perf_counter()
     result = subprocess.run(
-        [sys.executable, "-m", "torch.distributed.run", "--standalone", "--nproc_per_node=2", "train.py",
+        [sys.executable, "-m", "torch.distributed.run", "--standalone", "--nproc_per_node=2", str(launcher),
          "--dataset", "mnist", "--data-dir", str(mnist_root), "--out", str(out),
          "--checkpoint-dir", str(tmp_path / "ddp-ckpt"), "--train-limit", "512", "--test-limit", "256",
          "--epochs", "2", "--device", "cpu", *TINY],
@@ -215,4 +234,6 @@ def test_two_process_ddp_on_cpu(mnist_root, tmp_path):
     assert metrics["processes"] == 2 and metrics["epochs"] == 2
     assert metrics["test_images"] == 256 and 0 <= metrics["test_accuracy"] <= 1
     assert "2 process(es)" in result.stderr
+    for rank in (0, 1):
+        assert f"rank {rank}: DDP wrappers alive as the group is destroyed: 0" in result.stderr
     assert time.perf_counter() - started < 300

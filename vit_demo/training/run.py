@@ -4,6 +4,7 @@ they ask for: supervised training (``loop``) or self-supervised pretraining (``p
 from __future__ import annotations
 
 import argparse
+import gc
 import os
 import shlex
 import sys
@@ -45,4 +46,9 @@ def train(args: argparse.Namespace, command: str = "") -> dict | None:
         return supervised(args, command, device, rank, world_size)
     finally:
         if dist.is_initialized():
+            # The DDP wrapper, and with it its reducer's hold on the process group, lives in a reference cycle: freed
+            # later by the garbage collector, at worst while the interpreter shuts down, after the group is gone. A
+            # CPU run's second process once died there ("terminate called without an active exception"). Free it
+            # now, while everything it holds is still there.
+            gc.collect()
             dist.destroy_process_group()
