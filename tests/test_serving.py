@@ -37,14 +37,7 @@ HEAPS_AFTER_THREADS = textwrap.dedent("""
 """)
 
 
-def has_glibc() -> bool:
-    try:
-        return os.confstr("CS_GNU_LIBC_VERSION").startswith("glibc")
-    except (ValueError, OSError, AttributeError):  # a name this system does not know, or no confstr at all
-        return False
-
-
-@pytest.mark.skipif(not has_glibc(), reason="glibc only")
+@pytest.mark.skipif(serving.glibc() is None, reason="glibc only")
 def test_the_server_keeps_one_malloc_heap_a_worker_unless_told_otherwise(tmp_path):
     def heaps(how: str, **env: str) -> int:
         done = subprocess.run([sys.executable, "-c", HEAPS_AFTER_THREADS, how, str(tmp_path / "heaps.xml")],

@@ -22,11 +22,10 @@ DIGIT_GOALS = {"pen digits flagged": 0.02, "non-digits flagged": 0.80, "accuracy
 PHOTO_GOALS = {"test photos flagged": 0.05, "outside photos flagged": 0.70}
 
 
-def flagged(outputs, name: str, images: torch.Tensor) -> np.ndarray:
-    """Which of the preprocessed images (N, C, H, W) in [0, 1] the shipped model ``name``'s rule flags, at its
-    temperature (``outputs``: the shipped_outputs fixture); that the classifier flags the same is checked below."""
-    clf = load_model(name, device="cpu")
-    found = outputs(name, images)
+def flagged(outputs, clf, images: torch.Tensor) -> np.ndarray:
+    """Which of the preprocessed images (N, C, H, W) in [0, 1] the shipped classifier's rule flags, at its temperature
+    (``outputs``: the shipped_outputs fixture); that the classifier flags the same is checked below."""
+    found = outputs(clf.info.dataset.name, images)
     return clf.info.unfamiliar.flags(found.logits, clf.temperature, found.features).numpy()
 
 
@@ -45,15 +44,16 @@ def digit_rates(shipped_outputs):
     """The shipped digit rule's rates on the sets it was not fitted or chosen on, and the accuracy."""
     if not HAS_SHARED_MNIST:
         pytest.skip("the real MNIST test set is not here")
+    clf = load_model("mnist", device="cpu")
     data = data_for(WEIGHTS_ROOT / "mnist", "mnist", SHARED_DATA)
     pen = unfamiliar.canvas_digits(data.measure[0], unfamiliar.SEEDS["measure"])
     drawings, _ = unfamiliar.drawing_set("non-digits", unfamiliar.DRAWINGS, unfamiliar.SEEDS["report"])
     strokes, _ = unfamiliar.drawing_set("digits", unfamiliar.STROKE_DIGITS, unfamiliar.SEEDS["strokes"])
     test_x, test_y = load_split("mnist", SHARED_DATA, "test", download=False)
     accuracy = float((shipped_outputs("mnist", test_x).logits.argmax(1) == test_y).double().mean())
-    return {"pen digits flagged": flagged(shipped_outputs, "mnist", pen).mean(),
-            "non-digits flagged": flagged(shipped_outputs, "mnist", drawings).mean(),
-            "stroke digits flagged": flagged(shipped_outputs, "mnist", strokes).mean(), "accuracy": accuracy,
+    return {"pen digits flagged": flagged(shipped_outputs, clf, pen).mean(),
+            "non-digits flagged": flagged(shipped_outputs, clf, drawings).mean(),
+            "stroke digits flagged": flagged(shipped_outputs, clf, strokes).mean(), "accuracy": accuracy,
             "sample": torch.cat([pen[::20], drawings[::10]])}  # (366, 1, 28, 28): for the classifier's check
 
 
@@ -90,9 +90,9 @@ def photo_rates(shipped_outputs):
     pictures = outside_photos()
     report_half = ~unfamiliar.split_photos([name for name, _ in pictures])
     photos = torch.from_numpy(np.stack([clf.preprocess(p) for (_, p), keep in zip(pictures, report_half) if keep]))
-    return {"test photos flagged": flagged(shipped_outputs, "cifar10", test_x).mean(),
-            "test photos in grey flagged": flagged(shipped_outputs, "cifar10", outliers.grey(test_x)).mean(),
-            "outside photos flagged": flagged(shipped_outputs, "cifar10", photos.permute(0, 3, 1, 2)).mean(),
+    return {"test photos flagged": flagged(shipped_outputs, clf, test_x).mean(),
+            "test photos in grey flagged": flagged(shipped_outputs, clf, outliers.grey(test_x)).mean(),
+            "outside photos flagged": flagged(shipped_outputs, clf, photos.permute(0, 3, 1, 2)).mean(),
             "sample": torch.cat([test_x[::100], outliers.grey(test_x[::100])]).float() / 255}  # (200, 3, 32, 32)
 
 
@@ -119,9 +119,10 @@ def test_the_photo_rule_flags_most_outside_photos(photo_rates):
 def test_the_classifier_flags_what_its_rule_flags(name, rates, request, shipped_outputs):
     # The rates above come from the rule applied to the model's outputs; the app asks the classifier.
     sample = request.getfixturevalue(rates)["sample"]
-    expected = flagged(shipped_outputs, name, sample)
+    clf = load_model(name, device="cpu")
+    expected = flagged(shipped_outputs, clf, sample)
     assert expected.any() and not expected.all()
-    np.testing.assert_array_equal(flagged_as_the_app_asks(load_model(name, device="cpu"), sample), expected)
+    np.testing.assert_array_equal(flagged_as_the_app_asks(clf, sample), expected)
 
 
 def test_mahalanobis_distance_by_hand_and_its_whitening_from_samples():
