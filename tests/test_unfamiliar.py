@@ -46,9 +46,9 @@ def digit_rates(shipped_outputs):
         pytest.skip("the real MNIST test set is not here")
     clf = load_model("mnist", device="cpu")
     data = data_for(WEIGHTS_ROOT / "mnist", "mnist", SHARED_DATA)
-    pen = unfamiliar.canvas_digits(data.measure[0], unfamiliar.SEEDS["measure"])
-    drawings, _ = unfamiliar.drawing_set("non-digits", unfamiliar.DRAWINGS, unfamiliar.SEEDS["report"])
-    strokes, _ = unfamiliar.drawing_set("digits", unfamiliar.STROKE_DIGITS, unfamiliar.SEEDS["strokes"])
+    pen = sketches.canvas_digits(data.measure[0], unfamiliar.SEEDS["measure"])
+    drawings, _ = sketches.drawing_set("non-digits", unfamiliar.DRAWINGS, unfamiliar.SEEDS["report"])
+    strokes, _ = sketches.drawing_set("digits", unfamiliar.STROKE_DIGITS, unfamiliar.SEEDS["strokes"])
     test_x, test_y = load_split("mnist", SHARED_DATA, "test", download=False)
     accuracy = float((shipped_outputs("mnist", test_x).logits.argmax(1) == test_y).double().mean())
     return {"pen digits flagged": flagged(shipped_outputs, clf, pen).mean(),

@@ -9,6 +9,7 @@ from __future__ import annotations
 import dataclasses
 import hashlib
 import json
+import shutil
 from pathlib import Path
 
 import numpy as np
@@ -159,24 +160,32 @@ def load_weights(name_or_path: str | Path, device: torch.device | str = "cpu") -
     return info, model.to(device).eval()
 
 
-# What a pretrained encoder must share with the model it starts (train.py --init-from); stochastic depth, dropout and
-# the number of classes may differ.
+# What a model must share with the one it starts (train.py --init-from); stochastic depth, dropout and, from a
+# pretraining run's encoder, the number of classes may differ.
 ENCODER_FIELDS = ("image_size", "patch_size", "in_channels", "dim", "depth", "heads", "mlp_dim", "mean", "std")
 
 
-def initialise_encoder(model: VisionTransformer, folder: str | Path) -> list[str]:
-    """Start ``model`` from the encoder in a weights folder (``train.py --pretrain`` writes one, its checksum checked):
-    every tensor but the head's, which keeps its fresh initialisation. Returns the names of the tensors copied."""
-    info, pretrained = load_weights(Path(folder))
+def initialise_from(model: VisionTransformer, folder: str | Path, dataset: str) -> list[str]:
+    """Start ``model`` from a weights folder (its checksum checked): from the encoder of a pretraining run
+    (``train.py --pretrain``), every tensor but the head's, which keeps its fresh initialisation; from a model
+    trained on ``dataset``, every tensor, to fine-tune it. Returns the names of the tensors copied."""
+    info, trained = load_weights(Path(folder))
     differ = [f"{name} {getattr(info.config, name)} there, {getattr(model.config, name)} here"
               for name in ENCODER_FIELDS if getattr(info.config, name) != getattr(model.config, name)]
     if differ:
         raise WeightsError(f"{shown_path(Path(folder))} holds another architecture: {'; '.join(differ)}")
-    state = {k: v for k, v in pretrained.state_dict().items() if not k.startswith("head.")}
+    whole = fine_tunes(info, dataset)
+    state = {k: v for k, v in trained.state_dict().items() if whole or not k.startswith("head.")}
     missing, unexpected = model.load_state_dict(state, strict=False)
-    if sorted(missing) != ["head.bias", "head.weight"] or unexpected:
+    if sorted(missing) != ([] if whole else ["head.bias", "head.weight"]) or unexpected:
         raise WeightsError(f"{shown_path(Path(folder))} does not fit: missing {missing}, unexpected {unexpected}")
     return sorted(state)
+
+
+def fine_tunes(info: WeightsInfo, dataset: str) -> bool:
+    """Whether a run that starts from the weights ``info`` describes fine-tunes them: a model trained on ``dataset``
+    (not a pretraining run's encoder)."""
+    return info.pretrained is None and info.dataset.name == dataset
 
 
 # ---- Snapshots: the model as it was during training --------------------------------------------------------
@@ -214,6 +223,16 @@ def write_snapshot_index(folder: str | Path, history: list[dict], measure: str =
             entries.append({"epoch": epoch, measure: measured[epoch], "file": f"{SNAPSHOTS_DIR}/{path.name}",
                             "sha256": hashlib.sha256(path.read_bytes()).hexdigest()})
     atomic_write_text(folder / SNAPSHOTS_INDEX, json.dumps(entries, indent=2) + "\n")
+
+
+def carry_snapshots(source: Path, folder: str | Path) -> None:
+    """Copy the snapshots (and their index) a run kept in ``source`` into ``folder``, where a fine-tune of its model
+    carries them on; nothing where they are the same folder, or there are none."""
+    folder = Path(folder)
+    if not (source / SNAPSHOTS_INDEX).is_file() or folder.resolve() == source.resolve():
+        return
+    shutil.copytree(source / SNAPSHOTS_DIR, folder / SNAPSHOTS_DIR, dirs_exist_ok=True)
+    shutil.copy2(source / SNAPSHOTS_INDEX, folder / SNAPSHOTS_INDEX)
 
 
 @dataclasses.dataclass(frozen=True)

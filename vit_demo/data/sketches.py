@@ -5,17 +5,26 @@ drawn with one of the canvas' pens (``preprocess.PENS``, round caps) at a random
 on its 336-pixel surface, shrunk to the 112-pixel copy the canvas sends (``preprocess.CANVAS_SIZE``), and put through
 the app's own drawing preprocessing (``preprocess.preprocess_drawing``). The digits follow the stroke digits the
 tests draw; the non-digits are letters unlike any digit, doodles, scribbles, dots, hashes and shapes. They measure
-the rule that flags a drawing unlike any digit (``vit_demo/interpret/unfamiliar.py``); nothing is trained on them.
+the rule that flags a drawing unlike any digit (``vit_demo/interpret/unfamiliar.py``), and ``train.py
+--outlier-drawings`` trains on drawings of no digit drawn with seeds of its own (outlier exposure).
+
+Reading a drawing as the app does takes some 10 ms, so sets of them are kept in the cache folder (``cached``).
 """
 
 from __future__ import annotations
 
+import hashlib
 import math
 from collections.abc import Callable
+from pathlib import Path
 
 import numpy as np
+import torch
 from PIL import Image, ImageDraw
 
+from vit_demo.atomic import atomic_write
+from vit_demo.data import preprocess
+from vit_demo.data.datasets import default_cache_dir
 from vit_demo.data.preprocess import CANVAS_SIZE, DRAWING_PIXELS, PENS, preprocess_drawing
 
 Stroke = list[tuple[float, float]]
@@ -239,9 +248,13 @@ def digit_ways() -> list[tuple[int, list[Stroke]]]:
     return [(int(digit), strokes) for digit, written in DIGITS.items() for strokes in written]
 
 
-def non_digit_kinds() -> list[tuple[str, _Maker]]:
-    """Every kind of non-digit drawing, in order: [("family/kind", maker)]."""
-    return [(f"{family}/{name}", make) for family, makers in NON_DIGITS.items() for name, make in makers.items()]
+KIND_HALVES = ("every", "even", "odd")  # all the kinds of non-digit drawing, or every other one from the first or second
+
+
+def non_digit_kinds(half: str = "every") -> list[tuple[str, _Maker]]:
+    """The kinds of non-digit drawing (``half`` of them, KIND_HALVES), in order: [("family/kind", maker)]."""
+    kinds = [(f"{family}/{name}", make) for family, makers in NON_DIGITS.items() for name, make in makers.items()]
+    return kinds if half == "every" else kinds[KIND_HALVES.index(half) - 1 :: 2]
 
 
 def digit_drawings(count: int, seed: int) -> tuple[np.ndarray, np.ndarray]:
@@ -257,11 +270,11 @@ def digit_drawings(count: int, seed: int) -> tuple[np.ndarray, np.ndarray]:
     return np.stack(images), np.array(labels)
 
 
-def non_digit_drawings(count: int, seed: int) -> tuple[np.ndarray, list[str]]:
-    """``count`` drawings of no digit, each kind in turn, as the model reads them: (N, 28, 28) float32 in [0, 1],
-    and what each is ("family/kind")."""
+def non_digit_drawings(count: int, seed: int, half: str = "every") -> tuple[np.ndarray, list[str]]:
+    """``count`` drawings of no digit, each kind (of ``half`` of them) in turn, as the model reads them: (N, 28, 28)
+    float32 in [0, 1], and what each is ("family/kind")."""
     rng = np.random.default_rng(seed)
-    kinds = non_digit_kinds()
+    kinds = non_digit_kinds(half)
     images, names = [], []
     for i in range(count):
         name, make = kinds[i % len(kinds)]
@@ -284,3 +297,43 @@ def on_canvas(digits: np.ndarray, seed: int) -> np.ndarray:
         ink[top : top + size, left : left + size] = np.asarray(scaled)
         read.append(preprocess_drawing(ink))
     return np.stack(read)
+
+
+# ---- Sets of drawings, kept in the cache folder ---------------------------------------------------------------
+
+
+def _source_key() -> str:
+    """What drawings made in code depend on besides their seed: the code that draws and reads them."""
+    return hashlib.sha256(b"".join(Path(file).read_bytes() for file in (__file__, preprocess.__file__))).hexdigest()
+
+
+def cached(name: str, make: Callable[[], np.ndarray], *keys: bytes) -> torch.Tensor:
+    """``make()`` (a float32 array), kept in the cache folder under a key of ``keys`` and the drawing code."""
+    key = hashlib.sha256(b"".join(keys) + _source_key().encode()).hexdigest()[:16]
+    path = default_cache_dir() / f"drawings-{name}-{key}.pt"
+    if path.is_file():
+        return torch.load(path, weights_only=True)
+    found = torch.from_numpy(np.asarray(make(), dtype=np.float32))
+    path.parent.mkdir(parents=True, exist_ok=True)
+    atomic_write(path, lambda f: torch.save(found, f))  # another process may be reading the cache
+    return found
+
+
+def canvas_digits(images: torch.Tensor, seed: int) -> torch.Tensor:
+    """MNIST digits (N, 1, 28, 28) uint8 written on the canvas and read as the app reads them (``on_canvas``):
+    (N, 1, 28, 28) float32 in [0, 1]."""
+    digits = images[:, 0].numpy()
+    return cached("canvas", lambda: on_canvas(digits, seed), digits.tobytes(), str(seed).encode())[:, None]
+
+
+def drawing_set(kind: str, count: int, seed: int, half: str = "every") -> tuple[torch.Tensor, list[str]]:
+    """``count`` drawings made in code, (N, 1, 28, 28) float32 in [0, 1], and what each is: non-digits
+    ("family/kind", of ``half`` of the kinds) or stroke digits (their digit)."""
+    if kind == "non-digits":
+        names = [name for name, _ in non_digit_kinds(half)]
+        make = lambda: non_digit_drawings(count, seed, half)[0]  # noqa: E731
+    else:
+        names = [str(digit) for digit, _ in digit_ways()]
+        make = lambda: digit_drawings(count, seed)[0]  # noqa: E731
+    images = cached(kind, make, f"{count} {seed}".encode() + (b"" if half == "every" else half.encode()))
+    return images[:, None], [names[i % len(names)] for i in range(count)]

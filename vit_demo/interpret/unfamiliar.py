@@ -35,15 +35,14 @@ choosing set.
 from __future__ import annotations
 
 import dataclasses
-import hashlib
 from pathlib import Path
 
 import numpy as np
 import torch
 
-from vit_demo.atomic import atomic_write
-from vit_demo.data import outliers, preprocess, sketches
-from vit_demo.data.datasets import default_cache_dir, load_split
+from vit_demo.data import outliers, preprocess
+from vit_demo.data.sketches import canvas_digits, drawing_set
+from vit_demo.data.datasets import load_split
 from vit_demo.interpret import calibration
 from vit_demo.interpret.calibration import UnfamiliarRule
 
@@ -211,43 +210,6 @@ def scorer(fitted, temperature: float):
 
 
 # ---- The images -------------------------------------------------------------------------------------------------
-
-
-def _source_key() -> str:
-    """What drawings made in code depend on besides their seed: the code that draws and reads them."""
-    return hashlib.sha256(b"".join(Path(module.__file__).read_bytes() for module in (sketches, preprocess))).hexdigest()
-
-
-def cached(name: str, make, *keys: bytes) -> torch.Tensor:
-    """``make()`` (a float32 array), kept in the cache folder under a key of ``keys`` and the drawing code: drawings
-    take some 10 ms each to read as the app reads them."""
-    key = hashlib.sha256(b"".join(keys) + _source_key().encode()).hexdigest()[:16]
-    path = default_cache_dir() / f"drawings-{name}-{key}.pt"
-    if path.is_file():
-        return torch.load(path, weights_only=True)
-    found = torch.from_numpy(np.asarray(make(), dtype=np.float32))
-    path.parent.mkdir(parents=True, exist_ok=True)
-    atomic_write(path, lambda f: torch.save(found, f))  # another process may be reading the cache
-    return found
-
-
-def canvas_digits(images: torch.Tensor, seed: int) -> torch.Tensor:
-    """MNIST digits (N, 1, 28, 28) uint8 written on the canvas and read as the app reads them, (N, 1, 28, 28)."""
-    digits = images[:, 0].numpy()
-    return cached("canvas", lambda: sketches.on_canvas(digits, seed), digits.tobytes(), str(seed).encode())[:, None]
-
-
-def drawing_set(kind: str, count: int, seed: int) -> tuple[torch.Tensor, list[str]]:
-    """``count`` drawings made in code, (N, 1, 28, 28), and what each is: non-digits ("family/kind") or stroke digits
-    (their digit)."""
-    if kind == "non-digits":
-        names = [name for name, _ in sketches.non_digit_kinds()]
-        make = lambda: sketches.non_digit_drawings(count, seed)[0]  # noqa: E731
-    else:
-        names = [str(digit) for digit, _ in sketches.digit_ways()]
-        make = lambda: sketches.digit_drawings(count, seed)[0]  # noqa: E731
-    images = cached(kind, make, f"{count} {seed}".encode())
-    return images[:, None], [names[i % len(names)] for i in range(count)]
 
 
 def split_photos(names: list[str]) -> np.ndarray:

@@ -16,6 +16,7 @@ from torch.nn.parallel import DistributedDataParallel
 from tqdm import tqdm
 
 from vit_demo.atomic import atomic_write, atomic_write_text
+from vit_demo.data import sketches
 from vit_demo.data.datasets import DatasetNotFound, DatasetSpec, dataset_spec, load_split
 from vit_demo.device import device_name
 from vit_demo.interpret.heads import mean_sample, write_head_means
@@ -25,11 +26,20 @@ from vit_demo.pictures.figures import training_curves
 from vit_demo.training.calibrate import calibrate, held_out, holdout_indices
 from vit_demo.training.evaluation import evaluate
 from vit_demo.training.options import recipe_from_args
-from vit_demo.training.step import GRAPH_CHUNK_BATCHES, TrainStep, make_optimizer, make_schedule, train_steps
-from vit_demo.weights import (CURVES_FILE, METRICS_FILE, WEIGHTS_ROOT, WeightsError, initialise_encoder, save_snapshot,
+from vit_demo.training.recipes import Recipe
+from vit_demo.training.step import (GRAPH_CHUNK_BATCHES, NO_CLASS, TrainStep, make_optimizer, make_schedule,
+                                    train_steps)
+from vit_demo.weights import (CURVES_FILE, METRICS_FILE, WEIGHTS_ROOT, WeightsError, carry_snapshots, fine_tunes,
+                              initialise_from, read_metrics, read_weights_info, resolve_weights_folder, save_snapshot,
                               save_weights, shown_path, snapshot_epochs, write_snapshot_index)
 
 CHECKPOINT_FILE = "checkpoint.pt"
+# The seeds of the drawings a recipe trains on (Recipe.canvas_digits, outlier_drawings), apart from the ones the
+# unfamiliar rule is fitted and measured with (interpret/unfamiliar.py's SEEDS): its measures stay on drawings never
+# trained on. A run's --seed moves them by 1,000 each.
+DRAWING_SEEDS = {"canvas digits": 61, "non-digits": 62}
+# What metrics.json keeps of the run a fine-tune continues (the rest, its history, carries on in the fine-tune's).
+CONTINUED_FIELDS = ("command", "epochs", "train_images", "wall_time_s", "device_name", "test_accuracy", "recipe")
 
 
 def subset(images: torch.Tensor, labels: torch.Tensor, limit: int | None, seed: int):
@@ -37,6 +47,27 @@ def subset(images: torch.Tensor, labels: torch.Tensor, limit: int | None, seed: 
         return images, labels
     keep = torch.randperm(len(images), generator=torch.Generator().manual_seed(seed))[:limit]
     return images[keep], labels[keep]
+
+
+def drawings(recipe: Recipe, spec: DatasetSpec, train_x: torch.Tensor, train_y: torch.Tensor, seed: int
+             ) -> tuple[torch.Tensor, torch.Tensor]:
+    """The drawings ``recipe`` trains on besides the training images (uint8 (N, 1, 28, 28), labels (N,)): uint8
+    (M, 1, 28, 28) and labels (M,), NO_CLASS for a drawing of no digit (data/sketches.py)."""
+    if not (recipe.canvas_digits or recipe.outlier_drawings):
+        return train_x[:0], train_y[:0]
+    if spec.name != "mnist":
+        raise SystemExit("train.py: error: --canvas-digits and --outlier-drawings are drawings, for mnist only")
+    found_x, found_y = [], []
+    if recipe.canvas_digits:
+        pick = torch.randperm(len(train_x), generator=torch.Generator().manual_seed(seed))[: recipe.canvas_digits]
+        found_x.append(sketches.canvas_digits(train_x[pick], DRAWING_SEEDS["canvas digits"] + 1000 * seed))
+        found_y.append(train_y[pick])
+    if recipe.outlier_drawings:
+        drawn, _ = sketches.drawing_set("non-digits", recipe.outlier_drawings,
+                                        DRAWING_SEEDS["non-digits"] + 1000 * seed, recipe.outlier_kinds)
+        found_x.append(drawn)
+        found_y.append(torch.full((len(drawn),), NO_CLASS, dtype=train_y.dtype))
+    return torch.cat(found_x).mul(255).round().to(torch.uint8), torch.cat(found_y)
 
 
 def training_data(args: argparse.Namespace, spec: DatasetSpec, device: torch.device):
@@ -55,6 +86,20 @@ def training_data(args: argparse.Namespace, spec: DatasetSpec, device: torch.dev
     if device.type == "cuda":
         train_x, train_y, test_x, test_y = (t.to(device) for t in (train_x, train_y, test_x, test_y))
     return (train_x, train_y), (test_x, test_y), calibration_set
+
+
+def continued_record(folder: Path | None, dataset: str) -> dict | None:
+    """The record (metrics.json) of the model that --init-from ``folder`` fine-tunes, whose history and snapshots this
+    run carries on; None where there is none to carry on: no --init-from, or a pretraining run's encoder."""
+    if folder is None:
+        return None
+    try:
+        info, _ = read_weights_info(resolve_weights_folder(folder))
+    except WeightsError as exc:
+        raise SystemExit(f"--init-from: {exc}") from None
+    if not fine_tunes(info, dataset):
+        return None
+    return read_metrics(folder) or {"epochs": 0, "history": []}
 
 
 def epoch_draws(seed: int, epoch: int, rank: int, device: torch.device, images: int
@@ -91,7 +136,7 @@ def write_checkpoint(path: Path, identity: dict, graph_step: bool, history: list
                      model: nn.Module, optimizer: torch.optim.Optimizer, scheduler) -> None:
     """What --resume needs to carry on after the last epoch in ``history``, written atomically."""
     path.parent.mkdir(parents=True, exist_ok=True)
-    state = {**identity, "graph_step": graph_step, "epoch": history[-1]["epoch"], "history": history,
+    state = {**identity, "graph_step": graph_step, "epoch": len(history), "history": history,
              "elapsed_s": elapsed_s, "model": model.state_dict(), "optimizer": optimizer.state_dict(),
              "scheduler": scheduler.state_dict()}
     atomic_write(path, lambda f: torch.save(state, f))
@@ -115,6 +160,8 @@ def supervised(args: argparse.Namespace, command: str, device: torch.device, ran
     checkpoint_path = (args.checkpoint_dir or Path("runs") / spec.name) / CHECKPOINT_FILE
 
     (train_x, train_y), (test_x, test_y), calibration_set = training_data(args, spec, device)
+    drawn_x, drawn_y = drawings(recipe, spec, train_x.cpu(), train_y.cpu(), args.seed)
+    train_x, train_y = torch.cat([train_x, drawn_x.to(train_x.device)]), torch.cat([train_y, drawn_y.to(train_y.device)])
     held = len(calibration_set[0])
     # Each process takes an equal share so that all of them run the same number of steps. Every batch is
     # full (the last partial one is dropped), so shapes never change: what torch.compile and CUDA graphs need.
@@ -130,23 +177,28 @@ def supervised(args: argparse.Namespace, command: str, device: torch.device, ran
     warmup_steps, total_steps = round(recipe.warmup_epochs * steps_per_epoch), recipe.epochs * steps_per_epoch
     scheduler = make_schedule(optimizer, warmup_steps, total_steps, device, graph=args.graph_step)
     identity = {"dataset": spec.name, "vit": recipe.vit.to_dict(), "pretrain": None}
+    continued = continued_record(args.init_from, spec.name)
+    first_epoch = continued["epochs"] if continued else 0  # a fine-tune's epochs are numbered after the run's it continues
     start_epoch, history, elapsed_before = 0, [], 0.0
     if args.resume:
         start_epoch, history, elapsed_before = resume_from(checkpoint_path, device, identity, args.graph_step, model,
                                                            optimizer, scheduler)
-    elif args.init_from:  # a pretrained encoder (train.py --pretrain): every weight but the head's
+    elif args.init_from:  # a pretrained encoder (train.py --pretrain), every weight but the head's; or a model to fine-tune
         try:
-            copied = initialise_encoder(model, args.init_from)
+            copied = initialise_from(model, args.init_from, spec.name)
         except WeightsError as exc:
             raise SystemExit(f"--init-from: {exc}") from exc
         if is_main:
-            print(f"started from {len(copied)} pretrained tensors in {shown_path(args.init_from)}", file=sys.stderr)
+            what = f"the model trained for {first_epoch} epochs" if continued else "pretrained tensors"
+            print(f"started from {len(copied)} tensors of {what} in {shown_path(args.init_from)}", file=sys.stderr)
+            if continued:
+                carry_snapshots(resolve_weights_folder(args.init_from), out)
     train_model = DistributedDataParallel(model) if world_size > 1 else model
     train_step = TrainStep(train_model, optimizer, scheduler, recipe.label_smoothing, device, args.compile,
                            graph=args.graph_step)
     chunk_batches = GRAPH_CHUNK_BATCHES if args.graph_step else 1
     refresh_every = max(1, steps_per_epoch // 10)  # the progress bar's loss: ten host syncs an epoch
-    snapshots = snapshot_epochs(recipe.epochs, args.snapshots)
+    snapshots = [] if continued else snapshot_epochs(recipe.epochs, args.snapshots)  # a fine-tune keeps the run's
     if is_main:
         print(f"training {spec.name}: {n_params:,} parameters, {len(train_x):,} train / {len(test_x):,} test images, "
               f"device {device}, {world_size} process(es)", file=sys.stderr)
@@ -165,19 +217,19 @@ def supervised(args: argparse.Namespace, command: str, device: torch.device, ran
         for step, _ in enumerate(steps):
             bar.update()
             if not bar.disable and (step + 1) % refresh_every == 0:
-                loss_sum, correct = train_step.sums.tolist()
+                loss_sum, correct, labelled = train_step.sums.tolist()
                 seen = (step + 1) * rank_batch
-                bar.set_postfix(loss=f"{loss_sum / seen:.4f}", acc=f"{correct / seen:.4f}")
+                bar.set_postfix(loss=f"{loss_sum / seen:.4f}", acc=f"{correct / max(1.0, labelled):.4f}")
         bar.close()
-        loss_sum, correct = train_step.sums.tolist()  # waits for the epoch's last step: its one host sync
+        loss_sum, correct, labelled = train_step.sums.tolist()  # waits for the epoch's last step: its one host sync
         train_seconds = time.perf_counter() - epoch_started
         test_loss, test_correct, test_n = evaluate(model, test_x[test_shard], test_y[test_shard])
-        loss_sum, correct, seen, test_loss, test_correct, test_n = _all_reduce_sum(
-            [loss_sum, correct, steps_per_epoch * rank_batch, test_loss, test_correct, test_n], device)
+        loss_sum, correct, labelled, seen, test_loss, test_correct, test_n = _all_reduce_sum(
+            [loss_sum, correct, labelled, steps_per_epoch * rank_batch, test_loss, test_correct, test_n], device)
         history.append({
-            "epoch": epoch + 1,
+            "epoch": first_epoch + epoch + 1,
             "train_loss": loss_sum / seen,
-            "train_accuracy": correct / seen,
+            "train_accuracy": correct / labelled,
             "test_loss": test_loss / test_n,
             "test_accuracy": test_correct / test_n,
             "lr": scheduler.get_last_lr()[0],
@@ -211,21 +263,24 @@ def supervised(args: argparse.Namespace, command: str, device: torch.device, ran
         "parameters": n_params,
         "calibration_holdout": {"images": held, "seed": args.seed} if held else None,
         "init_from": str(shown_path(args.init_from)) if args.init_from else None,
+        "continues": {k: continued.get(k) for k in CONTINUED_FIELDS} if continued else None,
         "recipe": {k: v for k, v in dataclasses.asdict(recipe).items() if k != "vit"},
         "seed": args.seed,
         "torch": torch.__version__,
         "command": command,
-        "history": history,
+        "history": (continued.get("history", []) if continued else []) + history,
     }
+    if continued:
+        metrics["epochs"] = first_epoch + recipe.epochs
     save_weights(out, model, spec)
     write_attention_distance(out, model, test_x, "test")  # for the app's inside-the-model view
-    write_head_means(out, model, mean_sample(train_x))  # for mean-ablation of heads (heads/knockout.py)
+    write_head_means(out, model, mean_sample(train_x[train_y != NO_CLASS]))  # for mean-ablation of heads (heads/knockout.py)
     if snapshots:
         write_snapshot_index(out, history)
     atomic_write_text(out / METRICS_FILE, json.dumps(metrics, indent=2) + "\n")
     if held:
         calibrate(out, args.data_dir, device, held_out(calibration_set, (test_x.cpu(), test_y.cpu()), args.seed))
-    curves = training_curves(history, f"ViT on {spec.name}: {100 * metrics['test_accuracy']:.2f}% test accuracy")
+    curves = training_curves(metrics["history"], f"ViT on {spec.name}: {100 * metrics['test_accuracy']:.2f}% test accuracy")
     atomic_write(out / CURVES_FILE, lambda f: curves.save(f, format="png"))
     print(json.dumps({k: metrics[k] for k in ("dataset", "test_accuracy", "epochs", "wall_time_s", "parameters")}))
     return metrics

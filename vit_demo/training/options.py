@@ -8,6 +8,7 @@ import typing
 from pathlib import Path
 
 from vit_demo.arguments import float_in, int_in
+from vit_demo.data.sketches import KIND_HALVES
 from vit_demo.model import ViTConfig
 from vit_demo.training.calibrate import HOLDOUT_IMAGES, HOLDOUT_SHARE
 from vit_demo.training.recipes import PRETRAIN_METHODS, PRETRAIN_RECIPES, RECIPES, PretrainRecipe, Recipe
@@ -27,7 +28,7 @@ FLAG_TYPES = {**typing.get_type_hints(ViTConfig), **typing.get_type_hints(Pretra
               **typing.get_type_hints(Recipe)}
 # What a flag may be, where it is not a whole number from 1 (the int fields) or a number from 0 (the float ones).
 FLAG_RANGES = {"label_smoothing": float_in(0, 1), "random_erasing": float_in(0, 1), "mix_prob": float_in(0, 1),
-               "drop_path": float_in(0, 1), "mask_ratio": float_in(0, 0.99)}
+               "drop_path": float_in(0, 1), "mask_ratio": float_in(0, 0.99), "outlier_weight": float_in(0, 1)}
 FLAG_HELP = {  # what a flag's name does not say
     "batch_size": "global batch size (split across torchrun processes)",
     "trivial_augment": "TrivialAugment, per image, on top of the crop/flip or affine augmentation",
@@ -36,6 +37,13 @@ FLAG_HELP = {  # what a flag's name does not say
     "mix_prob": "each batch's chance of MixUp or CutMix",
     "mixup_alpha": "MixUp strength (0 turns it off)",
     "cutmix_alpha": "CutMix strength (0 turns it off)",
+    "canvas_digits": "mnist: this many training digits also written on the app's canvas and read back as the app reads "
+                     "a drawing, trained on beside MNIST's own",
+    "outlier_drawings": "mnist: this many drawings of no digit (letters, doodles, shapes...) trained towards the uniform "
+                        "distribution (outlier exposure; docs/calibration.md)",
+    "outlier_weight": "their loss's weight against a digit's (default: 0.5)",
+    "outlier_kinds": "the kinds they are drawn from (default: every): every other kind, even or odd, leaves the rest to "
+                     "measure on",
     "mask_ratio": "--pretrain mae: share of each image's patches hidden from the encoder (recipe: 0.75)",
     "decoder_dim": "--pretrain mae: the decoder's width",
     "decoder_depth": "--pretrain mae: the decoder's blocks",
@@ -64,11 +72,14 @@ def build_parser() -> argparse.ArgumentParser:
                    help="self-supervised pretraining instead (mae: a masked autoencoder), no labels used: writes the "
                         "encoder to --out (default: runs/<dataset>-mae) for --init-from (docs/training.md)")
     p.add_argument("--init-from", type=Path, metavar="FOLDER",
-                   help="start from the encoder that train.py --pretrain wrote in FOLDER; the head starts fresh")
+                   help="start from the encoder that train.py --pretrain wrote in FOLDER (the head starts fresh), or "
+                        "fine-tune the model trained on this dataset in FOLDER: its record and snapshots carry on")
     for field in (*RECIPE_FLAGS, *PRETRAIN_FLAGS, *ARCHITECTURE_FLAGS):
         flag, kind, help = "--" + field.replace("_", "-"), FLAG_TYPES[field], FLAG_HELP.get(field)
         if kind is bool:
             p.add_argument(flag, action=argparse.BooleanOptionalAction, default=None, help=help)
+        elif field == "outlier_kinds":
+            p.add_argument(flag, choices=KIND_HALVES, help=help)
         else:
             p.add_argument(flag, type=FLAG_RANGES.get(field, int_in(1) if kind is int else float_in(0)), help=help)
     p.add_argument("--train-limit", type=int_in(1), help="train on a random subset of this many images")
@@ -109,7 +120,10 @@ def recipe_from_args(args: argparse.Namespace) -> Recipe:
     hyper = {k: getattr(args, k) for k in RECIPE_FLAGS if getattr(args, k) is not None}
     if hyper.get("auto_augment"):  # in place of the recipe's TrivialAugment, unless that is asked for too
         hyper.setdefault("trivial_augment", False)
-    return dataclasses.replace(recipe, vit=architecture(recipe.vit, **arch), **hyper)
+    try:
+        return dataclasses.replace(recipe, vit=architecture(recipe.vit, **arch), **hyper)
+    except ValueError as exc:  # a recipe that cannot be (drawings of no digit mixed by MixUp): said in a line
+        raise SystemExit(f"train.py: error: {exc}") from None
 
 
 def pretrain_recipe_from_args(args: argparse.Namespace) -> tuple[PretrainRecipe, ViTConfig]:

@@ -43,16 +43,17 @@ EVAL_IMAGES = 2_000  # test images whose reconstruction loss is measured after e
 
 class MAEStep(TrainStep):
     """The training step for the MAE: the batch's second tensor is the masking noise (B, N), not targets; there is no
-    accuracy to count (its sum stays 0)."""
+    accuracy to count (its sums stay 0)."""
 
     def __init__(self, mae: nn.Module, optimizer: torch.optim.Optimizer, scheduler, device: torch.device,
                  compile_mode: str | None = None, graph: bool = False) -> None:
         super().__init__(mae, optimizer, scheduler, 0.0, device, compile_mode, graph)
 
-    def _loss(self, x: torch.Tensor, noise: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+    def _loss(self, x: torch.Tensor, noise: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
         with torch.autocast(self.device.type, dtype=torch.bfloat16, enabled=self.device.type == "cuda"):
             loss, _, _ = self.model(x, noise)  # the loss is computed in fp32 (MaskedAutoencoder.forward)
-        return loss.float(), torch.zeros((), device=x.device)
+        none = torch.zeros((), device=x.device)
+        return loss.float(), none, none
 
 
 def masking_noise(images: int, patches: int, seed: int, device: torch.device | str = "cpu") -> torch.Tensor:

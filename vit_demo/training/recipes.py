@@ -26,10 +26,19 @@ class Recipe:
     mix_prob: float = 1.0  # each batch's chance of MixUp or CutMix (when either is on)
     mixup_alpha: float = 0.0  # 0 = no MixUp
     cutmix_alpha: float = 0.0  # 0 = no CutMix; with both on, a mixed batch gets one of the two
+    # Drawings, for MNIST (data/sketches.py): training digits also written on the app's canvas and read back as the
+    # app reads a drawing, and drawings of no digit whose target is the uniform distribution, their loss weighted by
+    # outlier_weight (outlier exposure: Hendrycks, Mazeika and Dietterich, 2019).
+    canvas_digits: int = 0
+    outlier_drawings: int = 0
+    outlier_weight: float = 0.5
+    outlier_kinds: str = "every"  # or every other kind ("even", "odd"), to measure on kinds never trained on
 
     def __post_init__(self) -> None:
         if self.trivial_augment and self.auto_augment:
             raise ValueError("a recipe uses TrivialAugment or AutoAugment, not both")
+        if self.outlier_drawings and (self.mixup_alpha > 0 or self.cutmix_alpha > 0):
+            raise ValueError("drawings of no digit are not mixed with MixUp or CutMix")
 
 
 def _vit_for(spec: DatasetSpec, **arch: int | float) -> ViTConfig:

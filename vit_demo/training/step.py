@@ -17,6 +17,7 @@ from vit_demo.training.recipes import Recipe
 
 GRAPH_WARMUP_STEPS = 3  # eager steps on a side stream before the capture, as in PyTorch's CUDA graphs notes
 GRAPH_CHUNK_BATCHES = 64  # with --graph-step, batches augmented at once (8,192 CIFAR-10 images at batch 128)
+NO_CLASS = -1  # the label of a training image of no class (a drawing of no digit, Recipe.outlier_drawings)
 
 
 def training_batches(images: torch.Tensor, labels: torch.Tensor, recipe: Recipe, spec: DatasetSpec,
@@ -24,7 +25,8 @@ def training_batches(images: torch.Tensor, labels: torch.Tensor, recipe: Recipe,
     """Batches as the model trains on them, made on the images' device, as many at once as given: uint8
     (N * batch_size, C, H, W) and labels (N * batch_size,) -> augmented images (N * batch_size, C, H, W) in [0, 1]
     and target class probabilities (N * batch_size, classes). Each run of ``batch_size`` images is one batch,
-    mixed (MixUp/CutMix) within itself.
+    mixed (MixUp/CutMix) within itself. An image labelled NO_CLASS gets the uniform distribution weighted by the
+    recipe's ``outlier_weight`` as its target: a row that sums to that weight, which the loss keeps.
 
     Every draw, each image's and each batch's, comes from ``generator``, on the images' device: nothing waits
     for the host, and one call makes N batches in the same few kernels as one.
@@ -38,6 +40,8 @@ def training_batches(images: torch.Tensor, labels: torch.Tensor, recipe: Recipe,
         x = random_erasing(x, generator, recipe.random_erasing, spec.mean)
     # (N * B, classes) one-hot; a comparison, not F.one_hot, whose range check waits for a GPU.
     target = (labels[:, None] == torch.arange(len(spec.classes), device=labels.device)).float()
+    if recipe.outlier_drawings:
+        target = torch.where(labels[:, None] == NO_CLASS, recipe.outlier_weight / len(spec.classes), target)
     if recipe.mixup_alpha > 0 or recipe.cutmix_alpha > 0:
         x, target = mix_batches(x, target, batch_size, generator, recipe.mix_prob, recipe.mixup_alpha,
                                 recipe.cutmix_alpha)
@@ -164,32 +168,41 @@ class TrainStep:
         self.label_smoothing, self.device, self.compile_mode, self.graph = label_smoothing, device, compile_mode, graph
         self.loss = torch.compile(self._loss, mode=None if compile_mode == "default" else compile_mode) \
             if compile_mode else self._loss
-        self.sums = torch.zeros(2, dtype=torch.float64, device=device)  # summed loss, correct
+        self.sums = torch.zeros(3, dtype=torch.float64, device=device)  # summed loss, correct, images with a class
         self.static: tuple[torch.Tensor, torch.Tensor] | None = None  # the graph's x (B, C, H, W), target (B, classes)
         self.cuda_graph: torch.cuda.CUDAGraph | None = None
         self.side_stream: torch.cuda.Stream | None = None  # the warm-up's and the capture's
         self.eager_steps = 0
 
-    def _loss(self, x: torch.Tensor, target: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
-        """The loss and the count of correct answers on a batch (a subclass may train for another objective:
-        vit_demo/training/pretrain.py's MAEStep)."""
+    def _loss(self, x: torch.Tensor, target: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+        """The loss on a batch, the count of correct answers and of images that have one (a subclass may train for
+        another objective: vit_demo/training/pretrain.py's MAEStep).
+
+        The loss is the cross-entropy to the target, label-smoothed as F.cross_entropy smooths it, except that each
+        target keeps its mass: a class's target sums to 1, a drawing of no digit's (the uniform distribution) to its
+        weight, which smoothing would otherwise change."""
         with torch.autocast(self.device.type, dtype=torch.bfloat16, enabled=self.device.type == "cuda"):
             logits = self.model(x)  # (B, classes)
-        # Correct = the top logit is the image's dominant class (its own, or the larger part of a mix).
-        correct = (logits.detach().argmax(1) == target.argmax(1)).sum()
-        return F.cross_entropy(logits.float(), target, label_smoothing=self.label_smoothing), correct
+        mass = target.sum(1, keepdim=True)  # (B, 1)
+        smoothed = target * (1 - self.label_smoothing) + mass * (self.label_smoothing / target.shape[1])  # (B, K)
+        loss = -(smoothed * F.log_softmax(logits.float(), 1)).sum(1).mean()
+        # Correct = the top logit is the image's dominant class (its own, or the larger part of a mix). A target
+        # spread evenly (outlier_weight at most 1, so no share above 1 / classes) has no right answer.
+        labelled = target.amax(1) > 1 / target.shape[1]  # (B,)
+        correct = ((logits.detach().argmax(1) == target.argmax(1)) & labelled).sum()
+        return loss, correct, labelled.sum()
 
     def _step(self, x: torch.Tensor, target: torch.Tensor) -> None:
         """The step itself: run as it is, or captured once in a CUDA graph. Inside a capture ``zero_grad`` finds no
         gradients (the warm-up's were set to None) and backward makes them in the graph's memory, as the notes do."""
         if self.compile_mode == "reduce-overhead":
             torch.compiler.cudagraph_mark_step_begin()
-        loss, correct = self.loss(x, target)
+        loss, correct, labelled = self.loss(x, target)
         self.optimizer.zero_grad(set_to_none=True)
         loss.backward()
         self.optimizer.step()
         self.scheduler.step()
-        self.sums += torch.stack([loss.detach().double() * len(x), correct.double()])
+        self.sums += torch.stack([loss.detach().double() * len(x), correct.double(), labelled.double()])
 
     def __call__(self, x: torch.Tensor, target: torch.Tensor) -> None:
         """Train on one batch: x (B, C, H, W), target (B, classes) probabilities."""
