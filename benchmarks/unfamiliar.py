@@ -61,6 +61,7 @@ def main() -> None:
                   f"{row['separation_auc']:.3f}"]
         print(f"| {name} | " + " | ".join(cells) + " |")
     print()
+    print(f"the model reads {100 * report['accuracy']:.2f}% of the {familiar[0]} right")
     print(f"chosen: {report['chosen']} (threshold {report['threshold']:.4f}); of the {familiar[0]} it flags, it reads "
           f"{100 * report['accuracy_on_flagged']:.1f}% right ({100 * report['accuracy_on_the_rest']:.1f}% of the rest)")
     print("flagged on the report set, by kind: " + ", ".join(f"{kind} {100 * rate:.0f}%"

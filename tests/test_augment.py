@@ -201,7 +201,7 @@ def test_auto_augment_is_a_training_option_in_place_of_trivial_augment():
 
     recipe = recipe_from_args(build_parser().parse_args(["--dataset", "cifar10", "--auto-augment"]))
     assert recipe.auto_augment and not recipe.trivial_augment
-    with pytest.raises(ValueError, match="not both"):
+    with pytest.raises(SystemExit, match="not both"):
         recipe_from_args(build_parser().parse_args(["--dataset", "cifar10", "--auto-augment", "--trivial-augment"]))
     recipe = dataclasses.replace(recipe, random_erasing=0.0, mixup_alpha=0.0, cutmix_alpha=0.0)
     images = (example_photos() * 255).round().to(torch.uint8)

@@ -79,6 +79,19 @@ def test_the_digit_rule_meets_its_goals_on_held_out_drawings(digit_rates):
     assert digit_rates["accuracy"] >= DIGIT_GOALS["accuracy"]
 
 
+@pytest.mark.slow
+@pytest.mark.xfail(strict=True, reason="the shipped MNIST model reads these as a 0: a fine-tune with drawings of no "
+                   "digit fixes it (docs/calibration.md) and is not shipped yet")
+def test_the_drawings_a_visitor_makes_that_read_as_a_zero_are_flagged():
+    # A heart, a smiley, a cloud or a cat's face is a closed round outline, which the model reads as a 0 unless it is
+    # fine-tuned with drawings of no digit (docs/calibration.md): asked as the app asks, on drawings never trained on.
+    drawings, names = sketches.drawing_set("non-digits", unfamiliar.DRAWINGS, unfamiliar.SEEDS["report"])
+    round_ones = [i for i, name in enumerate(names)
+                  if name in ("doodle/heart", "doodle/smiley", "doodle/cloud", "doodle/cat face")]
+    assert len(round_ones) == 80
+    assert flagged_as_the_app_asks(load_model("mnist", device="cpu"), drawings[round_ones]).mean() >= 0.9
+
+
 @pytest.fixture(scope="module")
 def photo_rates(shipped_outputs):
     if not HAS_SHARED_CIFAR:

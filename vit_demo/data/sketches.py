@@ -248,7 +248,7 @@ def digit_ways() -> list[tuple[int, list[Stroke]]]:
     return [(int(digit), strokes) for digit, written in DIGITS.items() for strokes in written]
 
 
-KIND_HALVES = ("every", "even", "odd")  # all the kinds of non-digit drawing, or every other one from the first or second
+KIND_HALVES = ("every", "even", "odd")  # every kind of non-digit drawing, or every other one from the first or second
 
 
 def non_digit_kinds(half: str = "every") -> list[tuple[str, _Maker]]:

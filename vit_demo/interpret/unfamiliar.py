@@ -327,7 +327,8 @@ def measure(sets: ImageSets, temperature: float, share: float) -> tuple[Unfamili
               "flagged_share_fitted": share, "train_images": len(sets.train_labels), "outside": sets.outside,
               "familiar_images": {name: len(found.logits) for name, found in sets.familiar.items()},
               "outside_images": {"choose": len(sets.choose.logits), "report": len(sets.report.logits)},
-              "accuracy_on_flagged": _rate(right[flagged]), "accuracy_on_the_rest": _rate(right[~flagged]),
+              "accuracy": _rate(right), "accuracy_on_flagged": _rate(right[flagged]),
+              "accuracy_on_the_rest": _rate(right[~flagged]),
               "candidates": rows,
               "report_by_kind": {kind: round(float(np.mean(hits)), 4) for kind, hits in kinds.items()}}
     return rule, report

@@ -161,7 +161,8 @@ def supervised(args: argparse.Namespace, command: str, device: torch.device, ran
 
     (train_x, train_y), (test_x, test_y), calibration_set = training_data(args, spec, device)
     drawn_x, drawn_y = drawings(recipe, spec, train_x.cpu(), train_y.cpu(), args.seed)
-    train_x, train_y = torch.cat([train_x, drawn_x.to(train_x.device)]), torch.cat([train_y, drawn_y.to(train_y.device)])
+    train_x = torch.cat([train_x, drawn_x.to(train_x.device)])
+    train_y = torch.cat([train_y, drawn_y.to(train_y.device)])
     held = len(calibration_set[0])
     # Each process takes an equal share so that all of them run the same number of steps. Every batch is
     # full (the last partial one is dropped), so shapes never change: what torch.compile and CUDA graphs need.
@@ -178,12 +179,12 @@ def supervised(args: argparse.Namespace, command: str, device: torch.device, ran
     scheduler = make_schedule(optimizer, warmup_steps, total_steps, device, graph=args.graph_step)
     identity = {"dataset": spec.name, "vit": recipe.vit.to_dict(), "pretrain": None}
     continued = continued_record(args.init_from, spec.name)
-    first_epoch = continued["epochs"] if continued else 0  # a fine-tune's epochs are numbered after the run's it continues
+    first_epoch = continued["epochs"] if continued else 0  # a fine-tune's epochs come after the run's it continues
     start_epoch, history, elapsed_before = 0, [], 0.0
     if args.resume:
         start_epoch, history, elapsed_before = resume_from(checkpoint_path, device, identity, args.graph_step, model,
                                                            optimizer, scheduler)
-    elif args.init_from:  # a pretrained encoder (train.py --pretrain), every weight but the head's; or a model to fine-tune
+    elif args.init_from:  # a pretrained encoder (train.py --pretrain), all but the head; or a model to fine-tune
         try:
             copied = initialise_from(model, args.init_from, spec.name)
         except WeightsError as exc:
@@ -229,7 +230,7 @@ def supervised(args: argparse.Namespace, command: str, device: torch.device, ran
         history.append({
             "epoch": first_epoch + epoch + 1,
             "train_loss": loss_sum / seen,
-            "train_accuracy": correct / labelled,
+            "train_accuracy": correct / max(1.0, labelled),
             "test_loss": test_loss / test_n,
             "test_accuracy": test_correct / test_n,
             "lr": scheduler.get_last_lr()[0],

@@ -37,13 +37,13 @@ FLAG_HELP = {  # what a flag's name does not say
     "mix_prob": "each batch's chance of MixUp or CutMix",
     "mixup_alpha": "MixUp strength (0 turns it off)",
     "cutmix_alpha": "CutMix strength (0 turns it off)",
-    "canvas_digits": "mnist: this many training digits also written on the app's canvas and read back as the app reads "
-                     "a drawing, trained on beside MNIST's own",
-    "outlier_drawings": "mnist: this many drawings of no digit (letters, doodles, shapes...) trained towards the uniform "
-                        "distribution (outlier exposure; docs/calibration.md)",
+    "canvas_digits": "mnist: this many training digits also written on the app's canvas and read back as the app "
+                     "reads a drawing, trained on beside MNIST's own",
+    "outlier_drawings": "mnist: this many drawings of no digit (letters, doodles, shapes...) trained towards the "
+                        "uniform distribution (outlier exposure; docs/calibration.md)",
     "outlier_weight": "their loss's weight against a digit's (default: 0.5)",
-    "outlier_kinds": "the kinds they are drawn from (default: every): every other kind, even or odd, leaves the rest to "
-                     "measure on",
+    "outlier_kinds": "the kinds they are drawn from (default: every): every other kind, even or odd, leaves the "
+                     "rest to measure on",
     "mask_ratio": "--pretrain mae: share of each image's patches hidden from the encoder (recipe: 0.75)",
     "decoder_dim": "--pretrain mae: the decoder's width",
     "decoder_depth": "--pretrain mae: the decoder's blocks",
