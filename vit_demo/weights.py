@@ -165,27 +165,20 @@ def load_weights(name_or_path: str | Path, device: torch.device | str = "cpu") -
 ENCODER_FIELDS = ("image_size", "patch_size", "in_channels", "dim", "depth", "heads", "mlp_dim", "mean", "std")
 
 
-def initialise_from(model: VisionTransformer, folder: str | Path, dataset: str) -> list[str]:
-    """Start ``model`` from a weights folder (its checksum checked): from the encoder of a pretraining run
-    (``train.py --pretrain``), every tensor but the head's, which keeps its fresh initialisation; from a model
-    trained on ``dataset``, every tensor, to fine-tune it. Returns the names of the tensors copied."""
+def initialise_from(model: VisionTransformer, folder: str | Path, head: bool) -> list[str]:
+    """Start ``model`` from a weights folder (its checksum checked): every tensor but the head's, which keeps its fresh
+    initialisation (the encoder of a pretraining run, ``train.py --pretrain``), or with ``head`` every tensor (a model
+    of the same classes, to fine-tune it). Returns the names of the tensors copied."""
     info, trained = load_weights(Path(folder))
     differ = [f"{name} {getattr(info.config, name)} there, {getattr(model.config, name)} here"
               for name in ENCODER_FIELDS if getattr(info.config, name) != getattr(model.config, name)]
     if differ:
         raise WeightsError(f"{shown_path(Path(folder))} holds another architecture: {'; '.join(differ)}")
-    whole = fine_tunes(info, dataset)
-    state = {k: v for k, v in trained.state_dict().items() if whole or not k.startswith("head.")}
+    state = {k: v for k, v in trained.state_dict().items() if head or not k.startswith("head.")}
     missing, unexpected = model.load_state_dict(state, strict=False)
-    if sorted(missing) != ([] if whole else ["head.bias", "head.weight"]) or unexpected:
+    if sorted(missing) != ([] if head else ["head.bias", "head.weight"]) or unexpected:
         raise WeightsError(f"{shown_path(Path(folder))} does not fit: missing {missing}, unexpected {unexpected}")
     return sorted(state)
-
-
-def fine_tunes(info: WeightsInfo, dataset: str) -> bool:
-    """Whether a run that starts from the weights ``info`` describes fine-tunes them: a model trained on ``dataset``
-    (not a pretraining run's encoder)."""
-    return info.pretrained is None and info.dataset.name == dataset
 
 
 # ---- Snapshots: the model as it was during training --------------------------------------------------------

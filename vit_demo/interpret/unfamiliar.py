@@ -41,8 +41,8 @@ import numpy as np
 import torch
 
 from vit_demo.data import outliers, preprocess
-from vit_demo.data.sketches import canvas_digits, drawing_set
 from vit_demo.data.datasets import load_split
+from vit_demo.data.sketches import canvas_digits, drawing_set
 from vit_demo.interpret import calibration
 from vit_demo.interpret.calibration import UnfamiliarRule
 

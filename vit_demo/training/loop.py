@@ -29,7 +29,7 @@ from vit_demo.training.options import recipe_from_args
 from vit_demo.training.recipes import Recipe
 from vit_demo.training.step import (GRAPH_CHUNK_BATCHES, NO_CLASS, TrainStep, make_optimizer, make_schedule,
                                     train_steps)
-from vit_demo.weights import (CURVES_FILE, METRICS_FILE, WEIGHTS_ROOT, WeightsError, carry_snapshots, fine_tunes,
+from vit_demo.weights import (CURVES_FILE, METRICS_FILE, WEIGHTS_ROOT, WeightsError, carry_snapshots,
                               initialise_from, read_metrics, read_weights_info, resolve_weights_folder, save_snapshot,
                               save_weights, shown_path, snapshot_epochs, write_snapshot_index)
 
@@ -53,8 +53,6 @@ def drawings(recipe: Recipe, spec: DatasetSpec, train_x: torch.Tensor, train_y: 
              ) -> tuple[torch.Tensor, torch.Tensor]:
     """The drawings ``recipe`` trains on besides the training images (uint8 (N, 1, 28, 28), labels (N,)): uint8
     (M, 1, 28, 28) and labels (M,), NO_CLASS for a drawing of no digit (data/sketches.py)."""
-    if not (recipe.canvas_digits or recipe.outlier_drawings):
-        return train_x[:0], train_y[:0]
     if spec.name != "mnist":
         raise SystemExit("train.py: error: --canvas-digits and --outlier-drawings are drawings, for mnist only")
     found_x, found_y = [], []
@@ -70,10 +68,11 @@ def drawings(recipe: Recipe, spec: DatasetSpec, train_x: torch.Tensor, train_y: 
     return torch.cat(found_x).mul(255).round().to(torch.uint8), torch.cat(found_y)
 
 
-def training_data(args: argparse.Namespace, spec: DatasetSpec, device: torch.device):
+def training_data(args: argparse.Namespace, spec: DatasetSpec, device: torch.device,
+                  recipe: Recipe | None = None):
     """The run's images, uint8 (N, C, H, W) with int64 labels (N,): the training images less the calibration hold-out,
-    limited by --train-limit; the test images, limited by --test-limit; the held-out ones. On CUDA the first two move
-    to the GPU (uint8 images are small enough to live there)."""
+    limited by --train-limit, with the drawings ``recipe`` asks for; the test images, limited by --test-limit; the
+    held-out ones. On CUDA the first two move to the GPU (uint8 images are small enough to live there)."""
     try:
         train_x, train_y = load_split(spec.name, args.data_dir, "train")
         test = load_split(spec.name, args.data_dir, "test")
@@ -82,6 +81,9 @@ def training_data(args: argparse.Namespace, spec: DatasetSpec, device: torch.dev
     trained_on, held = holdout_indices(len(train_x), args.calibration_images, args.seed)
     calibration_set = train_x[held], train_y[held]  # never trained on: the temperature is fitted on it
     train_x, train_y = subset(train_x[trained_on], train_y[trained_on], args.train_limit, args.seed)
+    if recipe is not None and (recipe.canvas_digits or recipe.outlier_drawings):
+        drawn_x, drawn_y = drawings(recipe, spec, train_x, train_y, args.seed)
+        train_x, train_y = torch.cat([train_x, drawn_x]), torch.cat([train_y, drawn_y])
     test_x, test_y = subset(*test, args.test_limit, args.seed + 1)
     if device.type == "cuda":
         train_x, train_y, test_x, test_y = (t.to(device) for t in (train_x, train_y, test_x, test_y))
@@ -97,7 +99,7 @@ def continued_record(folder: Path | None, dataset: str) -> dict | None:
         info, _ = read_weights_info(resolve_weights_folder(folder))
     except WeightsError as exc:
         raise SystemExit(f"--init-from: {exc}") from None
-    if not fine_tunes(info, dataset):
+    if info.pretrained is not None or info.dataset.name != dataset:
         return None
     return read_metrics(folder) or {"epochs": 0, "history": []}
 
@@ -159,10 +161,7 @@ def supervised(args: argparse.Namespace, command: str, device: torch.device, ran
     out = args.out or WEIGHTS_ROOT / spec.name
     checkpoint_path = (args.checkpoint_dir or Path("runs") / spec.name) / CHECKPOINT_FILE
 
-    (train_x, train_y), (test_x, test_y), calibration_set = training_data(args, spec, device)
-    drawn_x, drawn_y = drawings(recipe, spec, train_x.cpu(), train_y.cpu(), args.seed)
-    train_x = torch.cat([train_x, drawn_x.to(train_x.device)])
-    train_y = torch.cat([train_y, drawn_y.to(train_y.device)])
+    (train_x, train_y), (test_x, test_y), calibration_set = training_data(args, spec, device, recipe)
     held = len(calibration_set[0])
     # Each process takes an equal share so that all of them run the same number of steps. Every batch is
     # full (the last partial one is dropped), so shapes never change: what torch.compile and CUDA graphs need.
@@ -186,7 +185,7 @@ def supervised(args: argparse.Namespace, command: str, device: torch.device, ran
                                                            optimizer, scheduler)
     elif args.init_from:  # a pretrained encoder (train.py --pretrain), all but the head; or a model to fine-tune
         try:
-            copied = initialise_from(model, args.init_from, spec.name)
+            copied = initialise_from(model, args.init_from, head=continued is not None)
         except WeightsError as exc:
             raise SystemExit(f"--init-from: {exc}") from exc
         if is_main:
@@ -254,7 +253,7 @@ def supervised(args: argparse.Namespace, command: str, device: torch.device, ran
         "test_accuracy": history[-1]["test_accuracy"],
         "test_images": len(test_x),
         "train_images": len(train_x),
-        "epochs": recipe.epochs,
+        "epochs": first_epoch + recipe.epochs,
         "wall_time_s": round(wall, 1),
         "seconds_per_epoch": round(wall / max(1, recipe.epochs), 1),
         "train_images_per_second": history[-1]["train_images_per_second"],
@@ -271,17 +270,17 @@ def supervised(args: argparse.Namespace, command: str, device: torch.device, ran
         "command": command,
         "history": (continued.get("history", []) if continued else []) + history,
     }
-    if continued:
-        metrics["epochs"] = first_epoch + recipe.epochs
     save_weights(out, model, spec)
     write_attention_distance(out, model, test_x, "test")  # for the app's inside-the-model view
-    write_head_means(out, model, mean_sample(train_x[train_y != NO_CLASS]))  # for mean-ablation of heads (heads/knockout.py)
+    # For mean-ablation of heads (heads/knockout.py): over images of a class, not drawings of none.
+    write_head_means(out, model, mean_sample(train_x[train_y != NO_CLASS]))
     if snapshots:
         write_snapshot_index(out, history)
     atomic_write_text(out / METRICS_FILE, json.dumps(metrics, indent=2) + "\n")
     if held:
         calibrate(out, args.data_dir, device, held_out(calibration_set, (test_x.cpu(), test_y.cpu()), args.seed))
-    curves = training_curves(metrics["history"], f"ViT on {spec.name}: {100 * metrics['test_accuracy']:.2f}% test accuracy")
+    title = f"ViT on {spec.name}: {100 * metrics['test_accuracy']:.2f}% test accuracy"
+    curves = training_curves(metrics["history"], title)
     atomic_write(out / CURVES_FILE, lambda f: curves.save(f, format="png"))
     print(json.dumps({k: metrics[k] for k in ("dataset", "test_accuracy", "epochs", "wall_time_s", "parameters")}))
     return metrics
