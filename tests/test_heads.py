@@ -7,7 +7,7 @@ import threading
 
 import pytest
 import torch
-from conftest import run_cli
+from conftest import HAS_SHARED_MNIST, run_cli
 
 from vit_demo import cli, load_model
 from vit_demo.data.datasets import load_split
@@ -246,16 +246,20 @@ def test_heads_and_lens_commands(mnist_root, tmp_path, capsys):
         shutil.copy(WEIGHTS_ROOT / "mnist" / name, folder / name)
     again, note = command(capsys, "heads", "--model", str(folder), *data, "--n", "40")
     assert "python -m vit_demo head-means" in note and again[0] == lines[0]
-    # The means computed for the run match the stored ones to about 1e-3 (below), not to the last bit: a head's
-    # accuracy over 40 images may move by one image, its importance by a little.
     assert [(a["layer"], a["head"]) for a in again[1:-2]] == [(b["layer"], b["head"]) for b in per_head]
-    for a, b in zip(again[1:-2], per_head):
-        assert abs(a["accuracy"] - b["accuracy"]) <= 1 / 40 + 1e-9
-        assert a["importance"] == pytest.approx(b["importance"], rel=0.05, abs=1e-4)
     written, _ = command(capsys, "head-means", "--model", str(folder), *data)
     assert written[0]["images"] == heads.MEAN_IMAGES and written[0]["file"].endswith(HEAD_MEANS_FILE)
-    torch.testing.assert_close(heads.read_head_means(folder), heads.read_head_means(WEIGHTS_ROOT / "mnist"),
-                               atol=2e-3, rtol=2e-3)
+    kept, note = command(capsys, "heads", "--model", str(folder), *data, "--n", "40")
+    assert kept == again and "head-means" not in note  # the means it wrote are the ones the run computed
+    if HAS_SHARED_MNIST:
+        # The shipped means were computed over MNIST's test digits: over the same digits, these match them to about
+        # 1e-3, not to the last bit (a head's accuracy over 40 images may move by one image, its importance by a
+        # little). Generated digits give other means.
+        for a, b in zip(again[1:-2], per_head):
+            assert abs(a["accuracy"] - b["accuracy"]) <= 1 / 40 + 1e-9
+            assert a["importance"] == pytest.approx(b["importance"], rel=0.05, abs=1e-4)
+        torch.testing.assert_close(heads.read_head_means(folder), heads.read_head_means(WEIGHTS_ROOT / "mnist"),
+                                   atol=2e-3, rtol=2e-3)
 
 
 @pytest.mark.parametrize(("args", "message"), [
