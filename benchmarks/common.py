@@ -164,3 +164,44 @@ def client(url: str):
     from gradio_client import Client
 
     return Client(url, verbose=False, ssl_verify=False)
+
+
+def forward_request(image, depth: int, heads: int) -> dict:
+    """What the page sends the app's server function ``forward`` (vit_demo/app/forward.py) for one preprocessed
+    image's numbers, where the page can't run the model: the model's graph, every head on, the outputs a new image
+    needs. ``image``: (H, W) or (H, W, C) in [0, 1]."""
+    import base64
+
+    import numpy as np
+
+    def tensor(array) -> dict:
+        array = np.ascontiguousarray(array, dtype="<f4")
+        return {"shape": list(array.shape), "data": base64.b64encode(array.tobytes()).decode()}
+
+    image = np.asarray(image, dtype=np.float32)
+    chw = image[None] if image.ndim == 2 else image.transpose(2, 0, 1)
+    return {"graph": "model.onnx", "outputs": ["logits", "attention", "features"],
+            "inputs": {"image": tensor(chw[None]), "heads_off": tensor(np.zeros((depth, heads))),
+                       "mean_ablation": tensor(np.ones(1))}}
+
+
+def page_source(model: str, calls: list[tuple[str, object]], tmp_path: Path, repeat: int = 1,
+                verdicts: list[dict] = (), example: Path | None = None) -> dict:
+    """A tab's source under Node, as the page runs it (tests/page_source.mjs): each call (method, request) asked
+    ``repeat`` times, and the page's verdict on each of ``verdicts``: {answers, ms, texts}. ``example``: the image
+    the tab starts with (default: the app's)."""
+    import json
+    import shutil
+
+    from vit_demo.app import page_model
+    from vit_demo.app.service import weights_folder
+
+    examples = REPO / "examples"
+    example = example or {"mnist": examples / "digits" / "2.png", "cifar10": examples / "photos" / "horse.png"}[model]
+    described = page_model.description(model, "", "", weights_folder(model).resolve().as_uri() + "/", example)
+    source, answer = Path(tmp_path) / "in.json", Path(tmp_path) / "out.json"
+    source.write_text(json.dumps({"model": described, "calls": [{"method": m, "request": r} for m, r in calls],
+                                  "repeat": repeat, "verdicts": list(verdicts)}))
+    subprocess.run([shutil.which("node"), str(REPO / "tests" / "page_source.mjs"), str(source), str(answer)],
+                   check=True, timeout=900, cwd=REPO)
+    return json.loads(answer.read_text())

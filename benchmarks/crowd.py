@@ -2,10 +2,11 @@
 
     python benchmarks/crowd.py [--users 50] [--strokes 4] [--apps do-nothing,app]
 
-What one pen stroke costs the page, read from the app's own config: the canvas's server function "stroke" (one
-POST to /gradio_api/component_server/ with the drawing as the canvas sends it, a 112x112 base64 string, and the
-class picker's choice) answers the prediction and the numbers every view is drawn from; an app whose canvas still
-had a change event instead (the app before its server function) gets that event sent, as its page did. Each
+What one pen stroke costs the server where the page asks it to run the model (a browser without WebAssembly,
+``?model=server``; elsewhere a stroke costs the server nothing), read from the app's own config: the canvas's server
+function "forward" (one POST to /gradio_api/component_server/ with the model graph's inputs as the page sends them:
+the drawing preprocessed in the page) answers the graph's raw outputs, from which the page computes every view's
+numbers; an app whose canvas has a change event instead gets that event sent, as its page did. Each
 simulated user is a page session of its own (its own session hash, as a browser tab has). Against it, the
 do-nothing app (benchmarks/noop_app.py) answers each stroke with one event that returns a label made at start-up:
 Gradio's own cost of one event.
@@ -22,7 +23,6 @@ ratio means anything.
 from __future__ import annotations
 
 import argparse
-import base64
 import json
 import os
 import sys
@@ -37,20 +37,25 @@ import numpy as np
 from PIL import Image
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-from common import REPO, example_drawings, p50_p95, serving  # noqa: E402
+from common import REPO, example_drawings, forward_request, p50_p95, serving  # noqa: E402
 
 APPS = {"do-nothing": REPO / "benchmarks" / "noop_app.py", "app": REPO / "app.py"}
 CANVAS = "canvas"  # the drawing canvas's elem_id
 NOOP_STROKE = "stroke"  # the do-nothing app's api_name for one stroke
-STROKE = "stroke"  # the canvas's server function
+STROKE = "forward"  # the canvas's server function
 
 
-def canvas_values(folder: Path) -> list[str]:
-    """The ten example digits as the canvas sends them: 112x112 bytes, ink bright, base64."""
+def canvas_values(folder: Path) -> list[dict]:
+    """The ten example digits as the page sends them to the server: each drawn (112x112 bytes, ink bright),
+    preprocessed as the page preprocesses it, and put in the model graph's inputs."""
+    from vit_demo.data.preprocess import preprocess_drawing
+    from vit_demo.weights import read_weights_info, resolve_weights_folder
+
+    config = read_weights_info(resolve_weights_folder("mnist"))[0].config
     values = []
     for path in example_drawings(folder):
         ink = 255 - np.asarray(Image.open(path).convert("L"), dtype=np.uint8)  # (112, 112), dark ink -> bright
-        values.append(base64.b64encode(ink.tobytes()).decode())
+        values.append(forward_request(preprocess_drawing(ink), config.depth, config.heads))
     return values
 
 
@@ -134,20 +139,22 @@ def page_events(url: str) -> dict:
     raise RuntimeError(f"{url}: no stroke to send (neither a canvas with a server function nor a stroke event)")
 
 
-def stroke(page: Page, events: dict, value: str) -> float:
+def stroke(page: Page, events: dict, value: dict) -> float:
     """One pen stroke, sent as the page sends it: seconds until its answer (the label and every view's numbers)."""
     started = time.perf_counter()
     kind, *how = events["label"]
     if kind == "call":
         component, fn = how
-        page.call(component, fn, {"drawing": value, "choice": None})
+        answer = page.call(component, fn, value)
+        if "error" in answer:
+            raise RuntimeError(answer["error"])
     else:
         fn, trigger, others = how
-        page.download(page.event(fn, trigger, [value, *others]))
+        page.download(page.event(fn, trigger, [value["inputs"]["image"]["data"], *others]))
     return time.perf_counter() - started
 
 
-def crowd(script: Path, values: list[str], users: int, strokes: int) -> dict:
+def crowd(script: Path, values: list[dict], users: int, strokes: int) -> dict:
     """Every user draws ``strokes`` strokes at once against ``script``'s server; its figures."""
     with serving(script) as server:
         events = page_events(server.url)

@@ -1,8 +1,8 @@
-"""What the head views (interpret/heads/) cost the server per image, on one CPU thread, beside the plain forward pass
+"""What the head views (interpret/heads/) cost in PyTorch per image, on one CPU thread, beside the plain forward pass
 they must not slow: a head toggle (one batched pass of the image with and without the heads), the logit lens, its
-per-patch maps, and the two-image patching grids (both directions; heads only, then heads and residual stream);
-then the app's server functions that serve them to the page (vit_demo/app/heads_view.py: the same work, plus reading
-the result out for the page: calibrated probabilities, the ablated run's maps and rollout, rounding and encoding).
+per-patch maps, and the two-image patching grids (both directions; heads only, then heads and residual stream): what
+the server runs where the page asks it to (vit_demo/app/forward.py), and what ``heads_view.residual_at_once`` decides
+by.
 
     python benchmarks/heads_cost.py [--repeat 30] [--threads 1]
 
@@ -22,10 +22,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from common import timed  # noqa: E402  (benchmarks/ is on sys.path: scripts run from it)
 from vit_demo import load_model  # noqa: E402
 from vit_demo.interpret import heads
-from vit_demo.app import heads_view  # noqa: E402
 
-EXAMPLES = Path(__file__).resolve().parents[1] / "examples"
-PAIRS = {"mnist": ("digits/3.png", "digits/8.png"), "cifar10": ("photos/horse.png", "photos/ship.png")}
 
 
 def main() -> None:
@@ -62,20 +59,6 @@ def main() -> None:
              f"1 batch of 2, then 2 x {L * (H + T)} partial",
              lambda: heads.patching_grid(model, image, other, classes)),
             ("plain forward pass again, after the head views", "1 image", lambda: model(image)),
-        ]
-        # The server functions, on two examples the model tells apart (a 3 and an 8, a horse and a ship), preprocessed
-        # as the page holds them.
-        page, page_other = (classifier.preprocess(EXAMPLES / path) for path in PAIRS[name])
-        off = {"off": [[0, 0]], "mode": "mean"}
-        cases += [
-            ("server function knockout: 1 head off (reply with the ablated maps)", "1 batch of 2",
-             lambda: heads_view.knockout_answer(name, page, off)),
-            ("server function lens (strip and per-patch maps)", "2 images",
-             lambda: heads_view.lens_answer(name, page, {})),
-            ("server function patching: heads only", f"1 batch of 2, then 2 x {L * H} partial",
-             lambda: heads_view.patching_answer(name, page, page_other, False)),
-            ("server function patching: heads and residual stream", f"1 batch of 2, then 2 x {L * (H + T)} partial",
-             lambda: heads_view.patching_answer(name, page, page_other, True)),
         ]
         with torch.inference_mode():
             for what, passes, fn in cases:

@@ -1,13 +1,13 @@
 """What scoring the maps costs when the page does it (vit_demo/app/assets/page/source.js' faithfulness, with
 assets/page/faithfulness.js: the model and relevance graphs run by the page's own onnxruntime-web, WebAssembly, one
-thread, here under Node), beside the app's server function on the same image in the same run
-(explanation_view.ask_faithfulness, torch, one thread): each map's deletion and insertion curves and random's 8
-rankings, some 200 forward passes in the page (the whole and the blank image run once) and some 240 on the server.
+thread, here under Node), beside PyTorch on the same image in the same run (interpret.faithfulness, one thread, as
+the export's chart computes it): each map's deletion and insertion curves and random's 8 rankings, some 200 forward
+passes in the page (the whole and the blank image run once) and some 240 in PyTorch.
 
     python benchmarks/page_faithfulness.py [--repeat 3] [--chromium]
 
-Each figure is the answer's own ``ms`` (the page's: from the request to the answer, the graphs already loaded; the
-server's: the function's whole work), the median over the examples and repeats. With ``--chromium``, also the
+Each figure is the page's answer's own ``ms`` (from the request to the answer, the graphs already loaded), and
+PyTorch's whole work, the median over the examples and repeats. With ``--chromium``, also the
 static page (``python -m vit_demo static`` into a temporary folder, served by ``python -m http.server``) in headless
 Chromium: each example's first scoring (as a click on Score the maps asks it) and the median of the repeats.
 """
@@ -17,7 +17,6 @@ from __future__ import annotations
 import argparse
 import contextlib
 import json
-import shutil
 import statistics
 import subprocess
 import sys
@@ -28,26 +27,21 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
-from common import free_port, node_and_torch  # noqa: E402  (benchmarks/ is on sys.path: scripts run from it)
+from common import free_port, node_and_torch, page_source  # noqa: E402  (benchmarks/ is on sys.path)
 from vit_demo import load_model  # noqa: E402
-from vit_demo.app import page_numbers
-from vit_demo.app import explanation_view, page_model  # noqa: E402
+from vit_demo.app import explanation_view  # noqa: E402
+from vit_demo.app.captions import image_text  # noqa: E402
 
 EXAMPLES = ROOT / "examples"
 # Not the examples the tabs start with (a 2, a horse): in Chromium, a click on each must change the image.
 IMAGES = {"mnist": ("digits/7.png", "digits/1.png"), "cifar10": ("photos/ship.png", "photos/cat.png")}
-RUNNER = ROOT / "tests" / "page_faithfulness.mjs"  # the page's answer under Node
 
 
 def page_times(model: str, requests: list[dict], repeat: int) -> list[float]:
     """The page's ``ms`` for each request asked ``repeat`` times, after one untimed answer (the runtime warming)."""
-    described = page_model.description(model, "", "", lambda path: path.resolve().as_uri())
     asked = requests[:1] + [request for request in requests for _ in range(repeat)]
     with tempfile.TemporaryDirectory() as tmp:
-        source, answer = Path(tmp) / "in.json", Path(tmp) / "out.json"
-        source.write_text(json.dumps({"model": described, "requests": asked}))
-        subprocess.run([shutil.which("node"), str(RUNNER), str(source), str(answer)], check=True, cwd=ROOT)
-        answers = json.loads(answer.read_text())["answers"]
+        answers = page_source(model, [("faithfulness", request) for request in asked], tmp)["answers"]
     for found in answers:
         if "error" in found:
             raise SystemExit(f"{model}: the page says {found['error']}")
@@ -101,16 +95,21 @@ def main() -> None:
     parser.add_argument("--chromium", action="store_true", help="also time the static page in headless Chromium")
     args = parser.parse_args()
     node_and_torch(f"{args.repeat} x {len(IMAGES['mnist'])} examples")
-    print("| model | examples | page median ms | server median ms |")
+    print("| model | examples | page median ms | PyTorch median ms |")
     print("|---|---|---:|---:|")
     for name, paths in IMAGES.items():
         classifier = load_model(name, device="cpu")
-        requests = [{"image": page_numbers.image_text(classifier.preprocess(EXAMPLES / path))} for path in paths]
-        page = statistics.median(page_times(name, requests, args.repeat))
-        ask = explanation_view.ask_faithfulness(name)
-        ask(requests[0])  # warm
-        server = statistics.median(ask(request)["ms"] for request in requests for _ in range(args.repeat))
-        print(f"| {name} | {', '.join(Path(path).stem for path in paths)} | {page:.0f} | {server:.0f} |", flush=True)
+        images = [classifier.preprocess(EXAMPLES / path) for path in paths]
+        page = statistics.median(page_times(name, [{"image": image_text(image)} for image in images], args.repeat))
+        explanation_view.image_curves(name, images[0])  # warm
+        times = []
+        for image in images:
+            for _ in range(args.repeat):
+                started = time.perf_counter()
+                explanation_view.image_curves(name, image)
+                times.append(1000 * (time.perf_counter() - started))
+        python = statistics.median(times)
+        print(f"| {name} | {', '.join(Path(path).stem for path in paths)} | {page:.0f} | {python:.0f} |", flush=True)
     if args.chromium:
         print("\nThe static page in headless Chromium (WebAssembly, 1 thread: the page is not cross-origin isolated)")
         print("| model | first scoring ms (each example) | then median ms |")

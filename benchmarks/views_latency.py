@@ -1,11 +1,12 @@
-"""Server time for one drawing and one photo in the app, step by step, beside the bare model forward pass.
+"""Server time for one drawing and one photo where the page asks the server to run the model (a browser without
+WebAssembly, ``?model=server``), step by step, beside the bare model forward pass.
 
     python benchmarks/views_latency.py [--repeat 100] [--glibc-mmap-threshold] [--photo-recipe]
 
-It runs as the server does (torch threads and glibc's mmap threshold set by ``vit_demo.app.serving``) and feeds
-the app's own handlers what the browser sends (for a drawing, the canvas value of a 112x112 drawing; for a
-photo, the uploaded file). Their answer is the prediction and the numbers the page draws every view from: no
-picture to encode.
+It runs as the server does (torch threads and glibc's mmap threshold set by ``vit_demo.app.serving``) and feeds the
+app's server function what the page sends it (vit_demo/app/forward.py: the model's graph, with the image the page
+preprocessed, every head on): its answer is the graph's raw outputs (logits, attention, features), from which the
+page computes every view's numbers itself.
 ``--photo-recipe`` adds a column: the photo path with the architecture today's ``cifar10`` recipe trains, with
 random weights (the time does not depend on their values), beside the shipped photo model in the same run.
 """
@@ -13,8 +14,8 @@ random weights (the time does not depend on their values), beside the shipped ph
 from __future__ import annotations
 
 import argparse
-import base64
 import contextlib
+import json
 import sys
 from collections.abc import Callable, Iterator
 from pathlib import Path
@@ -25,13 +26,9 @@ import torch
 from PIL import Image, ImageDraw
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-from common import example_photos, timed  # noqa: E402  (benchmarks/ is on sys.path: scripts run from it)
+from common import example_photos, forward_request, timed  # noqa: E402  (benchmarks/ is on sys.path: scripts run from it)
 
-from vit_demo.app import service, serving  # noqa: E402
-from vit_demo.app.canvas import decode_drawing  # noqa: E402
-from vit_demo.app.digit_tab import on_drawing  # noqa: E402
-from vit_demo.app.panel import page_answer  # noqa: E402
-from vit_demo.app.photo_tab import on_photo  # noqa: E402
+from vit_demo.app import forward, service, serving  # noqa: E402
 from vit_demo.classifier import Classifier, to_chw  # noqa: E402
 from vit_demo.data.datasets import dataset_spec  # noqa: E402
 from vit_demo.interpret import explain  # noqa: E402
@@ -40,12 +37,16 @@ from vit_demo.training.recipes import RECIPES  # noqa: E402
 from vit_demo.weights import WeightsInfo  # noqa: E402
 
 
-def canvas_value() -> str:
-    """A 7 as the browser canvas sends it: 112x112 bytes, ink = 255, base64."""
+def drawing() -> np.ndarray:
+    """A 7 as the browser canvas reads it: 112x112 bytes, ink = 255."""
     image = Image.new("L", (336, 336), 255)
     ImageDraw.Draw(image).line([(90, 70), (250, 70), (150, 280)], fill=0, width=18, joint="curve")
-    small = 255 - np.asarray(image.resize((112, 112), Image.BILINEAR))
-    return base64.b64encode(small.astype(np.uint8).tobytes()).decode()
+    return (255 - np.asarray(image.resize((112, 112), Image.BILINEAR))).astype(np.uint8)
+
+
+def page_request(model: str, image: np.ndarray) -> dict:
+    c = service.classifier(model).info.config
+    return forward_request(image, c.depth, c.heads)
 
 
 @contextlib.contextmanager
@@ -67,31 +68,24 @@ def photo_name(recipe: bool) -> str:
     return f"photo ({'recipe' if recipe else 'shipped'} {parameters / 1e6:.1f}M)"
 
 
-def step_rows(model: str, decode: Callable[[], Any], handler: Callable[[], tuple], repeat: int
-              ) -> list[tuple[str, tuple[float, float]]]:
-    """Median and p95 of each step of one request: ``decode`` gives the model's input, ``handler`` the page's
-    answer."""
+def step_rows(model: str, decode: Callable[[], Any], repeat: int) -> list[tuple[str, tuple[float, float]]]:
+    """Median and p95 of each step: ``decode`` gives the model's input as the page holds it."""
     clf = service.classifier(model)
-    x = torch.from_numpy(to_chw(clf.preprocess(decode()))[None]).to(clf.device)  # (1, C, H, W)
-    analysis = service.analyse(model, decode())
+    image = clf.preprocess(decode())
+    x = torch.from_numpy(to_chw(image)[None]).to(clf.device)  # (1, C, H, W)
+    request = page_request(model, image)
 
     with torch.inference_mode():
-        forward = timed(lambda: clf.model(x), repeat)
+        bare = timed(lambda: clf.model(x), repeat)
         forward_attention = timed(lambda: clf.model(x, return_attention=True), repeat)
     relevance = timed(lambda: explain.relevance_forward(clf.model, x, torch.tensor([explain.PREDICTED])), repeat)
     return [
-        ("bare model forward (logits only)", forward),
+        ("bare model forward (logits only)", bare),
         ("model forward with attention weights", forward_attention),
         ("model forward + backward: attention and relevance", relevance),
-        ("decode + preprocess the input", timed(lambda: clf.preprocess(decode()), repeat)),
-        ("analyse: preprocess + model + attention + relevance",
-         timed(lambda: service.analyse(model, decode()), repeat)),
-        ("explanation maps ([CLS], patch, rollout)", timed(lambda: (explain.token_attention_maps(analysis.attention),
-                                                                   explain.token_attention_maps(analysis.attention, 1),
-                                                                   explain.attention_rollout(analysis.attention)),
-                                                           repeat)),
-        ("the numbers of every view (JSON)", timed(lambda: page_answer(analysis, ""), repeat)),
-        ("whole handler = server time", timed(handler, repeat)),
+        ("decode + preprocess the input (the page does this)", timed(lambda: clf.preprocess(decode()), repeat)),
+        ("whole server function: the graph's outputs for the page", timed(lambda: forward.forward(model, request),
+                                                                        repeat)),
     ]
 
 
@@ -107,11 +101,10 @@ def main() -> None:
         serving.return_large_buffers_to_the_os()
     torch.set_num_threads(serving.TORCH_THREADS)
 
-    value = canvas_value()
+    ink = drawing()
     photo = str(example_photos()[0])
-    tables = {"drawing (mnist)": step_rows("mnist", lambda: decode_drawing(value), lambda: on_drawing(value),
-                                           args.repeat)}
-    photo_steps = ("cifar10", lambda: photo, lambda: on_photo(photo), args.repeat)
+    tables = {"drawing (mnist)": step_rows("mnist", lambda: ink, args.repeat)}
+    photo_steps = ("cifar10", lambda: photo, args.repeat)
     if service.model_problem("cifar10") is None:
         tables[photo_name(recipe=False)] = step_rows(*photo_steps)
     if args.photo_recipe:
@@ -128,11 +121,12 @@ def main() -> None:
               + " |")
     for name, rows in tables.items():
         print(f"{name}: server time / bare forward {rows[-1][1][0] / rows[0][1][0]:.1f}x")
-    sizes = {"drawing": page_answer(service.analyse("mnist", decode_drawing(value)), "")}
+    sizes = {"drawing": forward.forward("mnist", page_request("mnist", service.classifier("mnist").preprocess(ink)))}
     if service.model_problem("cifar10") is None:
-        sizes["photo"] = page_answer(service.analyse("cifar10", photo), "")
-    print("the numbers of every view, sent once per image: "
-          + ", ".join(f"{name} {len(text) / 1024:.1f} KB" for name, text in sizes.items()))
+        sizes["photo"] = forward.forward("cifar10", page_request("cifar10",
+                                                                 service.classifier("cifar10").preprocess(photo)))
+    print("the server's answer to the page, once per image: "
+          + ", ".join(f"{name} {len(json.dumps(reply)) / 1024:.1f} KB" for name, reply in sizes.items()))
 
 
 if __name__ == "__main__":

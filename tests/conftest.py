@@ -24,7 +24,7 @@ from PIL import Image, ImageDraw, ImageFont
 REPO = Path(__file__).resolve().parents[1]
 PHOTOS = REPO / "examples" / "photos"  # a CIFAR-10 test photo of each class (scripts/make_examples.py)
 sys.path.insert(0, str(REPO / "benchmarks"))
-from common import free_port, serving, sketch  # noqa: E402, F401  (shared with the benchmarks)
+from common import free_port, page_source, serving, sketch  # noqa: E402, F401  (shared with the benchmarks)
 
 SHARED_DATA = REPO.parent / "shared" / "data"
 HAS_SHARED_MNIST = (SHARED_DATA / "MNIST" / "raw" / "t10k-images-idx3-ubyte.gz").is_file()
@@ -164,8 +164,31 @@ def stopped_after_first_checkpoint(monkeypatch):
         monkeypatch.setattr(loop, "atomic_write", real_write)
 
 
+def canvas_ink(strokes: list[list[tuple[float, float]]]) -> np.ndarray:
+    """Strokes (pixel points) as the app's canvas reads them: (112, 112) uint8, ink 255 on 0."""
+    from vit_demo.data.preprocess import CANVAS_SIZE
+
+    image = Image.new("L", (CANVAS_SIZE, CANVAS_SIZE), 0)
+    draw = ImageDraw.Draw(image)
+    for stroke in strokes:
+        draw.line(stroke, fill=255, width=6, joint="curve")
+    return np.asarray(image)
+
+
+def map_levels(attention: np.ndarray, token: int = 0) -> np.ndarray:
+    """Python's reference for a layer x head grid as the page's numbers hold it: where ``token`` attends (0: [CLS],
+    1 + i: patch i) in every layer and head and each layer's mean over heads (explain.token_attention_maps), each map
+    scaled to its own maximum and rounded to 0..255: attention (L, H, T, T) -> (L, H + 1, g, g) uint8."""
+    from vit_demo.interpret import explain
+
+    maps = explain.token_attention_maps(attention, token)  # (L, H, g, g)
+    maps = np.concatenate([maps, maps.mean(axis=1, keepdims=True)], axis=1)
+    peaks = np.maximum(maps.max(axis=(-2, -1), keepdims=True), 1e-12)
+    return np.round(maps * (255 / peaks)).astype(np.uint8)
+
+
 def read_live_payload(text: str) -> tuple[np.ndarray, np.ndarray]:
-    """A live view's numbers (vit_demo/app/page_numbers.py) read back: the image in [0, 1] ((H, W) or (H, W, 3)) and
+    """A tab's numbers (assets/page/numbers.js: payload) read back: the image in [0, 1] ((H, W) or (H, W, 3)) and
     the maps (L, H + 1, g, g) in [0, 1], each scaled to its own maximum."""
     import base64
     import json
@@ -178,7 +201,7 @@ def read_live_payload(text: str) -> tuple[np.ndarray, np.ndarray]:
 
 
 def read_live_map(numbers: dict | str) -> np.ndarray:
-    """A single map's numbers for a live view (vit_demo/app/page_numbers.MapAnswer, as JSON) read back: (g, g) in
+    """A single map's numbers for a live view (assets/page/numbers.js: mapPayload, as JSON) read back: (g, g) in
     [0, 1]."""
     import base64
     import json
@@ -189,7 +212,7 @@ def read_live_map(numbers: dict | str) -> np.ndarray:
 
 
 def read_live_grid(numbers: dict, shape: tuple[int, ...]) -> np.ndarray:
-    """A grid's numbers for a live view (vit_demo/app/page_numbers.cls_maps, in a part as JSON) read back: ``shape``
+    """A grid's numbers for a live view (assets/page/numbers.js: gridPayload, as JSON) read back: ``shape``
     (L, H + 1, g, g) in [0, 1], each map scaled to its own maximum."""
     import base64
 
@@ -298,6 +321,7 @@ class BusyApp:
     jobs: list  # the requests holding the workers and filling the queue (gradio_client Jobs)
     release: threading.Event  # set it, and the held requests go on
     seven: Path  # a drawing of a 7
+    hold_views: threading.Event  # set it, and the server holds the page's requests for an image's views too
 
 
 @pytest.fixture
@@ -307,7 +331,7 @@ def busy_app(monkeypatch, tmp_path):
     import torch
     from gradio_client import Client
 
-    from vit_demo.app import digit_tab, serving
+    from vit_demo.app import digit_tab, forward, serving
     from vit_demo.app.demo import launch
 
     seven = tmp_path / "seven.png"
@@ -315,7 +339,7 @@ def busy_app(monkeypatch, tmp_path):
     threads, onednn = torch.get_num_threads(), torch.backends.mkldnn.enabled  # the server's tuning, undone after
     demo = launch(queue_size=2, server_name="127.0.0.1", server_port=free_port(), prevent_thread_lock=True,
                   quiet=True)
-    started, release = threading.Semaphore(0), threading.Event()
+    started, release, hold_views = threading.Semaphore(0), threading.Event(), threading.Event()
 
     def held(analyse):  # the analysis, in a worker that waits, as if every image took long
         def wait_then_analyse(*args):
@@ -325,7 +349,13 @@ def busy_app(monkeypatch, tmp_path):
         return wait_then_analyse
 
     monkeypatch.setattr(digit_tab, "analyse_batch", held(digit_tab.analyse_batch))  # the API's
-    monkeypatch.setattr(digit_tab, "analyse_inputs", held(digit_tab.analyse_inputs))  # the canvas' (pen lifted)
+    run_forward, held_forward = forward.forward, held(forward.forward)
+
+    def page_forward(model, request):  # the page's (?model=server): its views' numbers held, the pen's reading not
+        views = isinstance(request, dict) and "attention" in (request.get("outputs") or ["attention"])
+        return (held_forward if views and hold_views.is_set() else run_forward)(model, request)
+
+    monkeypatch.setattr(forward, "forward", page_forward)
     client = Client(demo.local_url, verbose=False)
     try:
         jobs = []
@@ -337,7 +367,7 @@ def busy_app(monkeypatch, tmp_path):
         while httpx.get(f"{demo.local_url}gradio_api/queue/status").json()["queue_size"] < 2:
             assert time.monotonic() < deadline
             time.sleep(0.05)
-        yield BusyApp(demo.local_url, client, jobs, release, seven)
+        yield BusyApp(demo.local_url, client, jobs, release, seven, hold_views)
     finally:
         release.set()
         client.close()

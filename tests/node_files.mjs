@@ -1,4 +1,4 @@
-// Imported first by the Node runners of the page's model (page_patching.mjs, page_faithfulness.mjs): the page
+// Imported first by the Node runner of the page's source (page_source.mjs): the page
 // fetches its runtime's binary and its graphs, and Node's fetch reads no file: URL, so this one does.
 import { readFile } from "node:fs/promises";
 import { fileURLToPath } from "node:url";

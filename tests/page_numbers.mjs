@@ -1,11 +1,11 @@
 // Node runner for tests/test_page_numbers.py: the page's numbers (vit_demo/app/assets/page/numbers.js) for attention
-// tensors and pixels that Python wrote, so that the test can hold them against vit_demo/app/page_numbers.py's.
+// tensors and pixels that Python wrote, so that the test can hold them against Python's (interpret/explain.py).
 // Usage: node tests/page_numbers.mjs IN.json OUT.json, IN: [{attention: base64 float32 (L, H, T, T), layers, heads,
-// tokens, pixels: base64 uint8}], OUT: [{maps: base64 (L, H + 1, g, g) levels, rollout: [...], key, patch}]. A case
+// tokens}], OUT: [{maps: base64 (L, H + 1, g, g) levels, rollout: [...], patch}]. A case
 // with a ``rule`` (the unfamiliar rule as config.json keeps it), ``calibrated`` (base64 float32 (K)), ``features``
 // (base64 float32 (L, D)) and ``temperature`` gets {familiarity, unfamiliar} instead.
 import { readFileSync, writeFileSync } from "node:fs";
-import { argmax, familiarity, gridMaps, imageKey, quantise, rollout, unfamiliar }
+import { argmax, familiarity, gridMaps, quantise, rollout, unfamiliar }
   from "../vit_demo/app/assets/page/numbers.js";
 
 const bytes = (text) => Uint8Array.from(Buffer.from(text, "base64"));
@@ -14,7 +14,7 @@ const floats = (text) => {
   return new Float32Array(raw.buffer, raw.byteOffset, raw.byteLength / 4);
 };
 const cases = JSON.parse(readFileSync(process.argv[2], "utf8"));
-const out = cases.map(({ attention, layers, heads, tokens, pixels, rule, calibrated, features, temperature }) => {
+const out = cases.map(({ attention, layers, heads, tokens, rule, calibrated, features, temperature }) => {
   if (rule) {
     const [z, f] = [floats(calibrated), floats(features)];
     return { familiarity: familiarity(z, temperature, rule, f), unfamiliar: unfamiliar(z, temperature, rule, f) };
@@ -24,7 +24,7 @@ const out = cases.map(({ attention, layers, heads, tokens, pixels, rule, calibra
   const roll = rollout(weights, layers, heads, tokens);
   return {
     maps: Buffer.from(quantise(gridMaps(weights, layers, heads, tokens), tokens - 1)).toString("base64"),
-    rollout: Array.from(roll), patch: argmax(roll), key: imageKey(bytes(pixels)),
+    rollout: Array.from(roll), patch: argmax(roll),
   };
 });
 writeFileSync(process.argv[3], JSON.stringify(out));

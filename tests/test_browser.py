@@ -328,27 +328,31 @@ def test_fingers_and_pens_draw_too(page, pointer):
     wait_for_label(page, "7")
 
 
-def test_a_full_queue_refuses_an_upload_while_the_pen_is_still_answered(browser, busy_app):
-    """A room too big for the queue, where the server reads the drawings (?model=server: as in a browser without
-    WebAssembly). The pen's strokes go to the canvas' server function, outside the queue: the label still follows
-    the pen, and the views follow once a worker is free (here: the held ones). An upload into the full queue is told
-    "busy, try again", and works again once there is room. Nothing fails in the page."""
+def test_a_full_queue_refuses_an_export_while_the_pen_and_uploads_are_still_answered(browser, busy_app):
+    """A room too big for the queue, where the server runs the model (?model=server: as in a browser without
+    WebAssembly). The page's forward passes go to its server function, outside the queue: the label still follows
+    the pen, and the views follow once the server answers (here: held until the workers are free). What goes through
+    the queue (export for slides, the API) is told "busy, try again" into the full queue, and works again once there
+    is room. Nothing fails in the page."""
     shown = "() => window.vdLive.digit.state?.numbers.label"  # the drawing every view shows
     with app_page(browser, busy_app.url + "?model=server") as page:
         wait_for_label(page, "2")  # the example the page starts with
+        busy_app.hold_views.set()  # as if each image's views took long too
         draw(page, [(0.25, 0.2), (0.75, 0.2), (0.45, 0.85)], pause_ms=400)  # a 7, while every worker is held
         wait_for_label(page, "7", views=False)  # read while the pen was down
-        page.get_by_role("tab", name="Upload a photo (CIFAR-10)").click()
-        page.locator("#photo-input input[type='file']").set_input_files(str(PHOTOS / "ship.png"))
+        assert page.evaluate(shown) == "2"  # the stroke's views are still waiting
+        page.locator("#digit-export-png").click()
         page.locator(".toast-body", has_text="This application is currently busy. Please try again.").wait_for(
             timeout=10000)
-        assert page.evaluate(shown) == "2"  # the stroke's views are still waiting
         busy_app.release.set()
         assert [job.result(timeout=60)[0]["label"] for job in busy_app.jobs] == ["7"] * len(busy_app.jobs)
         page.wait_for_function(f"() => ({shown})() === '7'", timeout=20000)  # the held stroke's views
-        page.locator("#photo-input input[type='file']").set_input_files(str(PHOTOS / "ship.png"))  # try again
+        page.locator("#digit-export-png").click()  # try again
+        page.locator("#digit-export-file a[download='mnist-7-cls-grid.png']").wait_for(timeout=20000)
+        page.get_by_role("tab", name="Upload a photo (CIFAR-10)").click()
+        page.locator("#photo-input input[type='file']").set_input_files(str(PHOTOS / "ship.png"))
         wait_for_label(page, "ship", panel="photo")
-        refused = "the server responded with a status of 503"  # the upload the full queue turned away
+        refused = "the server responded with a status of 503"  # the export the full queue turned away
         assert [error for error in page.console_errors if refused not in error] == []
 
 
@@ -895,23 +899,23 @@ def test_the_page_reads_drawings_with_its_own_model(page):
 
 
 def test_without_webassembly_the_server_reads_the_drawings(browser, app_url):
-    """A browser that can't run the page's model: the canvas' server function reads every stroke, the faithfulness
-    view's scores the maps, and the upload's event reads every photo, as before."""
+    """A browser that can't run the page's model: the page still reads every stroke and photo and makes every view's
+    numbers, with the forward pass on the server (the canvas' and the photo reader's server function)."""
     with app_page(browser, app_url, init_script="delete globalThis.WebAssembly;") as page:
         asked = len(page.requests_made)
         draw(page, [(0.25, 0.2), (0.75, 0.2), (0.45, 0.85)])  # a 7
         wait_for_label(page, "7")
-        assert page.evaluate("document.querySelector('#canvas canvas.vd-draw').dataset.model") is None
-        assert "ms on" in page.locator("#digit-info").inner_text()  # the server's model
+        assert page.evaluate("document.querySelector('#canvas canvas.vd-draw').dataset.model") == "server"
+        assert "ms on the server" in page.locator("#digit-info").inner_text()
         assert any("gradio_api" in url for url in page.requests_made[asked:])
-        page.locator("#digit-faithfulness button.vd-score").click()  # the maps scored by its server function
+        page.locator("#digit-faithfulness button.vd-score").click()  # the maps scored with the server's model
         wait_for_live(page, "digit-faithfulness", "curves", timeout=60000)
         assert "on the server" in page.locator("#digit-faithfulness .vd-caption").inner_text()
         assert_curves_drawn(page, "digit-faithfulness")
-        page.get_by_role("tab", name="Upload a photo (CIFAR-10)").click()  # a photo: the upload's event asks it
+        page.get_by_role("tab", name="Upload a photo (CIFAR-10)").click()
         page.locator("#photo-input input[type='file']").set_input_files(str(PHOTOS / "ship.png"))
         wait_for_label(page, "ship", panel="photo")
-        assert "ms on" in page.locator("#photo-info").inner_text()
+        assert "ms on the server" in page.locator("#photo-info").inner_text()
         assert page.console_errors == []
 
 

@@ -1,21 +1,19 @@
 """How far to trust each map, in the page (vit_demo/app/assets/page/faithfulness.js through source.js, the graphs run by
-the page's onnxruntime-web under Node) against the server (vit_demo/interpret/faithfulness.py and explanation_view's
-faithfulness_answer): the same curves for the three maps on real test images of each dataset, the same answer's
-format, and the same verdict in the same words for the same curves, whichever of its texts says it."""
+the page's onnxruntime-web under Node) against Python (vit_demo/interpret/faithfulness.py, and explanation_view's
+verdict in words): the same curves for the three maps on real test images of each dataset, and the same verdict in
+the same words for the same curves, whichever of its texts says it."""
 
 from __future__ import annotations
-
-import json
-import shutil
-import subprocess
 
 import numpy as np
 import pytest
 
-from conftest import HAS_SHARED_CIFAR, REPO, SHARED_DATA, mnist_test_digits, node_major
-from vit_demo.app import explanation_view, page_model, page_numbers
+from conftest import HAS_SHARED_CIFAR, SHARED_DATA, mnist_test_digits, node_major, page_source
+from vit_demo.app import explanation_view
+from vit_demo.app.captions import caption_html, image_text
+from vit_demo.app.service import classifier
 from vit_demo.interpret import faithfulness
-from vit_demo.interpret.faithfulness import STEPS, Curves
+from vit_demo.interpret.faithfulness import FLAT, RANDOM_RANKINGS, STEPS, Curves
 
 pytestmark = pytest.mark.skipif(node_major() < 20, reason="the page's modules run under Node 20 or later, which is not "
                                                           "on the PATH")
@@ -23,14 +21,23 @@ TOLERANCE = 1e-4  # the page's graphs against PyTorch: float32 noise, far below 
 MAPS = ("attention", "rollout", "relevance")
 
 
-def page_faithfulness(model: str, tmp_path, requests=(), verdicts=()) -> dict:
-    """The page's answers to ``requests`` and its verdicts in words for ``verdicts``: {answers, texts}."""
-    described = page_model.description(model, "", "", lambda path: path.resolve().as_uri())
-    source, answer = tmp_path / "in.json", tmp_path / "out.json"
-    source.write_text(json.dumps({"model": described, "requests": list(requests), "verdicts": list(verdicts)}))
-    subprocess.run([shutil.which("node"), str(REPO / "tests" / "page_faithfulness.mjs"), str(source), str(answer)],
-                   check=True, timeout=600, cwd=REPO)
-    return json.loads(answer.read_text())
+def python_answer(curves_of: dict[str, Curves], label: str) -> dict:
+    """Python's answer for one image the model reads as ``label``, in the page's format: per kind of map its deletion
+    and insertion curves and their AUCs, the noise, the verdict and its words (HTML)."""
+    v = faithfulness.verdict(curves_of)
+    return {
+        "label": label, "steps": STEPS, "rankings": RANDOM_RANKINGS, "flat": FLAT,
+        "curves": {kind: {"deletion": [float(p) for p in c.deletion[0]],
+                          "insertion": [float(p) for p in c.insertion[0]],
+                          "deletion_auc": float(c.deletion_auc[0]), "insertion_auc": float(c.insertion_auc[0])}
+                   for kind, c in curves_of.items()},
+        "noise": {"deletion": v.deletion_noise, "insertion": v.insertion_noise},
+        "verdict": {"deletion": v.deletion_leader, "insertion": v.insertion_leader, "winner": v.winner,
+                    "flat": {"deletion": v.deletion_flat, "insertion": v.insertion_flat},
+                    "band": {"deletion": list(v.deletion_band), "insertion": list(v.insertion_band)},
+                    "whole": v.whole, "blank": v.blank},
+        "text": caption_html(explanation_view.verdict_text(v, label)),
+    }
 
 
 def real_images(model: str, mnist_root, n: int) -> list[np.ndarray]:
@@ -48,30 +55,29 @@ def real_images(model: str, mnist_root, n: int) -> list[np.ndarray]:
 
 
 @pytest.mark.parametrize("model, n", [("mnist", 4), ("cifar10", 3)])
-def test_the_pages_curves_are_the_servers(model, n, mnist_root, tmp_path):
+def test_the_pages_curves_are_pythons(model, n, mnist_root, tmp_path):
     images = real_images(model, mnist_root, n)
-    found = page_faithfulness(model, tmp_path, [{"image": page_numbers.image_text(image)} for image in images])
-    ask = explanation_view.ask_faithfulness(model)
+    found = page_source(model, [("faithfulness", {"image": image_text(image)}) for image in images], tmp_path)
     for image, page in zip(images, found["answers"]):
-        server = ask({"image": page_numbers.image_text(image)})
-        assert set(page) == set(server), page.get("error")
-        assert page["where"] == "in this page" and server["where"] == "on the server"
-        for key in ("key", "label", "steps", "rankings", "flat"):
-            assert page[key] == server[key], key
-        assert set(page["curves"]) == set(server["curves"]) == set(faithfulness.MAP_KINDS)
-        for kind in MAPS:  # the maps' rankings are the server's: so are their curves
-            for field, value in server["curves"][kind].items():
+        label = classifier(model).predict_preprocessed([image], attention=False)[0].label
+        python = python_answer(explanation_view.image_curves(model, image), label)
+        assert set(page) == set(python) | {"key", "ms", "where"}, page.get("error")
+        assert page["where"] == "in this page" and page["ms"] > 0 and page["text"]
+        for key in ("label", "steps", "rankings", "flat"):
+            assert page[key] == python[key], key
+        assert set(page["curves"]) == set(python["curves"]) == set(faithfulness.MAP_KINDS)
+        for kind in MAPS:  # the maps' rankings are Python's: so are their curves
+            for field, value in python["curves"][kind].items():
                 np.testing.assert_allclose(page["curves"][kind][field], value, atol=TOLERANCE, rtol=0,
                                            err_msg=f"{model} {kind} {field}")
         # Random's curves come from the page's own rankings: the same shape, from the same whole and blank images.
         for field in ("deletion", "insertion"):
-            mine, theirs = page["curves"]["random"][field], server["curves"]["random"][field]
+            mine, theirs = page["curves"]["random"][field], python["curves"]["random"][field]
             assert len(mine) == len(theirs) == STEPS + 1
             assert mine[0] == pytest.approx(theirs[0], abs=TOLERANCE) and mine[-1] == pytest.approx(theirs[-1],
                                                                                                    abs=TOLERANCE)
             assert page["noise"][field] >= 0
-        assert set(page["verdict"]) == set(server["verdict"])
-        assert page["text"] and page["ms"] > 0
+        assert set(page["verdict"]) == set(python["verdict"])
 
 
 def curves_with(deletion: list[list[float]], insertion: list[list[float]], noise: tuple[float, float]) -> dict:
@@ -108,16 +114,16 @@ CASES = {  # one for each of the verdict's texts (explanation_view.VERDICT_TEXTS
 }
 
 
-def test_the_pages_verdict_is_the_servers_in_the_same_words(tmp_path):
+def test_the_pages_verdict_is_pythons_in_the_same_words(tmp_path):
     given, expected = [], []
     for name, case in CASES.items():
         curves = curves_with(*case)
-        answer = explanation_view.faithfulness_answer(curves, "1")
+        answer = python_answer(curves, "1")
         assert explanation_view.verdict_parts(faithfulness.verdict(curves), "1")[0] == name  # each case is covered
         given.append({key: answer[key] for key in ("label", "rankings", "curves", "noise")})
         expected.append(answer)
-    for name, server, page in zip(CASES, expected, page_faithfulness("mnist", tmp_path, verdicts=given)["texts"]):
-        for key, value in server["verdict"].items():
+    for name, python, page in zip(CASES, expected, page_source("mnist", [], tmp_path, verdicts=given)["texts"]):
+        for key, value in python["verdict"].items():
             if key == "band":
                 for field, (low, high) in value.items():
                     assert page["verdict"][key][field] == pytest.approx([low, high], abs=1e-6), (name, field)
@@ -125,11 +131,10 @@ def test_the_pages_verdict_is_the_servers_in_the_same_words(tmp_path):
                 assert page["verdict"][key] == pytest.approx(value, abs=1e-6), (name, key)
             else:
                 assert page["verdict"][key] == value, (name, key)
-        assert page["text"] == server["text"], name
+        assert page["text"] == python["text"], name
 
 
-def test_the_page_refuses_what_the_server_refuses(tmp_path):
-    requests = [{"image": "@@"}, {"image": page_numbers.image_text(np.zeros((20, 20), np.float32))}]
-    ask = explanation_view.ask_faithfulness("mnist")
-    for request, page in zip(requests, page_faithfulness("mnist", tmp_path, requests)["answers"]):
-        assert page == ask(request) and "error" in page
+def test_the_page_refuses_an_image_it_cannot_read(tmp_path):
+    requests = [{"image": "@@"}, {"image": image_text(np.zeros((20, 20), np.float32))}]
+    answers = page_source("mnist", [("faithfulness", request) for request in requests], tmp_path)["answers"]
+    assert "not base64" in answers[0]["error"] and "400 bytes where this model reads 784" in answers[1]["error"]

@@ -1,6 +1,5 @@
-"""The page's numbers (app/assets/page/numbers.js, run by Node) against the server's (app/page_numbers.py,
-interpret/explain.py) for the same attention: [CLS] maps, rollout, the first query patch and the image's key; and the
-unfamiliar rule (calibration.UnfamiliarRule). Real test images of both datasets where ../shared/data has them,
+"""The page's numbers (app/assets/page/numbers.js, run by Node) against Python's (interpret/explain.py) for the same
+attention: [CLS] maps, rollout and the first query patch; and the unfamiliar rule (calibration.UnfamiliarRule). Real test images of both datasets where ../shared/data has them,
 generated ones otherwise (the fixtures say which)."""
 
 from __future__ import annotations
@@ -14,8 +13,7 @@ import numpy as np
 import pytest
 import torch
 
-from conftest import PHOTOS, REPO, mnist_test_digits, node_major
-from vit_demo.app import page_numbers
+from conftest import PHOTOS, REPO, map_levels, mnist_test_digits, node_major
 from vit_demo.app.service import classifier
 from vit_demo.interpret import explain
 
@@ -37,26 +35,24 @@ def check(model: str, images: np.ndarray, tmp_path) -> None:
     predictions = clf.predict_preprocessed(list(images))
     config = clf.model.config
     cases = [{"attention": base64.b64encode(p.attention.astype(np.float32).tobytes()).decode(),
-              "layers": config.depth, "heads": config.heads, "tokens": config.num_tokens,
-              "pixels": page_numbers.image_text(image)} for p, image in zip(predictions, images)]
+              "layers": config.depth, "heads": config.heads, "tokens": config.num_tokens} for p in predictions]
     differences = []
     for p, image, page in zip(predictions, images, node_numbers(cases, tmp_path)):
-        server = page_numbers.quantise(page_numbers.grid_maps(p.attention))  # (L, H + 1, g, g)
-        levels = np.frombuffer(base64.b64decode(page["maps"]), dtype=np.uint8).reshape(server.shape)
-        differences.append(np.abs(levels.astype(int) - server).max())
+        python = map_levels(p.attention)  # (L, H + 1, g, g)
+        levels = np.frombuffer(base64.b64decode(page["maps"]), dtype=np.uint8).reshape(python.shape)
+        differences.append(np.abs(levels.astype(int) - python).max())
         rollout = explain.attention_rollout(p.attention)
         np.testing.assert_allclose(np.array(page["rollout"]).reshape(rollout.shape), rollout, atol=1e-6)
         assert page["patch"] == explain.first_query_patch(rollout)
-        assert page["key"] == page_numbers.image_key(image)
     assert max(differences) <= 1  # a level, where float32 sums round the other way
 
 
-def test_digit_numbers_match_the_servers(mnist_root, tmp_path):
+def test_digit_numbers_match_pythons(mnist_root, tmp_path):
     digits, _ = mnist_test_digits(mnist_root, 40)
     check("mnist", digits.astype(np.float32) / 255, tmp_path)
 
 
-def test_photo_numbers_match_the_servers(cifar_root, tmp_path):
+def test_photo_numbers_match_pythons(cifar_root, tmp_path):
     from vit_demo.data.datasets import load_split
 
     photos, _ = load_split("cifar10", cifar_root, "test", download=False)

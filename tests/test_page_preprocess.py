@@ -3,7 +3,7 @@ against Python's (vit_demo.data.preprocess), on what the page would feed it: 1,0
 
 A drawing is made as the page makes it: strokes drawn on the 336x336 canvas with one of the app's three pens
 (preprocess.PENS), the canvas downsampled to 112x112 (canvas.js: drawImage with smoothing; here an area average) with
-ink 255 on 0, and read by Python exactly as the server reads the canvas' value (canvas.decode_drawing). A photo is
+ink 255 on 0, and read by Python as a (112, 112) uint8 array (what the page's source reads). A photo is
 RGBA pixels, as getImageData gives them for a decoded upload. For each, the two outputs must be identical on at least
 99% of their pixels and the shipped model must read them as the same class; a blank canvas or a flat photo must be
 refused by both with the same message.
@@ -11,7 +11,6 @@ refused by both with the same message.
 
 from __future__ import annotations
 
-import base64
 import json
 import shutil
 import struct
@@ -24,7 +23,6 @@ import pytest
 from conftest import CIFAR_CLASSES, STROKES, mnist_test_digits, node_major
 from PIL import Image, ImageDraw
 
-from vit_demo.app.canvas import decode_drawing
 from vit_demo.data.preprocess import (CANVAS_SIZE, DRAWING_PIXELS, PENS, InputError, NothingDrawn, preprocess_drawing,
                                       preprocess_photo)
 
@@ -282,13 +280,13 @@ def run_page(items: list[tuple[int, np.ndarray]], tmp_path: Path) -> tuple[list[
 
 
 def run_python(kind: int, pixels: np.ndarray) -> tuple[int, object]:
-    """Python's answer for the same input: (OK, its 8-bit pixels, as page_numbers.pixels makes them) or (status, the
-    error's message). A drawing goes the server's way: the canvas' value decoded by canvas.decode_drawing."""
-    from vit_demo.app.page_numbers import pixels as eight_bit_pixels
+    """Python's answer for the same input: (OK, its 8-bit pixels, as captions.pixels makes them) or (status, the
+    error's message)."""
+    from vit_demo.app.captions import pixels as eight_bit_pixels
 
     try:
         if kind == DRAWING:
-            image = preprocess_drawing(decode_drawing(base64.b64encode(pixels.tobytes()).decode()))
+            image = preprocess_drawing(pixels.reshape(CANVAS_SIZE, CANVAS_SIZE))
         else:
             image = preprocess_photo(pixels)
     except NothingDrawn as exc:

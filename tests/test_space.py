@@ -190,8 +190,8 @@ def zerogpu_api():
 def test_the_folder_starts_as_a_zerogpu_space_does_and_works_offline(bundle, browser, zerogpu_api, tmp_path):
     """Its app.py from the folder itself, with a Space's variables, SSR through Node and the spaces package on
     ZeroGPU (its device API faked; Gradio asked to put every handler through @spaces.GPU): the starting page opens
-    the app, a pen stroke gets its label, /classify reads a drawing and a photo, the models run on the CPU (no GPU
-    asked for) and the page calls no other server."""
+    the app, a pen stroke gets its label (in the page, and with ?model=server on the server), /classify reads a
+    drawing and a photo, the models run on the CPU (no GPU asked for) and the page calls no other server."""
     if node_major() < 20:
         message = "SSR needs Node 20 or later on the PATH (.ci/run installs it)"
         if os.environ.get("CI"):
@@ -210,7 +210,12 @@ def test_the_folder_starts_as_a_zerogpu_space_does_and_works_offline(bundle, bro
             assert "with SSR" in server.output()  # Node renders the page, in front of Python
             draw(page, [(0.25, 0.2), (0.75, 0.2), (0.45, 0.85)])  # a 7
             wait_for_label(page, "7")
-            assert "ms on cpu" in page.locator("#digit-info").inner_text()  # not on ZeroGPU's GPU
+            assert "ms in this page" in page.locator("#digit-info").inner_text()
+            page.goto(server.url + "?model=server")  # the server's forward pass: on the CPU, not ZeroGPU's GPU
+            page.wait_for_selector("#canvas canvas.vd-draw[data-model=server]", timeout=60_000)
+            draw(page, [(0.25, 0.2), (0.75, 0.2), (0.45, 0.85)])
+            wait_for_label(page, "7")
+            assert "ms on the server" in page.locator("#digit-info").inner_text()
             seven = tmp_path / "seven.png"
             draw_digit("7", 300, (20, 20, 260), 0.08).save(seven)
             api = client(server.url)

@@ -22,8 +22,8 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from conftest import (assert_curves_drawn, draw, files_in, free_port, git_binaries, label_text, lfs_filters,
-                      wait_for_label)
+from conftest import (PHOTOS, assert_curves_drawn, draw, files_in, free_port, git_binaries, label_text, lfs_filters,
+                      map_levels, wait_for_label)
 from vit_demo.app.service import classifier
 from vit_demo.deploy import static_space
 from vit_demo.deploy.space import front_matter, needs_lfs
@@ -120,8 +120,9 @@ def test_folder_is_a_static_space(static_folder, tmp_path):
     # The graphs of both models, and the digit model's snapshots.
     page = json.loads((static_folder / "index.html").read_text().split('id="vd-page">')[1].split("</script>")[0])
     for model in page["models"].values():
-        assert (static_folder / model["graph"]).is_file() and (static_folder / model["relevance"]).is_file()
-        assert all((static_folder / s["graph"]).is_file() for s in model["snapshots"])
+        folder = static_folder / model["folder"]
+        assert (folder / model["graph"]).is_file() and (folder / model["relevance"]).is_file()
+        assert all((folder / s["graph"]).is_file() for s in model["snapshots"]) and model["pageGraphs"]
     assert len(page["models"]["digit"]["snapshots"]) == 6
 
 
@@ -143,8 +144,9 @@ def test_draws_offline_in_the_page(static_folder, browser):
             wait_for_label(page, expected)
         assert page.evaluate("document.querySelector('#digit-selected canvas').dataset.drawn") == "6/mean"
         # The relevance graph and the 6 snapshots' graphs, which the page loads a second after the first drawing.
-        page.wait_for_function("""() => performance.getEntriesByType('resource').filter((e) => e.responseEnd > 0
-            && /(relevance|epoch-[0-9]+)[.]onnx$/.test(e.name)).length === 7""", timeout=30_000)
+        page.wait_for_function("""() => new Set(performance.getEntriesByType('resource').filter((e) => e.responseEnd > 0
+            && /mnist[/](relevance|snapshots[/]epoch-[0-9]+)[.]onnx$/.test(e.name)).map((e) => e.name)).size === 7""",
+                               timeout=30_000)
         server.terminate()
         server.wait(timeout=10)
         for strokes, expected in (([SEVEN], "7"), ([ONE], "1")):
@@ -211,51 +213,94 @@ def test_views_and_photos_in_the_page(static_folder, browser, tmp_path):
         assert page.outside_requests == []
 
 
-def test_the_pages_answers_match_the_servers(static_folder, browser):
-    """What the page's model answers (the views' questions: another patch, heads off, the lens, why a class) against
-    what the app's server functions answer for the same pixels."""
-    from vit_demo.app import page_numbers
-    from vit_demo.app import attention_view, explanation_view, heads_view
-    from vit_demo.app.service import predict
+def test_the_pages_answers_in_chromium_are_pythons(static_folder, browser):
+    """What the page answers in Chromium (the views' questions: another patch, heads off, the lens, why a class)
+    against Python's for the same pixels (tests/test_page_source.py holds the same under Node)."""
+    import torch
 
+    from vit_demo.app.captions import read_image
+    from vit_demo.app.service import classifier
+    from vit_demo.interpret import heads
+
+    clf = classifier("mnist")
     with serving(static_folder) as (url, _), static_page(browser, url) as page:
         clear_and_draw(page, SEVEN)
         wait_for_label(page, "7")
         numbers = page.evaluate("window.vdLive.digit.state.numbers")
-        image = page_numbers.read_image(numbers["image"], (28, 28))
+        image = read_image(numbers["image"], (28, 28))
         ask = "(request) => window.vdLive.digit.ask[request.kind](request)"
         request = {"image": numbers["image"], "off": [[5, 0], [5, 2], [2, 1]], "mode": "mean"}
+        off, means = [(5, 0), (5, 2), (2, 1)], heads.read_head_means(clf.info.folder, clf.model)
 
         page_knockout = page.evaluate(ask, {**request, "kind": "knockout"})
-        server_knockout = heads_view.knockout_answer("mnist", image, request)
-        assert page_knockout["label"] == server_knockout["label"]
-        assert page_knockout["off"] == server_knockout["off"]
-        for kind in ("intact", "ablated"):
-            assert page_knockout["logit_diff"][kind] == pytest.approx(server_knockout["logit_diff"][kind], abs=1e-3)
-        for name, p in server_knockout["probs"].items():
+        python = heads.knockout(clf.model, clf.batch([image]), off, means)
+        assert page_knockout["off"] == sorted(request["off"])
+        assert page_knockout["logit_diff"]["intact"] == pytest.approx(float(python.logit_diff[0]), abs=1e-3)
+        assert page_knockout["logit_diff"]["ablated"] == pytest.approx(float(python.ablated_logit_diff[0]), abs=1e-3)
+        probs = torch.softmax(python.ablated[0] / clf.temperature, -1)
+        assert page_knockout["label"] == clf.classes[int(probs.argmax())]
+        for name, p in zip(clf.classes, probs.tolist()):
             assert page_knockout["probs"][name] == pytest.approx(p, abs=1e-4)
 
         page_lens = page.evaluate(ask, {**request, "kind": "lens"})
-        server_lens = heads_view.lens_answer("mnist", image, request)
-        assert page_lens["label"] == server_lens["label"]
-        for mine, theirs in zip(page_lens["layers"], server_lens["layers"]):
-            assert mine["label"] == theirs["label"]
-            assert mine["probability"] == pytest.approx(theirs["probability"], abs=2e-4)
-        assert abs(levels(page_lens) - levels(server_lens)).max() <= 1
+        with heads.switched_off(clf.model, off, means):
+            lens = torch.softmax(heads.logit_lens(clf.model, clf.batch([image]))[0] / clf.temperature, -1)  # (L, K)
+            lens_maps = heads.lens_maps(clf.model, clf.batch([image]))[0].numpy()
+        for mine, row in zip(page_lens["layers"], lens):
+            assert mine["label"] == clf.classes[int(row.argmax())]
+            assert mine["probability"] == pytest.approx(float(row.max()), abs=2e-4)
+        assert abs(levels(page_lens) - np.round(lens_maps * 255).ravel()).max() <= 1
 
-        for label, off in (("7", []), ("1", []), ("7", request["off"])):  # its answer, another class, heads off
-            asked = {"image": numbers["image"], "label": label, "off": off, "mode": "mean"}
+        for label, pairs in (("7", []), ("1", []), ("7", off)):  # its answer, another class, heads off
+            asked = {"image": numbers["image"], "label": label, "off": [list(p) for p in pairs], "mode": "mean"}
             page_relevance = page.evaluate(ask, {**asked, "kind": "relevance"})
-            server_relevance = explanation_view.ask_relevance("mnist")(asked)
-            assert page_relevance["title"] == server_relevance["title"]
-            assert page_relevance["key"] == server_relevance["key"]
-            assert abs(levels(page_relevance, "map") - levels(server_relevance, "map")).max() <= 1
+            with heads.switched_off(clf.model, pairs, means):
+                exact = clf.relevance_preprocessed([image], [label])[0]
+            if not pairs:
+                assert page_relevance["title"].startswith(f"<b>Why {'' if label == '7' else 'not '}{label}?</b>")
+            assert abs(levels(page_relevance, "map") - np.round(exact / exact.max() * 255).ravel()).max() <= 1
 
         page_query = page.evaluate(ask, {"image": numbers["image"], "patch": 24, "kind": "query"})
-        attention = predict("mnist", [image])[0].attention
-        server_query = page_numbers.query_answer(attention, 24).to_json()
-        assert page_query["title"] == server_query["title"]
-        assert abs(levels(page_query) - levels(server_query)).max() <= 1
+        assert "Where patch 24 looks" in page_query["title"]
+        attention = clf.predict_preprocessed([image])[0].attention
+        assert abs(levels(page_query) - map_levels(attention, 25).ravel()).max() <= 1
+
+
+def patch_three_into_eight(page) -> None:
+    """Keep the example 3 as clean and the 8 as corrupt, and wait for both patching grids."""
+    for digit, slot in (("3", "clean"), ("8", "corrupt")):
+        page.click(f"#canvas .vd-examples button[title='example: {digit}']")
+        wait_for_label(page, digit)
+        page.click(f"#digit-patching button.vd-use[data-slot='{slot}']")
+    page.wait_for_function("() => document.querySelector('#digit-patching .vd-patching').dataset.drawn"
+                           ".endsWith('/true')", timeout=60_000)
+
+
+def test_once_saved_it_reloads_and_runs_every_tab_with_the_network_gone(static_folder, browser):
+    """After its first answer the page keeps every file of the site in the browser (sw.js answers from it) and says
+    so; then, with its file server stopped, it reads an uploaded photo, shows every Inside picture of both models,
+    patches one digit into another, and reloads and reads a drawing."""
+    inside_loaded = """(model) => [...document.querySelectorAll(`[data-model=${model}] img`)].every((img) =>
+        img.complete && img.naturalWidth > 0)"""
+    with serving(static_folder) as (url, server), static_page(browser, url) as page:
+        page.wait_for_selector("#vd-offline[data-ready]", timeout=120_000)
+        assert "Ready to go offline" in page.inner_text("#vd-offline")
+        server.terminate()
+        server.wait(timeout=10)
+        page.get_by_role("tab", name="Upload a photo (CIFAR-10)").click()
+        page.locator(".vd-photo input[type=file]").set_input_files(str(PHOTOS / "ship.png"))
+        wait_for_label(page, "ship", panel="photo", timeout=60)
+        page.click("[data-tab=inside]")
+        page.wait_for_function(inside_loaded, arg="mnist", timeout=20_000)
+        page.check("#inside-model input[value=cifar10]")
+        page.wait_for_function(inside_loaded, arg="cifar10", timeout=20_000)
+        page.click("[data-tab=digit]")
+        patch_three_into_eight(page)
+        page.reload()
+        page.wait_for_selector("#canvas canvas.vd-draw[data-ready]", timeout=30_000)
+        clear_and_draw(page, SEVEN)
+        wait_for_label(page, "7")
+        assert page.outside_requests == [] and page.console_errors == []
 
 
 def test_patching_in_the_page(static_folder, browser):
@@ -263,12 +308,7 @@ def test_patching_in_the_page(static_folder, browser):
     (its patching graphs, loaded when the view first asks; tests/test_page_patching.py holds its numbers against the
     server's), with no server of ours."""
     with serving(static_folder) as (url, _), static_page(browser, url) as page:
-        for digit, slot in (("3", "clean"), ("8", "corrupt")):
-            page.click(f"#canvas .vd-examples button[title='example: {digit}']")
-            wait_for_label(page, digit)
-            page.click(f"#digit-patching button.vd-use[data-slot='{slot}']")
-        page.wait_for_function("() => document.querySelector('#digit-patching .vd-patching').dataset.drawn"
-                               ".endsWith('/true')", timeout=60_000)
+        patch_three_into_eight(page)
         text = page.inner_text("#digit-patching")
         assert "Logit difference 3 − 8" in text and "ms in this page" in text
         assert page.locator("#digit-patching canvas.vd-patch-residual").count() == 2

@@ -6,8 +6,9 @@ the model's insides) and ``pictures``: the same functions the CLI and the tests 
 - ``starting``: the page that answers during a cold start, before anything heavy is imported.
 - ``service``: the models, loaded once, and one image's analysis (prediction, attention, relevance); no Gradio.
 - ``zerogpu``: where the models run on a ZeroGPU Space; ``serving``: tuning for a room on 2 vCPUs.
-- ``page_numbers``: one image's numbers, compact, that the page draws every view from (``assets/page/live.js``).
-- ``page_model``: what the page needs to run a model itself (the static Space uses it too).
+- ``page_model``: what the page needs to run a model (the static Space uses it too); ``forward``: the model's forward
+  pass on the server, for a page that can't run it (raw outputs: the page computes every view's numbers itself,
+  ``assets/page/source.js``); ``captions``: what the page says, and the templates it fills in.
 - ``components``: Gradio components made for this app (undecoded inputs, live views, the assets' address);
   ``canvas``: the drawing canvas.
 - ``attention_view``, ``explanation_view``, ``heads_view``, ``training_view``, ``export_view``: the views of an

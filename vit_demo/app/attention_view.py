@@ -4,15 +4,14 @@ where any one patch looks."""
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Callable
 
 import gradio as gr
 import numpy as np
 from PIL import Image
 
-from vit_demo.app import page_numbers
-from vit_demo.app.components import LARGE, live_asker, live_canvas, live_grid, live_patches
-from vit_demo.app.service import Analysis, heads_off, model_config, predict
+from vit_demo.app.captions import query_title
+from vit_demo.app.components import LARGE, live_canvas, live_grid, live_patches
+from vit_demo.app.service import Analysis
 from vit_demo.interpret import explain
 from vit_demo.model import ViTConfig
 from vit_demo.pictures import render
@@ -59,15 +58,6 @@ def checked_patch(patch: object, patches: int) -> int:
     return int(patch)
 
 
-def ask_query(model: str) -> Callable[[dict], dict]:
-    """The query view's server function: where the patch the page asks for looks, computed from the page's pixels
-    (with the heads the page switched off, ``service.heads_off``)."""
-    def answer(image: np.ndarray, request: dict) -> dict:
-        patch = checked_patch(request.get("patch"), model_config(model).grid_size ** 2)
-        return page_numbers.query_answer(predict(model, [image], heads_off(model, request))[0].attention, patch)
-    return live_asker("query", model, answer)
-
-
 def first_query_patch(analysis: Analysis) -> int:
     """The patch a new image's query view starts at."""
     return explain.first_query_patch(analysis.rollout)
@@ -77,7 +67,7 @@ def first_query_patch(analysis: Analysis) -> int:
 class AttentionView:
     layer: gr.Slider
     head: gr.Radio
-    selected: gr.HTML  # its value: the tab's numbers (``page_numbers.numbers``), which all the page's views draw from
+    selected: gr.HTML  # its value: the tab's numbers (source.js), which all the page's views draw from
     api_patches: gr.Image  # hidden: the views as pictures, in the API's answer
     api_cls_grid: gr.Image
     api_selected: gr.Image
@@ -95,12 +85,12 @@ class AttentionView:
     def pictures(analysis: Analysis | None, layer: int, head: str) -> tuple:
         """An image's views as the server's pictures (None: none), in the order of ``api_outputs``."""
         if analysis is None:
-            return None, None, None, None, None, page_numbers.query_title(None)
+            return None, None, None, None, None, query_title(None)
         patch = first_query_patch(analysis)
         return (render.patch_grid(analysis.input, analysis.grid, LARGE, selected=patch),
                 cls_grid(analysis.input, analysis.attention), selected_view(analysis, layer, head),
                 render.overlay(analysis.input, analysis.rollout, LARGE), query_picture(analysis, patch),
-                page_numbers.query_title(patch))
+                query_title(patch))
 
     def wire(self, prefix: str) -> None:
         for control in (self.layer, self.head):
@@ -129,10 +119,9 @@ def patches_view(prefix: str, config: ViTConfig) -> gr.HTML:
                         "the input cut into numbered patches; click one to see where it looks")
 
 
-def large_view(prefix: str, numbers: str = "") -> gr.HTML:
-    """Its value is the tab's ``numbers``, which every view draws from (JSON; "" for none)."""
-    return live_canvas(f"{prefix}-selected", prefix, "selected", "where [CLS] attends in the chosen layer and head",
-                       value=numbers)
+def large_view(prefix: str) -> gr.HTML:
+    """Its value is the tab's numbers, which every view draws from (JSON, set by the page; "" for none)."""
+    return live_canvas(f"{prefix}-selected", prefix, "selected", "where [CLS] attends in the chosen layer and head")
 
 
 def cls_grid_view(prefix: str, config: ViTConfig) -> gr.HTML:
@@ -144,9 +133,9 @@ def rollout_view(prefix: str) -> gr.HTML:
     return live_canvas(f"{prefix}-rollout", prefix, "rollout", "attention rollout")
 
 
-def query_view(prefix: str, config: ViTConfig, ask: list[Callable[[dict], dict]] | None = None) -> gr.HTML:
+def query_view(prefix: str, config: ViTConfig) -> gr.HTML:
     return live_grid(f"{prefix}-query", prefix, "query", config.depth, config.heads,
-                     "where the chosen patch looks in every layer and head", ask=ask)
+                     "where the chosen patch looks in every layer and head")
 
 
 def patches_note(config: ViTConfig) -> str:
@@ -162,16 +151,16 @@ def build_patches(prefix: str, config: ViTConfig) -> None:
     gr.Markdown(patches_note(config), elem_classes="vd-note")
 
 
-def build_selected(prefix: str, config: ViTConfig, numbers: str = "") -> tuple[gr.Slider, gr.Radio, gr.HTML]:
+def build_selected(prefix: str, config: ViTConfig) -> tuple[gr.Slider, gr.Radio, gr.HTML]:
     """A column: one layer and head (or the layer's mean) large, with its controls; talk mode's one view. The page
-    draws it (``assets/page/views/selected.js``), so its controls cost no request. Its value is the tab's ``numbers``, which
-    every view draws from (JSON; "" for none)."""
+    draws it (``assets/page/views/selected.js``), so its controls cost no request. Its value is the tab's numbers,
+    which every view draws from."""
     gr.Markdown(LARGE_TITLE, elem_classes="vd-step")
     layer = gr.Slider(1, config.depth, value=config.depth, step=1, label="Layer", elem_id=f"{prefix}-layer",
                       elem_classes="vd-layer")
     head = gr.Radio([MEAN] + [f"head {h + 1}" for h in range(config.heads)], value=MEAN, label="Head",
                     elem_id=f"{prefix}-head", elem_classes="vd-head")
-    return layer, head, large_view(prefix, numbers)
+    return layer, head, large_view(prefix)
 
 
 def build_cls_grid(prefix: str, config: ViTConfig) -> None:
@@ -186,8 +175,7 @@ def build_rollout(prefix: str) -> None:
     rollout_view(prefix)
 
 
-def build_query(prefix: str, model: str, config: ViTConfig) -> None:
-    """A column: where the chosen patch looks, in every layer and head, drawn in the page (another patch's numbers
-    asked for once)."""
-    gr.Markdown(page_numbers.query_title(None))
-    query_view(prefix, config, [ask_query(model)])
+def build_query(prefix: str, config: ViTConfig) -> None:
+    """A column: where the chosen patch looks, in every layer and head, drawn in the page."""
+    gr.Markdown(query_title(None))
+    query_view(prefix, config)

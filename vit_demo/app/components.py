@@ -6,7 +6,6 @@ import base64
 import html
 import json
 import os
-from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -14,17 +13,13 @@ import gradio as gr
 from gradio import processing_utils
 from gradio.data_classes import ImageData
 from gradio.utils import get_upload_folder
-import numpy as np
 from PIL import Image
 
-from vit_demo.app import page_numbers as live_numbers
-from vit_demo.app.page_numbers import LARGE
-from vit_demo.app.service import input_shape
-from vit_demo.app.serving import SERVER_FUNCTION_SLOTS
+from vit_demo.app.captions import caption_html
 from vit_demo.atomic import atomic_write
 from vit_demo.pictures import render
-from vit_demo.weights import WeightsError
 
+LARGE = 336  # pixels a side of the large views (the page's canvas, the server's pictures)
 THUMB = 96  # pixels a side of a layer x head grid's tiles (render.attention_grid's default)
 GRID_WIDTH = 480  # pixels on screen a layer x head grid takes at most (the shipped models' grids: 5 and 7 columns)...
 GRID_TILE = 60  # ...or more, where that would draw its tiles smaller than this (a model of more heads: 12 of them)
@@ -111,18 +106,17 @@ def colour_scale(low: str = "none", high: str = "most (each map's own maximum)",
 
 
 def live_canvas(elem_id: str, prefix: str, view: str, description: str, width: int = LARGE, height: int = LARGE,
-                scale: bool = True, extra: str = "", style: str = "", ask: list[Callable[[dict], dict]] | None = None,
-                visible: bool = True, value: str = "", **data: str) -> gr.HTML:
-    """A view the page draws itself from the tab's numbers (``vit_demo/app/page_numbers.py``, ``assets/page/live.js``,
-    which lists the ``view``s) in tab ``prefix``: a caption, a canvas ``width`` x ``height``, and the colour scale
-    (``scale``). ``description``: what it shows, for screen readers; ``extra``: more HTML after the canvas;
-    ``style``: the canvas' CSS; ``ask``: the server functions that answer what the view lacks (``live_asker``);
-    ``value``: the view's value (the large view's: the tab's numbers); ``data``: the canvas' data-* attributes."""
+                scale: bool = True, extra: str = "", style: str = "", visible: bool = True, **data: str) -> gr.HTML:
+    """A view the page draws itself from the tab's numbers (``assets/page/live.js``, which lists the ``view``s, and
+    source.js, which computes the numbers) in tab ``prefix``: a caption, a canvas ``width`` x ``height``, and the
+    colour scale (``scale``). ``description``: what it shows, for screen readers; ``extra``: more HTML after the
+    canvas; ``style``: the canvas' CSS; ``data``: the canvas' data-* attributes. The large view's value holds the
+    tab's numbers, which the page sets."""
     attributes = "".join(f' data-{name}="{html.escape(value)}"' for name, value in data.items())
     template = (f'<div class="vd-caption" aria-live="polite"></div><canvas class="vd-live-canvas" width="{width}" '
                 f'height="{height}" role="img" aria-label="{description}"{attributes} style="{style}"></canvas>{extra}'
                 f'{colour_scale() if scale else ""}')
-    return gr.HTML(value, html_template=template, server_functions=ask, js_on_load=live_script(prefix, view),
+    return gr.HTML("", html_template=template, js_on_load=live_script(prefix, view),
                    elem_id=elem_id, elem_classes=["vd-view", "vd-live"], padding=False, visible=visible)
 
 
@@ -137,7 +131,7 @@ def live_script(prefix: str, view: str) -> str:
     views, one module each) with what Gradio hands the script."""
     address = json.dumps(served(LIVE_VIEWS))
     return (f"import(new URL({address}, document.baseURI).href).then(({{ mount }}) => "
-            f"mount({{ element, props, server, watch }}, {json.dumps(prefix)}, {json.dumps(view)}));")
+            f"mount({{ element, props, watch }}, {json.dumps(prefix)}, {json.dumps(view)}));")
 
 
 def live_prediction(prefix: str, prompt: str) -> gr.HTML:
@@ -145,7 +139,7 @@ def live_prediction(prefix: str, prompt: str) -> gr.HTML:
     an image the model should not be trusted with, the one that says which heads are switched off (the model the
     views show), the top class large, the top three classes' probabilities as bars, and the info line under them
     (``prompt`` until there is an image)."""
-    prompt_html = html.escape(live_numbers.caption_html(prompt))
+    prompt_html = html.escape(caption_html(prompt))
     template = (f'<div class="vd-notice" id="{prefix}-notice" hidden></div>'
                 f'<div class="vd-ablated" id="{prefix}-ablated" hidden></div>'
                 f'<div class="vd-label" id="{prefix}-label"><span class="vd-label-title">Prediction</span>'
@@ -156,12 +150,12 @@ def live_prediction(prefix: str, prompt: str) -> gr.HTML:
 
 
 def live_grid(elem_id: str, prefix: str, view: str, layers: int, heads: int, description: str,
-              ask: list[Callable[[dict], dict]] | None = None, visible: bool = True, **data: str) -> gr.HTML:
+              visible: bool = True, **data: str) -> gr.HTML:
     """A layer x head grid the page draws itself (``live_canvas``): ``render.attention_grid``'s frame as the canvas'
     background, a tile per layer and head drawn over it."""
     frame, origins = render.attention_grid_layout(layers, heads)
     widest = max(GRID_WIDTH, frame.width * GRID_TILE // THUMB)  # on screen, as its column allows
-    return live_canvas(elem_id, prefix, view, description, frame.width, frame.height, ask=ask, visible=visible,
+    return live_canvas(elem_id, prefix, view, description, frame.width, frame.height, visible=visible,
                        style=f"max-width: min(100%, {widest}px); background: url({png_data_url(frame)}) 0 0 / "
                              "100% 100% no-repeat",
                        thumb=str(THUMB), origins=json.dumps(origins).replace(" ", ""), **data)
@@ -172,27 +166,3 @@ def live_patches(elem_id: str, prefix: str, grid: int, description: str) -> gr.H
     and numbers (``render.patch_grid_layer``) go over the input."""
     layer = f'<img class="vd-patch-layer" hidden alt="" src="{png_data_url(render.patch_grid_layer(grid, LARGE))}">'
     return live_canvas(elem_id, prefix, "patches", description, scale=False, extra=layer)
-
-
-def live_asker(kind: str, model: str, answer: Callable[[np.ndarray, dict], live_numbers.Part | dict]
-               ) -> Callable[[dict], dict]:
-    """A live view's server function, called ``kind`` (what the page asks for: "query", "relevance", "snapshot"):
-    the page sends ``{"image": its copy of the input, ...}``, and ``answer(input, request)`` computes what it asked
-    for from the pixels (a part of the page's numbers, ``page_numbers.Part``, or JSON already), the image's key
-    added. A request that can't be answered gets ``{"error": why}``."""
-    shape = input_shape(model)
-
-    def ask(request: dict) -> dict:
-        try:
-            if not isinstance(request, dict):
-                raise ValueError("a request is a JSON object")
-            image = live_numbers.read_image(request.get("image"), shape)
-            with SERVER_FUNCTION_SLOTS:
-                found = answer(image, request)
-                found = found.to_json() if isinstance(found, live_numbers.Part) else found
-                return {**found, "key": live_numbers.image_key(image)}
-        except (ValueError, TypeError, WeightsError) as exc:
-            return {"error": str(exc)}
-
-    ask.__name__ = kind
-    return ask

@@ -16,7 +16,7 @@ from vit_demo.app.components import ASSETS
 from vit_demo.app.digit_tab import build_digit_tab
 from vit_demo.app.inside_tab import build_inside_tab
 from vit_demo.app.page_model import served_paths
-from vit_demo.app.panel import api_answer, page_answer
+from vit_demo.app.panel import api_answer
 from vit_demo.app.photo_tab import build_photo_tab
 from vit_demo.app.service import analyse, model_problem
 from vit_demo.app.serving import CACHE_SWEEP, QUEUE_SIZE, serve, tune_process
@@ -65,13 +65,10 @@ def build_demo() -> gr.Blocks:
 
 
 def warm_up() -> None:
-    """Run one example through each available model, the page's answer and the API's pictures, so the first user
-    waits for nothing."""
+    """Run one example through each available model and the API's pictures, so the first user waits for nothing."""
     for model, example in (("mnist", EXAMPLES / "digits" / "7.png"), ("cifar10", EXAMPLES / "photos" / "ship.png")):
         if not model_problem(model):
-            analysis = analyse(model, example)
-            page_answer(analysis, "")
-            api_answer(model, analysis, "")
+            api_answer(model, analyse(model, example), "")
 
 
 def launch(queue_size: int = QUEUE_SIZE, before_serving: Callable[[], None] | None = None,

@@ -1,23 +1,22 @@
 """Why this class and not that one (class-specific relevance, for any class), and how far to trust each map for
-the image in hand (its deletion and insertion curves, drawn in the page by assets/page/views/faithfulness.js from
-``faithfulness_answer``, which the page's model also gives: assets/page/faithfulness.js)."""
+the image in hand (its deletion and insertion curves, scored in the page by assets/page/faithfulness.js and drawn by
+assets/page/views/faithfulness.js; the verdict's words are written here, ``VERDICT_TEXTS``, and
+``verdict_parts`` is the reference the page's verdict is tested against)."""
 
 from __future__ import annotations
 
 import dataclasses
 import html
-import time
-from collections.abc import Callable
 
 import gradio as gr
 import numpy as np
 
-from vit_demo.app import page_numbers
-from vit_demo.app.components import LARGE, live_asker, live_canvas, live_script
-from vit_demo.app.service import Analysis, analyse_inputs, classifier, heads_off, predict, relevance
+from vit_demo.app.captions import caption_html, relevance_title
+from vit_demo.app.components import LARGE, live_canvas, live_script
+from vit_demo.app.service import Analysis, classifier, relevance
 from vit_demo.app.zerogpu import model_work
 from vit_demo.data.datasets import dataset_spec
-from vit_demo.interpret.faithfulness import FLAT, RANDOM_RANKINGS, STEPS, Curves, Verdict, faithfulness, verdict
+from vit_demo.interpret.faithfulness import RANDOM_RANKINGS, Curves, Verdict, faithfulness
 from vit_demo.pictures import render
 
 PREDICTED_CHOICE = "the predicted class"  # the class picker's default
@@ -58,8 +57,8 @@ def map_curves(analysis: Analysis) -> dict[str, Curves]:
     return image_curves(analysis.model, analysis.input)
 
 
-# The verdict's words, filled in by the server here and by the page's own model (assets/page/faithfulness.js, which
-# gets them from vit_demo/app/page_model.py and follows the rules of ``verdict_parts``): {fields} are numbers shown
+# The verdict's words, filled in by the page (assets/page/faithfulness.js, which gets them from
+# vit_demo/app/page_model.py and follows the rules of ``verdict_parts``): {fields} are numbers shown
 # with two decimals, percentages with one, map names, or other entries of this table, filled in first.
 VERDICT_TEXTS = {
     "spread": "the spread of the area under the curve over {rankings} random rankings of this image",
@@ -138,51 +137,6 @@ def verdict_text(v: Verdict, label: str) -> str:
     return VERDICT_TEXTS[key].format(**fields)
 
 
-def faithfulness_answer(curves_of: dict[str, Curves], label: str) -> dict:
-    """The faithfulness view's numbers for one image the model reads as ``label``, from ``faithfulness`` (random
-    rankings >= 2): per kind of map its deletion and insertion curves (the predicted class's calibrated probability
-    at 0, 10, ..., 100% of the patches) and their AUCs; the noise (the spread of the random rankings' AUCs); the
-    verdict (each curve's leader, None for a tie or a flat curve; whether each is flat, the band its curves stay
-    in; the probability of the whole image and of the blank one) and its words (HTML). The page's model gives the
-    same (assets/page/faithfulness.js), but for random's curves, which come from rankings of its own."""
-    v = verdict(curves_of)
-    return {
-        "label": label, "steps": STEPS, "rankings": RANDOM_RANKINGS, "flat": FLAT,
-        "curves": {kind: {"deletion": [float(p) for p in c.deletion[0]],
-                          "insertion": [float(p) for p in c.insertion[0]],
-                          "deletion_auc": float(c.deletion_auc[0]), "insertion_auc": float(c.insertion_auc[0])}
-                   for kind, c in curves_of.items()},
-        "noise": {"deletion": v.deletion_noise, "insertion": v.insertion_noise},
-        "verdict": {"deletion": v.deletion_leader, "insertion": v.insertion_leader, "winner": v.winner,
-                    "flat": {"deletion": v.deletion_flat, "insertion": v.insertion_flat},
-                    "band": {"deletion": list(v.deletion_band), "insertion": list(v.insertion_band)},
-                    "whole": v.whole, "blank": v.blank},
-        "text": page_numbers.caption_html(verdict_text(v, label)),
-    }
-
-
-def ask_faithfulness(model: str) -> Callable[[dict], dict]:
-    """The faithfulness view's server function: ``faithfulness_answer`` for the page's pixels, with every head on
-    (some 240 forward passes), and how long it took (ms) and where."""
-    def answer(image: np.ndarray, request: dict) -> dict:
-        start = time.perf_counter()
-        label = predict(model, [image], attention=False)[0].label  # model work, as image_curves
-        found = faithfulness_answer(image_curves(model, image), label)
-        return {**found, "ms": round(1000 * (time.perf_counter() - start), 1), "where": "on the server"}
-    return live_asker("faithfulness", model, answer)
-
-
-def ask_relevance(model: str) -> Callable[[dict], dict]:
-    """The relevance view's server function: the relevance of the class the page asks for, computed from the page's
-    pixels (one forward and one backward pass; with the heads the page switched off, ``service.heads_off``)."""
-    def answer(image: np.ndarray, request: dict) -> dict:
-        label = request.get("label")
-        if label not in classifier(model).classes:
-            raise ValueError(f"there is no class {label!r}")
-        return page_numbers.relevance_answer(analyse_inputs(model, [image], [label], heads_off(model, request))[0])
-    return live_asker("relevance", model, answer)
-
-
 @dataclasses.dataclass
 class ExplanationView:
     explain_class: gr.Dropdown
@@ -197,50 +151,49 @@ class ExplanationView:
     def pictures(analysis: Analysis | None) -> tuple:
         """The relevance of the class the image was analysed for (None: nothing), as a picture, and its note."""
         if analysis is None:
-            return None, page_numbers.relevance_title(None, None)
+            return None, relevance_title(None, None)
         return (render.overlay(analysis.input, analysis.relevance, LARGE),
-                page_numbers.relevance_title(analysis, analysis.relevance_label))
+                relevance_title(analysis, analysis.relevance_label))
 
     def wire(self, prefix: str) -> None:
         self.explain_class.change(None, self.explain_class, None, js=EXPLAIN_JS.format(prefix=prefix))
 
 
 def build_relevance(prefix: str, model: str) -> gr.Dropdown:
-    """A column: the relevance view (drawn in the page; another class's numbers asked for once), with the picker of
-    the class to explain."""
-    gr.Markdown(page_numbers.relevance_title(None, None))
+    """A column: the relevance view (drawn in the page), with the picker of the class to explain."""
+    gr.Markdown(relevance_title(None, None))
     explain_class = gr.Dropdown([PREDICTED_CHOICE, *dataset_spec(model).classes], value=PREDICTED_CHOICE,
                                 label="Explain the class", elem_id=f"{prefix}-explain-class")
-    relevance_view(prefix, [ask_relevance(model)])
+    relevance_view(prefix)
     return explain_class
 
 
-def relevance_view(prefix: str, ask: list[Callable[[dict], dict]] | None = None) -> gr.HTML:
-    """The view the page draws itself: the relevance of the class shown (another class's asked for once)."""
-    return live_canvas(f"{prefix}-relevance", prefix, "relevance", "class-specific relevance", ask=ask,
+def relevance_view(prefix: str) -> gr.HTML:
+    """The view the page draws itself: the relevance of the class shown."""
+    return live_canvas(f"{prefix}-relevance", prefix, "relevance", "class-specific relevance",
                        predicted=PREDICTED_CHOICE)
 
 
 FAITHFULNESS_SIZE = (LARGE, 400)  # the chart's canvas: deletion above insertion
 
 
-def faithfulness_view(prefix: str, ask: list[Callable[[dict], dict]] | None = None) -> gr.HTML:
+def faithfulness_view(prefix: str) -> gr.HTML:
     """How far to trust each map, drawn in the page (assets/page/views/faithfulness.js): the button that scores the
     maps of the image in hand, the deletion and insertion curves of each (a chart with a key), and the verdict
-    under them. ``ask``: the server function (``ask_faithfulness``) where the page's model does not answer."""
+    under them."""
     width, height = FAITHFULNESS_SIZE
-    prompt = html.escape(page_numbers.caption_html(SCORE_PROMPT))
+    prompt = html.escape(caption_html(SCORE_PROMPT))
     template = ('<div class="vd-faithfulness"><button type="button" class="vd-score">Score the maps</button>'
                 f'<div class="vd-caption" aria-live="polite" data-prompt="{prompt}"></div>'
                 f'<canvas class="vd-live-canvas vd-faithfulness-chart" width="{width}" height="{height}" role="img" '
                 'aria-label="deletion and insertion curves of each map"></canvas>'
                 '<ul class="vd-faithfulness-key"></ul><div class="vd-faithfulness-verdict" aria-live="polite"></div>'
                 "</div>")
-    return gr.HTML("", html_template=template, server_functions=ask, js_on_load=live_script(prefix, "faithfulness"),
+    return gr.HTML("", html_template=template, js_on_load=live_script(prefix, "faithfulness"),
                    elem_id=f"{prefix}-faithfulness", elem_classes=["vd-view", "vd-live"], padding=False)
 
 
-def build_faithfulness(prefix: str, model: str) -> gr.HTML:
+def build_faithfulness(prefix: str) -> gr.HTML:
     """A column: how far to trust each map for this image."""
     gr.Markdown(FAITHFULNESS_TITLE)
-    return faithfulness_view(prefix, [ask_faithfulness(model)])
+    return faithfulness_view(prefix)

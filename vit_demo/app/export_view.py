@@ -13,7 +13,7 @@ from vit_demo.pictures import figures, slides
 from vit_demo.app.attention_view import checked_patch, first_query_patch, head_index
 from vit_demo.app.components import cached_file
 from vit_demo.app.explanation_view import explain_label, map_curves, relevance_map
-from vit_demo.app.page_numbers import read_image
+from vit_demo.app.captions import read_image
 from vit_demo.app.service import Analysis, analyse_inputs, input_shape, training_run
 from vit_demo.app.serving import PRIVATE
 from vit_demo.app.training_view import snapshot_attention
@@ -35,7 +35,7 @@ NOTHING_YET = "Draw or upload an image first: the export is made from the image 
 
 def image_analysis(model: str, value: str | None) -> Analysis | None:
     """The image a tab's page shows, through ``model`` again: ``value`` is the tab's numbers as the page sends them
-    back with a button's event (``page_numbers.PageNumbers`` as JSON; its pixels are exactly what the model read).
+    back with a button's event (as JSON; its pixels, ``image``, are exactly what the model read).
     None when the page shows no image."""
     try:
         image = json.loads(value or "{}").get("image")

@@ -1,19 +1,18 @@
-"""One tab's views of an image: the input beside the prediction, then every view below. A new image is answered
-once, with its prediction and the numbers the page draws every view from (``page_numbers.numbers``): a drawing by
-the canvas' server function, an upload by one event. The page keeps them as the large view's value, and sends them
-back with what the server still draws (export), which works from the image's pixels."""
+"""One tab's views of an image: the input beside the prediction, then every view below. The page computes every
+view's numbers itself (assets/page/source.js) from the model's raw outputs, keeps them as the large view's value, and
+sends them back with what the server still draws (export), which works from the image's pixels."""
 
 from __future__ import annotations
 
 import dataclasses
-import json
 from collections.abc import Callable
 from typing import Any
 
 import gradio as gr
 
-from vit_demo.app import attention_view, explanation_view, export_view, heads_view, page_numbers, training_view
+from vit_demo.app import attention_view, explanation_view, export_view, heads_view, training_view
 from vit_demo.app.attention_view import MEAN, AttentionView
+from vit_demo.app.captions import info_text, message_text
 from vit_demo.app.components import live_prediction, view_image
 from vit_demo.app.explanation_view import ExplanationView
 from vit_demo.app.export_view import ExportView
@@ -21,18 +20,12 @@ from vit_demo.app.service import Analysis, model_config, model_problem
 from vit_demo.data.preprocess import InputError
 
 
-def page_answer(result: Analysis | InputError | str, blank_message: str) -> str:
-    """The page's numbers (``page_numbers.numbers``) as the large view's value (JSON): what an upload's one event
-    answers."""
-    return json.dumps(page_numbers.numbers(result, blank_message).to_json())
-
-
 def api_answer(model: str, result: Analysis | InputError | str, blank_message: str) -> tuple:
     """The API's answer (``Panel.api_outputs``) for an analysed image, one that failed, or a message (a str)."""
     if isinstance(result, Analysis):
-        label, info, analysis = result.probs, page_numbers.info_text(result), result
+        label, info, analysis = result.probs, info_text(result), result
     else:
-        label, info, analysis = None, page_numbers.message_text(result, blank_message), None
+        label, info, analysis = None, message_text(result, blank_message), None
     return (label, info, *AttentionView.pictures(analysis, model_config(model).depth, MEAN),
             *ExplanationView.pictures(analysis))
 
@@ -52,8 +45,8 @@ class Panel:
 
     @property
     def numbers(self) -> gr.HTML:
-        """The large view, whose value is the tab's numbers (``page_numbers.numbers``, as JSON): every view in the page
-        draws from it, and a button's event sends it back for the image it shows."""
+        """The large view, whose value is the tab's numbers (as JSON, set by the page): every view in the page draws
+        from it, and a button's event sends it back for the image it shows."""
         return self.attention.selected
 
     @property
@@ -83,13 +76,11 @@ DEEPER = (("cls-grid", "every layer and head"), ("rollout", "all layers together
 
 
 def build_panel(prefix: str, model: str, prompt: str, input_title: str, build_input: Callable[[], Any],
-                first: Analysis | None = None, build_answer_notes: Callable[[], None] | None = None
-                ) -> tuple[Panel, Any]:
+                build_answer_notes: Callable[[], None] | None = None) -> tuple[Panel, Any]:
     """One tab: the first screen's story, a step a column (the input, made by ``build_input`` under
     ``input_title``; the patches it reads; one layer and head large; the prediction, with what
     ``build_answer_notes`` adds under it), then every other view in a section that talk mode hides (class
-    ``vd-detail``), which links under the story lead to; ``first``: the image the page starts with (an example),
-    whose numbers come with the page."""
+    ``vd-detail``), which links under the story lead to."""
     config = model_config(model)
     with gr.Row(equal_height=False, elem_classes="vd-top"):
         with gr.Column(scale=1, min_width=280, elem_classes="vd-input"):
@@ -98,8 +89,7 @@ def build_panel(prefix: str, model: str, prompt: str, input_title: str, build_in
         with gr.Column(scale=1, min_width=260, elem_classes=["vd-patches-step", "vd-detail"]):
             attention_view.build_patches(prefix, config)
         with gr.Column(scale=1, min_width=280, elem_classes="vd-selected"):
-            layer, head, selected = attention_view.build_selected(prefix, config,
-                                                                 page_numbers.starting_numbers(first, prompt))
+            layer, head, selected = attention_view.build_selected(prefix, config)
         with gr.Column(scale=1, min_width=240, elem_classes="vd-prediction"):
             gr.Markdown(ANSWER_TITLE, elem_classes="vd-step")
             live_prediction(prefix, model_problem(model) or prompt)
@@ -116,10 +106,10 @@ def build_panel(prefix: str, model: str, prompt: str, input_title: str, build_in
             with gr.Column(scale=1, min_width=300):
                 explain_class = explanation_view.build_relevance(prefix, model)
             with gr.Column(scale=1, min_width=300):
-                explanation_view.build_faithfulness(prefix, model)
+                explanation_view.build_faithfulness(prefix)
         with gr.Row(equal_height=False):
             with gr.Column(scale=1, min_width=300):
-                attention_view.build_query(prefix, model, config)
+                attention_view.build_query(prefix, config)
             with gr.Column(scale=1, min_width=300):
                 position = training_view.build_training(prefix, model, config)
         heads_view.build_heads(prefix, model, config)  # what each head does: knockout, lens, patching

@@ -1,4 +1,5 @@
-"""The photo tab: upload a photo (or pick an example) and see every view; ``/predict_image`` for scripts."""
+"""The photo tab: upload a photo (or pick an example) and see every view (the page reads the photo:
+assets/page/photo.js); ``/predict_image`` for scripts."""
 
 from __future__ import annotations
 
@@ -9,10 +10,10 @@ from pathlib import Path
 import gradio as gr
 
 from vit_demo.app.components import ASSETS, LARGE, UndecodedImage, live_canvas, served
-from vit_demo.app.explanation_view import PREDICTED_CHOICE, explain_label
+from vit_demo.app.forward import forward_function
 from vit_demo.app.page_model import app_description
-from vit_demo.app.panel import Panel, api_answer, build_panel, page_answer
-from vit_demo.app.service import analyse_batch, model_problem, starting_example
+from vit_demo.app.panel import Panel, api_answer, build_panel
+from vit_demo.app.service import analyse_batch, model_problem
 from vit_demo.app.serving import SHARED_WORKERS
 from vit_demo.data.datasets import dataset_spec
 
@@ -23,21 +24,11 @@ BLANK_PHOTO = "This image is blank: there is nothing to classify."
 FIRST_EXAMPLE = "horse"  # the example the page starts with
 
 
-def analyse_photo(path: str | None, choice: str = PREDICTED_CHOICE):
-    """The analysis of an uploaded photo (with the relevance of ``choice``), why it failed, or a message (a str)."""
-    if path is None:
-        return UPLOAD_PROMPT
-    return model_problem(MODEL) or analyse_batch(MODEL, [path], [explain_label(choice)])[0]
-
-
-def on_photo(path: str | None, choice: str = PREDICTED_CHOICE) -> str:
-    """Browser: a photo was uploaded (or removed); the page's answer (``panel.page_answer``), the tab's numbers."""
-    return page_answer(analyse_photo(path, choice), BLANK_PHOTO)
-
-
 def predict_image(path: str | None) -> tuple:
     """API: classify a photo; the label, info, attention views and relevance (``Panel.api_outputs``)."""
-    return api_answer(MODEL, analyse_photo(path), BLANK_PHOTO)
+    if path is None:
+        return api_answer(MODEL, UPLOAD_PROMPT, BLANK_PHOTO)
+    return api_answer(MODEL, model_problem(MODEL) or analyse_batch(MODEL, [path])[0], BLANK_PHOTO)
 
 
 CLASSES_NOTE = (f"**It knows ten classes:** {', '.join(dataset_spec(MODEL).classes)}. Anything else gets one of "
@@ -48,13 +39,8 @@ READS_NOTE = (f"**What the model reads:** {dataset_spec(MODEL).image_size} x {da
 INPUT_TITLE = (f"### Choose a photo\nUpload one or pick an example: it is shrunk to {dataset_spec(MODEL).image_size} "
                f"x {dataset_spec(MODEL).image_size} pixels, as CIFAR-10's are.")
 READS_SIZE = 128  # pixels a side of the picture of what the model reads
-# The upload's change event where the page runs the model: the page reads the photo (assets/page/photo.js), or, where
-# it can't, asks the server by clicking the hidden button whose event does (#photo-server-read).
-READ_IN_PAGE_JS = """(photo) => {
-    const live = window.vdLive?.photo;
-    if (live?.readPhoto) live.readPhoto(photo?.url ?? null);
-    else document.querySelector("#photo-server-read")?.click();
-}"""
+# The upload's change event: the page reads the photo (assets/page/photo.js).
+READ_IN_PAGE_JS = "(photo) => { window.vdLive?.photo?.readPhoto?.(photo?.url ?? null); }"
 
 
 def photo_input(examples: list[Path], first: Path | None) -> gr.Image:
@@ -75,29 +61,22 @@ def photo_notes() -> None:
 
 
 def photo_reader(described: dict) -> gr.HTML:
-    """What reads the photos in the page: the page's model (``described``: page_model.py's ``app_description``),
-    loaded by assets/page/photo.js."""
+    """What reads the photos in the page: the tab's source (``described``: page_model.py's ``app_description``),
+    loaded by assets/page/photo.js, with the server function that runs the model where the page can't."""
     address = json.dumps(served(ASSETS / "page" / "photo.js"))
     return gr.HTML("", html_template=f'<div hidden data-page-model="{html.escape(json.dumps(described))}"></div>',
+                   server_functions=[forward_function(MODEL)],
                    js_on_load=f"import(new URL({address}, document.baseURI).href)"
-                              ".then(({ usePhotoModel }) => usePhotoModel(element, 'photo'));",
+                              ".then(({ usePhotoModel }) => usePhotoModel(element, 'photo', server));",
                    elem_id="photo-reader", elem_classes=["vd-hidden"], padding=False)
 
 
 def build_photo_tab(examples: list[Path]) -> Panel:
-    first, analysis = starting_example(MODEL, examples, FIRST_EXAMPLE)  # shown with the numbers that come with the page
+    first = next((path for path in examples if path.stem == FIRST_EXAMPLE), None)
     photos, photo = build_panel("photo", MODEL, UPLOAD_PROMPT, INPUT_TITLE, lambda: photo_input(examples, first),
-                                analysis, build_answer_notes=photo_notes)
-    # One event per new photo: its numbers, the large view's value, which every view draws from. Where the page can
-    # run the model it reads the photo itself, and the server only where the page can't (the hidden button's event).
-    read = dict(fn=on_photo, inputs=[photo, photos.explanation.explain_class], outputs=photos.numbers,
-                api_visibility="private", show_progress="minimal", **SHARED_WORKERS)
-    described = None if model_problem(MODEL) else app_description(MODEL, UPLOAD_PROMPT, BLANK_PHOTO)
-    if described is None:
-        photo.change(**read)
-    else:
-        photo_reader(described)
-        gr.Button("Read on the server", elem_id="photo-server-read", elem_classes=["vd-hidden"]).click(**read)
+                                build_answer_notes=photo_notes)
+    if not model_problem(MODEL):  # (else the prediction says why there is no model)
+        photo_reader(app_description(MODEL, UPLOAD_PROMPT, BLANK_PHOTO, first))
         photo.change(None, photo, None, js=READ_IN_PAGE_JS)
     # API only: a photo file for scripts.
     api_photo = UndecodedImage(type="filepath", label="photo", visible=False)

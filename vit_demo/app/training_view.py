@@ -3,14 +3,12 @@ train.py keeps), with that epoch's test accuracy."""
 
 from __future__ import annotations
 
-from collections.abc import Callable
-
 import gradio as gr
 import numpy as np
 import torch
 
-from vit_demo.app import page_numbers
-from vit_demo.app.components import live_asker, live_grid
+from vit_demo.app.captions import caption_html
+from vit_demo.app.components import live_grid
 from vit_demo.app.service import Analysis, TrainingRun, classifier, training_run
 from vit_demo.app.zerogpu import model_work
 from vit_demo.interpret.calibration import probabilities
@@ -57,18 +55,6 @@ def snapshot_note(run: TrainingRun, position: int, label: str, percent: str) -> 
             f"For this image it said **{label}** ({percent}%).")
 
 
-def ask_snapshot(model: str) -> Callable[[dict], dict]:
-    """The training view's server function: where [CLS] looked at the snapshot the page asks for (a slider position
-    before the last), computed from the page's pixels."""
-    def answer(image: np.ndarray, request: dict) -> dict:
-        position, snapshots = request.get("position"), len(training_run(model).snapshots)
-        if not isinstance(position, int) or not 1 <= position <= snapshots:
-            raise ValueError(f"there is no snapshot {position!r}: they are numbered 1 to {snapshots}")
-        attention, _, note = through_snapshot(model, image, position)
-        return page_numbers.snapshot_answer(attention, position, note)
-    return live_asker("snapshot", model, answer)
-
-
 # A move of the slider redraws the training view in the page (which asks for a snapshot it lacks).
 TRAIN_JS = "(position) => {{ window.vdLive?.[{prefix!r}]?.train(position); }}"
 
@@ -77,17 +63,16 @@ TRAINING_TITLE = ("### Attention through training\nThe same image through the mo
                   "watch the heads learn where to look.")
 
 
-def training_grid(prefix: str, config: ViTConfig, run: TrainingRun, ask: list[Callable[[dict], dict]] | None = None,
-                  visible: bool = True) -> gr.HTML:
-    """The view the page draws itself: the trained model's [CLS] grid, or a snapshot's (its ``ask``)."""
+def training_grid(prefix: str, config: ViTConfig, run: TrainingRun, visible: bool = True) -> gr.HTML:
+    """The view the page draws itself: the trained model's [CLS] grid, or a snapshot's."""
     return live_grid(f"{prefix}-training", prefix, "training", config.depth, config.heads,
-                     "where [CLS] looked in every layer and head at this point of training", ask=ask,
-                     visible=visible, positions=str(run.positions), note=page_numbers.caption_html(trained_note(run)))
+                     "where [CLS] looked in every layer and head at this point of training",
+                     visible=visible, positions=str(run.positions), note=caption_html(trained_note(run)))
 
 
 def build_training(prefix: str, model: str, config: ViTConfig) -> gr.Slider:
     """A column: where [CLS] looks through training, with a slider over the snapshots (hidden where there are none);
-    the page draws it, the trained model's from the tab's numbers, a snapshot's asked for once."""
+    the page draws it, the trained model's from the tab's numbers, a snapshot's from that snapshot's graph."""
     run = training_run(model)
     gr.Markdown(TRAINING_TITLE)
     # Hidden where there are no snapshots (one position; Gradio wants a slider's minimum below its maximum).
@@ -95,6 +80,6 @@ def build_training(prefix: str, model: str, config: ViTConfig) -> gr.Slider:
                          visible=not run.problem, elem_id=f"{prefix}-training-position")
     if run.problem:
         gr.Markdown(run.problem, elem_id=f"{prefix}-training-note")
-    training_grid(prefix, config, run, [ask_snapshot(model)], visible=not run.problem)
+    training_grid(prefix, config, run, visible=not run.problem)
     position.change(None, position, None, js=TRAIN_JS.format(prefix=prefix))
     return position

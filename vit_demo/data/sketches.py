@@ -225,8 +225,8 @@ def bend(strokes: list[Stroke], rng: np.random.Generator) -> list[Stroke]:
 
 
 def canvas_drawing(strokes: list[Stroke], rng: np.random.Generator) -> np.ndarray:
-    """Strokes drawn on the canvas with a random pen, size and place -> the (112, 112) uint8 ink the canvas sends
-    (ink bright, as ``canvas.decode_drawing`` gives it)."""
+    """Strokes drawn on the canvas with a random pen, size and place -> the (112, 112) uint8 ink the canvas reads
+    (ink bright)."""
     pen = PENS[int(rng.integers(len(PENS)))][1]
     room = DRAWING_PIXELS - 2 * pen
     size = rng.uniform(min(max(0.45 * room, PEN_SHARE * pen), 0.95 * room), 0.95 * room)  # a brush draws large

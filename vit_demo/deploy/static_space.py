@@ -5,14 +5,15 @@ Since 2026 a free account can host static Spaces only (docs/spaces.md). This fol
 runs the exported graphs (vit_demo/onnx/export.py) with the vendored onnxruntime-web (WebAssembly) and preprocesses
 drawings and photos as data/preprocess.py does (assets/page/preprocess.js). Its views are the app's own: the same
 templates and scripts as the Gradio components (assets/page/live.js, assets/canvas.js), mounted by
-assets/page/static.js as Gradio mounts a ``gr.HTML``, and asking the page's model (assets/page/source.js) where the
-app's views ask its server. The canvas is ``canvas.vd-draw``, the top class ``#digit-label .vd-top-class``, as in the
+assets/page/static.js as Gradio mounts a ``gr.HTML``, their numbers made by the same source (assets/page/source.js)
+from the same graphs, run in the page. The canvas is ``canvas.vd-draw``, the top class ``#digit-label .vd-top-class``, as in the
 app. What needs the Python server (export for slides) is named on the page, with where to find it.
 
-The folder holds index.html, the page's JS and CSS, the graphs of both models (and the digit model's training
-snapshots), the Inside-the-model tab's pictures (made by the app's own functions, vit_demo/app/inside_tab.py, since
-they depend on the weights alone), README.md with the Space's front matter, and a .gitattributes that puts every
-binary through LFS/Xet.
+The folder holds index.html, the page's JS and CSS, the graphs of both models (and their training snapshots'), the
+Inside-the-model tab's pictures (made by the app's own functions, vit_demo/app/inside_tab.py, since they depend on
+the weights alone), sw.js (the service worker: once the page has answered its first image it keeps every file of the
+site in the browser, so that it reloads and runs with the network gone), README.md with the Space's front matter,
+and a .gitattributes that puts every binary through LFS/Xet.
 Publish it with ``hf upload USER/NAME DIR --repo-type space``.
 """
 
@@ -22,18 +23,18 @@ import dataclasses
 import html
 import json
 import shutil
-from collections.abc import Callable
 from pathlib import Path
 
 from PIL import Image
 
-from vit_demo.app import (attention_view, digit_tab, explanation_view, heads_view, inside_tab, page_model, page_numbers,
-                          photo_tab, training_view)
+from vit_demo.app import (attention_view, digit_tab, explanation_view, heads_view, inside_tab, page_model, photo_tab,
+                          training_view)
 from vit_demo.app.canvas import pad_html
+from vit_demo.app.captions import caption_html, query_title, relevance_title
 from vit_demo.app.components import ASSETS, live_canvas, live_prediction
 from vit_demo.app.demo import INTRO, KEYS_LINE, TALK_FROM_ADDRESS, TALK_KEYS, TALK_TOGGLE
 from vit_demo.app.panel import ANSWER_TITLE, deeper_links
-from vit_demo.app.service import classifier, model_config, model_problem, starting_example, training_run, weights_folder
+from vit_demo.app.service import classifier, model_config, model_problem, training_run, weights_folder
 from vit_demo.deploy.space import README, REPO, accuracy_note, needs_lfs, replace_folder, write_gitattributes
 from vit_demo.pictures import render
 from vit_demo.weights import WeightsError
@@ -66,6 +67,7 @@ TABS = (Tab("digit", digit_tab.LABEL, digit_tab.MODEL, digit_tab.INPUT_TITLE, di
 STYLES = ("app.css", "canvas.css", "heads_view.css", "page/static.css")  # assets/
 INSIDE = "inside"  # the Inside-the-model tab's name in the page, and the folder of its pictures
 VENDOR = "vendor/onnxruntime-web"  # assets/: the page's runtime, with its licence note and checksums
+OFFLINE = "sw.js"  # assets/: the service worker that serves the site from what the browser keeps (offline)
 SERVER_ONLY = ("Export for slides (a view as a PNG 1600 px wide, or a GIF through the layers) runs in the Python "
                "app: start it with the README's first command, or open the Gradio Space.")
 
@@ -74,26 +76,30 @@ class StaticError(ValueError):
     """The static folder can't be written; the message says why and what to do."""
 
 
-def relative(folder: Path) -> Callable[[Path], str]:
-    """Where the page finds a graph file of the weights ``folder``, once copied into the static folder."""
-    return lambda path: f"models/{folder.name}/{path.relative_to(folder).as_posix()}"
+def models_folder(model: str) -> str:
+    """Where the page finds a model's graphs, copied into the static folder."""
+    return f"models/{model}/"
+
+
+def first_example(tab: Tab) -> Path | None:
+    return next((p for p in sorted((EXAMPLES / tab.examples).glob("*.png")) if p.stem == tab.first_example), None)
 
 
 def model_description(tab: Tab) -> dict:
     """The page's model of a tab (vit_demo/app/page_model.py), its graphs at ``models/<model>/``."""
-    return page_model.description(tab.model, tab.prompt, tab.blank, relative(weights_folder(tab.model)))
+    return page_model.description(tab.model, tab.prompt, tab.blank, models_folder(tab.model), first_example(tab))
 
 
-def view(component, prefix: str, kind: str, value: str = "") -> dict:
+def view(component, prefix: str, kind: str) -> dict:
     """A live view of the app (a ``gr.HTML`` made by vit_demo/app/components.py) as the page mounts it: its element,
     template, and the view of assets/page/live.js it runs."""
     return {"id": component.elem_id, "classes": " ".join(component.elem_classes), "template": component.html_template,
-            "prefix": prefix, "view": kind, "value": value or component.value or ""}
+            "prefix": prefix, "view": kind, "value": ""}
 
 
 def note(markdown: str) -> str:
     """A view's note in the app's markdown as the page's paragraph ("" for none)."""
-    return f'<p class="vd-note">{page_numbers.caption_html(markdown)}</p>' if markdown else ""
+    return f'<p class="vd-note">{caption_html(markdown)}</p>' if markdown else ""
 
 
 def section(markdown: str, classes: str = "") -> str:
@@ -141,19 +147,19 @@ def photo_input(first: Path | None) -> str:
             f'<div class="vd-examples"><span>Examples:</span>{thumbs}</div></div>')
 
 
-def tab_html(tab: Tab, views: list[dict]) -> str:
+def tab_html(tab: Tab, described: dict, views: list[dict]) -> str:
     """One tab's HTML: the input, the prediction and the large view on top, then the other views, made as the app
-    makes them (``views`` gets each live view the page mounts)."""
+    makes them (``described``: the tab's model, page_model.py; ``views`` gets each live view the page mounts)."""
     prefix, model, config, run = tab.prefix, tab.model, model_config(tab.model), training_run(tab.model)
-    examples = sorted((EXAMPLES / tab.examples).glob("*.png"))
-    first, analysis = starting_example(model, examples, tab.first_example)
+    examples, first = sorted((EXAMPLES / tab.examples).glob("*.png")), first_example(tab)
 
-    def add(component, kind: str, value: str = "") -> str:
-        views.append(view(component, prefix, kind, value))
+    def add(component, kind: str) -> str:
+        views.append(view(component, prefix, kind))
         return mount_point(views[-1])
 
     if prefix == "digit":
-        source, notes = f'<div id="canvas" class="vd-canvas">{pad_html(examples, first, prefix)}</div>', ""
+        pad = pad_html(examples, first, prefix, {"source": "page/source.js", "model": described})
+        source, notes = f'<div id="canvas" class="vd-canvas">{pad}</div>', ""
     else:  # under the answer, as the app's photo_tab.photo_notes: the classes it knows, the square it read
         source = photo_input(first)
         reads = live_canvas("photo-reads", "photo", "input", "the square the model reads", photo_tab.READS_SIZE,
@@ -166,7 +172,7 @@ def tab_html(tab: Tab, views: list[dict]) -> str:
            + f"{note(attention_view.patches_note(config))}</div>"
            + f'<div class="vd-selected">{section(attention_view.LARGE_TITLE, "vd-step")}'
            + controls(prefix, config.depth, config.heads)
-           + add(attention_view.large_view(prefix), "selected", page_numbers.starting_numbers(analysis, tab.prompt))
+           + add(attention_view.large_view(prefix), "selected")
            + f'</div><div class="vd-prediction">{section(ANSWER_TITLE, "vd-step")}'
            + add(live_prediction(prefix, model_problem(model) or tab.prompt), "prediction") + notes
            + "</div></div>" + deeper_links(prefix))
@@ -181,25 +187,25 @@ def tab_html(tab: Tab, views: list[dict]) -> str:
         + section(attention_view.CLS_GRID_TITLE) + add(attention_view.cls_grid_view(prefix, config), "cls")
         + "</div><div>" + section(attention_view.ROLLOUT_TITLE) + add(attention_view.rollout_view(prefix), "rollout")
         + '</div></div><div class="vd-row"><div>'
-        + section(page_numbers.relevance_title(None, None)) + class_picker(prefix, model)
+        + section(relevance_title(None, None)) + class_picker(prefix, model)
         + add(explanation_view.relevance_view(prefix), "relevance")
         + "</div><div>" + section(explanation_view.FAITHFULNESS_TITLE)
         + add(explanation_view.faithfulness_view(prefix), "faithfulness")
-        + '</div></div><div class="vd-row"><div>' + section(page_numbers.query_title(None))
+        + '</div></div><div class="vd-row"><div>' + section(query_title(None))
         + add(attention_view.query_view(prefix, config), "query")
         + f"</div><div>{training}</div></div><h3>More in the Python app</h3>"
         f'<p class="vd-note">{html.escape(SERVER_ONLY)}</p>'
         '<h2 class="vd-heads-title">What each head does</h2><div class="vd-row"><div>'
         + section(heads_view.KNOCKOUT_TITLE)
         + add(heads_view.heads_html(prefix, "board", heads_view.board_template(
-            prefix, config, means, heads_view.which_heads_matter(model)), [], f"{prefix}-board"), "board")
+            prefix, config, means, heads_view.which_heads_matter(model)), f"{prefix}-board"), "board")
         + f"{note(heads_view.KNOCKOUT_NOTE)}</div><div>"
         + section(heads_view.LENS_TITLE)
-        + add(heads_view.heads_html(prefix, "lens", heads_view.lens_template(config), [], f"{prefix}-lens"),
+        + add(heads_view.heads_html(prefix, "lens", heads_view.lens_template(config), f"{prefix}-lens"),
               "lens")
         + f"{note(heads_view.LENS_NOTE)}</div></div>"
         + section(heads_view.PATCHING_TITLE)
-        + add(heads_view.heads_html(prefix, "patching", heads_view.patching_template(config), [],
+        + add(heads_view.heads_html(prefix, "patching", heads_view.patching_template(config),
                                     f"{prefix}-patching"), "patching") + "</div>")
     hidden = "" if tab is TABS[0] else " hidden"  # the first tab shows at the start
     return f'<section class="vd-tab" id="tab-{prefix}" data-panel="{prefix}"{hidden}>{top}{detail}</section>'
@@ -287,7 +293,7 @@ def index_html(page: dict, body: str) -> str:
     tabs += (f'<button type="button" role="tab" data-tab="{INSIDE}" aria-selected="false">'
              f"{html.escape(inside_tab.LABEL)}</button>")
     data = json.dumps(page).replace("</", "<\\/")  # no "</script>" inside the data
-    keys = page_numbers.caption_html(KEYS_LINE)
+    keys = caption_html(KEYS_LINE)
     return f"""<!doctype html>
 <html lang="en">
 <head>
@@ -304,6 +310,7 @@ def index_html(page: dict, body: str) -> str:
 <p id="vd-intro">{html.escape(INTRO)}</p>
 <nav class="vd-tabs" role="tablist">{tabs}</nav>
 <p class="vd-status" id="vd-status" hidden></p>
+<p class="vd-note vd-detail" id="vd-offline" aria-live="polite" hidden></p>
 {body}
 </main>
 <script type="application/json" id="vd-page">{data}</script>
@@ -344,12 +351,11 @@ def build(target: Path) -> None:
     """Write the static folder's contents into the empty folder ``target``."""
     views: list[dict] = []
     inside, positions = inside_html(target)
-    body = "".join(tab_html(tab, views) for tab in TABS) + inside
     models = {tab.prefix: model_description(tab) for tab in TABS}
+    body = "".join(tab_html(tab, models[tab.prefix], views) for tab in TABS) + inside
     for tab in TABS:
-        graph, relevance, snapshots = page_model.graph_files(tab.model)
-        for path in (graph, relevance, *page_model.patching_files(tab.model).values(), *snapshots):
-            copy = target / relative(weights_folder(tab.model))(path)
+        for path in page_model.graph_files(tab.model):
+            copy = target / models_folder(tab.model) / path.relative_to(weights_folder(tab.model))
             copy.parent.mkdir(parents=True, exist_ok=True)
             shutil.copy2(path, copy)
     shutil.copytree(ASSETS / "page", target / "page")  # the page's modules: its model, its views, its host
@@ -357,8 +363,11 @@ def build(target: Path) -> None:
         shutil.copy2(ASSETS / name, target / name)
     shutil.copytree(ASSETS / VENDOR, target / VENDOR)
     shutil.copytree(EXAMPLES / "photos", target / "examples" / "photos")  # the digits' are in the canvas' HTML
+    shutil.copy2(ASSETS / OFFLINE, target / OFFLINE)  # at the root: it serves every file of the site
     canvas = {"script": (ASSETS / "canvas.js").read_text(encoding="utf-8")}
-    page = {"models": models, "views": views, "canvas": canvas, "inside": positions,
+    kept = ["./", PAGE, *sorted(p.relative_to(target).as_posix() for p in target.rglob("*") if p.is_file())]
+    page = {"models": models, "views": views, "canvas": canvas, "inside": positions, "offline": OFFLINE,
+            "files": kept, "bytes": sum(p.stat().st_size for p in target.rglob("*") if p.is_file()),
             "talk": {"keys": TALK_KEYS, "toggle": TALK_TOGGLE, "fromAddress": TALK_FROM_ADDRESS}}
     (target / PAGE).write_text(index_html(page, body), encoding="utf-8")
     (target / README).write_text(space_readme(), encoding="utf-8")

@@ -1,12 +1,12 @@
 // A light drawing canvas: draws locally and hands the drawing, downsampled to SMALL x SMALL pixels (ink = 255), as
-// base64 to whatever answers it, then hands the answer to its tab's views (vit_demo/app/assets/page/live.js:
-// window.vdLive[panel].receive). What answers: the page's own model (assets/page/source.js, where the pad names it in
-// data-page-model and the browser runs WebAssembly), or else its server function (server.stroke: one small request,
-// outside Gradio's queue). A drawing is read while a stroke is in progress (as often as the pointer moves with the
-// page's model; at most every THROTTLE_MS from the server), asking for the prediction alone, and when the stroke
-// ends, asking for every view's numbers too; one drawing at a time: one made while another is being answered waits
-// for that answer, and only the latest is sent.
-// At the start it shows an example (the one whose numbers came with the page); the pen's first touch clears it.
+// base64 to its tab's source (assets/page/source.js, which the pad names in data-page-model: it preprocesses the
+// drawing in the page and runs the model where model.js chose, in the page or through the server function
+// ``server.forward``), then hands the answer to its tab's views (assets/page/live.js: window.vdLive[panel].receive).
+// A drawing is read while a stroke is in progress (as often as the pointer moves with the model in the page; at most
+// every THROTTLE_MS through the server), asking for the prediction alone, and when the stroke ends, asking for every
+// view's numbers too; one drawing at a time: one made while another is being answered waits for that answer, and
+// only the latest is sent.
+// At the start it shows an example, read once the source is ready; the pen's first touch clears it.
 const SMALL = 112;
 const THROTTLE_MS = 333; // readings while the pen is down: three a second at most
 const PAD = element.querySelector(".vd-pad");
@@ -24,26 +24,28 @@ let pending = null;
 let sending = false; // a request is under way
 let waiting = null; // the drawing to send once it is answered (null: none)
 let example = false; // the canvas shows the starting example, which the pen's first touch clears
-let answerer = server; // what reads a drawing: the page's model once it is loaded, else the server
+let answerer = null; // what reads a drawing: the tab's source, once its forward pass is chosen and loaded
+let loading = null; // Promise of it
 
-function usePageModel() {
-  // Load the page's model where the pad names it (the app's ?model=server keeps the server); once it is ready it reads
-  // every drawing, and answers the views' questions it can (page/store.js asks live.ask). Where it can't load (no
-  // WebAssembly, a failed download), the server goes on answering.
+function useSource() {
+  // The tab's source (the app's ?model=server runs the model on the server). Where the pad names none (the model
+  // can't be loaded at all), the prediction view says why and drawings are not read.
   const described = PAD.dataset.pageModel;
-  const forced = new URLSearchParams(window.location.search).get("model") === "server";
-  if (!described || forced) return;
+  if (!described) return null;
   const { source, model } = JSON.parse(described);
-  import(new URL(source, document.baseURI).href)
-    .then(async ({ available, answerInPage, pageSource }) => {
-      if (!available()) return;
-      const page = pageSource(model, document.baseURI);
-      await page.ready();
-      answerer = page;
-      answerInPage(PANEL, page);
-      canvas.dataset.model = "page"; // for tests and scripts: drawings are read in the page
-    })
-    .catch((error) => console.warn("The model runs on the server:", error));
+  const forced = new URLSearchParams(window.location.search).get("model") === "server";
+  return import(new URL(source, document.baseURI).href).then(async ({ answerFrom, tabSource }) => {
+    const page = tabSource(PANEL, model, document.baseURI, { server: server?.forward ?? null, forced });
+    await page.ready();
+    answerer = page;
+    answerFrom(PANEL, page);
+    canvas.dataset.model = page.inPage ? "page" : "server"; // for tests and scripts: where drawings are read
+    if (example && model.example) {
+      const numbers = await page.example();
+      if (example && !props.value) deliver(numbers); // (unless the pen came first)
+    }
+    return page;
+  });
 }
 
 function reset() {
@@ -70,23 +72,17 @@ function deliver(answer) {
 }
 
 async function post(drawing, views) {
-  // views false (the pen is down): the prediction alone; the views follow when it lifts, the relevance view's only
-  // while it is on screen (it asks for its own when it comes into view).
+  // views false (the pen is down): the prediction alone; the views follow when it lifts.
   sending = true;
-  const live = window.vdLive?.[PANEL];
-  const choice = live?.choice ?? null, relevance = live?.onScreen?.has("relevance") ?? true;
   let answer;
   try {
-    answer = await answerer.stroke({ drawing, choice, views, relevance });
+    loading ??= useSource();
+    if (!loading) return (sending = false); // no model: nothing to read with
+    answer = await (await loading).stroke({ drawing, views });
   } catch (error) {
-    if (answerer !== server) { // the page's model failed: the server reads this drawing and the next ones
-      console.warn("The model runs on the server:", error);
-      answerer = server;
-      delete canvas.dataset.model;
-      sending = false;
-      return post(drawing, views);
-    }
-    answer = { message: "The server did not answer: draw again to retry." };
+    console.warn("The drawing could not be read:", error);
+    loading = null; // the next drawing tries again
+    answer = { message: `The model could not run (${error.message ?? error}): draw again to retry.` };
   }
   sending = false;
   if (waiting !== null) {
@@ -107,7 +103,7 @@ function send() {
 }
 
 function sendSoon() {
-  const wait = (answerer.inPage ? 0 : THROTTLE_MS) - (performance.now() - lastSent);
+  const wait = (answerer?.inPage ? 0 : THROTTLE_MS) - (performance.now() - lastSent);
   if (wait <= 0) send();
   else if (pending === null) pending = setTimeout(send, wait);
 }
@@ -188,8 +184,9 @@ for (const button of element.querySelectorAll(".vd-examples button")) {
 reset();
 const first = element.querySelector(".vd-examples button[data-first] img");
 if (first) {
-  // The page came with this example's numbers: show it, without a request.
-  const show = () => { if (!example && !props.value && !drawing) { drawExample(first); example = true; } };
+  // Shown at once; its numbers follow once the source is ready (useSource), unless the pen came first.
+  example = true;
+  const show = () => { if (example) drawExample(first); };
   if (first.complete) show(); else first.addEventListener("load", show, { once: true });
 }
 ctx.lineCap = "round";
@@ -197,4 +194,4 @@ ctx.lineJoin = "round";
 ctx.strokeStyle = "#000";
 setPen(element.querySelector("button.vd-pen[aria-pressed='true']"));
 canvas.dataset.ready = "true";  // listening: tests and scripts wait for this before drawing
-usePageModel();
+loading = useSource();

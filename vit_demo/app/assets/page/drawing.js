@@ -23,7 +23,7 @@ export function eightBit(values) {
 }
 
 export function pixels(values) {
-  // page_numbers.pixels: an image on 256 levels in [0, 1] as its 8-bit pixels. Float32Array -> Uint8Array
+  // captions.pixels: an image on 256 levels in [0, 1] as its 8-bit pixels. Float32Array -> Uint8Array
   const out = new Uint8Array(values.length);
   for (let i = 0; i < values.length; i++) out[i] = roundHalfEven(f32(values[i] * 255));
   return out;

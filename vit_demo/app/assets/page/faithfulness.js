@@ -1,6 +1,6 @@
 // How far to trust each map, worked out in the page: interpret/faithfulness.py's deletion and insertion curves (Chefer
-// et al. 2021, after Petsiuk et al. 2018, patch by patch) and app/explanation_view.py's faithfulness_answer
-// and verdict_parts, step for step, from the page's own graphs (model.js). Deletion and insertion are forward passes:
+// et al. 2021, after Petsiuk et al. 2018, patch by patch) and its verdict (app/explanation_view.py: verdict_parts),
+// step for step, from the model's graphs (model.js). Deletion and insertion are forward passes:
 // the maps of the image (last-layer [CLS] attention averaged over heads, rollout, relevance for the predicted class)
 // rank its patches, the patches are blanked (digits: background 0; photos: the image's mean colour) or put back 10%
 // at a time, and the predicted class's calibrated probability is followed, the images run through the model in
@@ -109,7 +109,7 @@ export async function curvesOf(logitsOf, model, pixels, rankings, target, steps)
 }
 
 export async function scoreMaps({ logitsOf, relevanceOf, run, model, pixels }) {
-  // faithfulness_answer's numbers for one image's 8-bit ``pixels``: ``run`` its intact forward pass ({logits,
+  // The faithfulness view's numbers for one image's 8-bit ``pixels``: ``run`` its intact forward pass ({logits,
   // attention}), ``relevanceOf(target)`` its relevance for a class, ``logitsOf(data, count)`` calibrated logits of
   // images in the graph's layout. -> {label, steps, rankings, flat, curves, noise, verdict}
   const { steps, rankings: count, flat } = model.faithfulness, { layers: L, heads: H, tokens: T } = model;

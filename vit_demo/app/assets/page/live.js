@@ -23,13 +23,12 @@ export const VIEWS = { board, cls, faithfulness, input, lens, patches, patching,
                        selected, training };
 const ON_SCREEN_MARGIN = "100px"; // a view this close to the screen counts as on it: its numbers are asked for early
 
-export function mount({ element, props, server, watch }, prefix, name) {
+export function mount({ element, props, watch }, prefix, name) {
   // View ``name`` of tab ``prefix`` in ``element``, with what Gradio hands a gr.HTML's js_on_load: ``props.value``
-  // and ``watch`` (the large view's value: the tab's numbers) and ``server`` (its server functions, by kind).
+  // and ``watch`` (the large view's value: the tab's numbers). What a view lacks it asks the tab's source (store.js:
+  // live.ask, which answerFrom fills).
   const spec = VIEWS[name], live = tabStore(prefix), view = new View(element, live, prefix, name);
   if (!spec) throw new Error(`there is no live view '${name}'`);
-  for (const [kind, ask] of Object.entries(server ?? {})) if (typeof ask === "function") live.ask[kind] ??= ask;
-  live.inPage ||= Boolean(server?.inPage); // the static page's: its model answers (the app's canvas says so itself)
   const entry = { element, name, draw: (...args) => spec.draw(view, ...args), prediction: Boolean(spec.prediction),
                   knockout: Boolean(spec.knockout) };
   view.draw = (...args) => entry.draw(...args); // through the entry, which scripts may wrap (benchmarks time it)

@@ -1,18 +1,19 @@
-// The model in the page: graphs exported from the PyTorch model itself (vit_demo/onnx/export.py: the model's, with
-// inputs image, heads_off, mean_ablation and outputs logits divided by the temperature, attention, lens, features;
-// the relevance graph, with its gradients traced in; the two patching graphs, vit_demo/onnx/patching.py), run by
-// onnxruntime-web's WebAssembly backend (vendored: ../vendor/onnxruntime-web, never a CDN). One session per graph,
-// made on first use.
+// The forward pass, and where it runs: one choice, made here (``choose``). The page runs the graphs exported from the
+// PyTorch model itself (vit_demo/onnx/export.py: the model's, with inputs image, heads_off, mean_ablation and outputs
+// logits divided by the temperature, attention, lens, features; the relevance graph, with its gradients traced in;
+// the two patching graphs, vit_demo/onnx/patching.py) with onnxruntime-web's WebAssembly backend (vendored:
+// ../vendor/onnxruntime-web, never a CDN); where it can't (no WebAssembly, ?model=server, a graph that does not load),
+// the app's server runs the same graphs in PyTorch (vit_demo/app/forward.py) and answers with the same outputs. Either
+// way the page gets the graphs' raw outputs, and computes every view's numbers from them itself (source.js).
 import * as ort from "../vendor/onnxruntime-web/ort.wasm.bundle.min.mjs";
+import { base64, fromBase64 } from "./numbers.js";
 
 // Threads need a cross-origin isolated page (COOP/COEP headers); elsewhere one thread, without trying a worker.
 ort.env.wasm.numThreads = globalThis.crossOriginIsolated ? Math.min(4, navigator.hardwareConcurrency || 1) : 1;
 
-const sessions = new Map(); // graph address -> Promise of its InferenceSession
 // The runtime's WebAssembly binary travels gzipped (3.7 MB, not 14.2) and is unpacked here, whatever the server.
 const WASM = new URL("../vendor/onnxruntime-web/ort-wasm-simd-threaded.wasm.gz", import.meta.url);
 let runtime = null; // Promise: the binary unpacked and handed to onnxruntime-web, once
-
 async function unpack(answer) {
   // The runtime's binary from its gzipped file; a host that sent it with Content-Encoding: gzip has had the browser
   // unpack it already (it then starts with WebAssembly's "\0asm", not gzip's 1f 8b).
@@ -36,15 +37,62 @@ export function available() {
   return typeof WebAssembly === "object" && typeof DecompressionStream === "function";
 }
 
-export function session(url) {
-  // The graph at ``url``, loaded once (a failed load is forgotten, so the next use tries again).
-  if (!sessions.has(url)) {
-    const made = loadRuntime().then(() =>
-      ort.InferenceSession.create(url, { executionProviders: ["wasm"], graphOptimizationLevel: "all" }));
-    made.catch(() => sessions.delete(url));
-    sessions.set(url, made);
+function forwardPass(open, where) {
+  // A forward pass whose graphs ``open(name)`` opens (a Promise of {run(feeds, fetches)}, as an ort.InferenceSession
+  // runs), each once (a failed open is forgotten, so the next use tries again); ``where``: "in this page" or "on the
+  // server", as the captions say it.
+  const sessions = new Map();
+  function session(name) {
+    if (!sessions.has(name)) {
+      const made = open(name);
+      made.catch(() => sessions.delete(name));
+      sessions.set(name, made);
+    }
+    return sessions.get(name);
   }
-  return sessions.get(url);
+  return { where, inPage: where === "in this page", session, run: (...a) => run(session, ...a),
+           relevance: (...a) => relevance(session, ...a), patching: (...a) => patching(session, ...a),
+           logits: (...a) => logits(session, ...a) };
+}
+
+export function inPage(folder) {
+  // The page's forward pass: the graphs of the weights folder at address ``folder`` (ending in "/"), in onnxruntime-web.
+  return forwardPass((name) => loadRuntime().then(() => ort.InferenceSession.create(new URL(name, folder).href,
+    { executionProviders: ["wasm"], graphOptimizationLevel: "all" })), "in this page");
+}
+
+export function onServer(call) {
+  // The server's forward pass: ``call`` is the app's server function (forward.py: forward), which takes a graph's
+  // name, its feeds and the outputs wanted, and answers with the outputs (float32 tensors as base64, for the wire).
+  const wire = (tensor) => ({ shape: Array.from(tensor.dims),
+    data: base64(new Uint8Array(tensor.data.buffer, tensor.data.byteOffset, tensor.data.byteLength)) });
+  return forwardPass(async (graph) => ({
+    async run(feeds, fetches) {
+      const inputs = Object.fromEntries(Object.entries(feeds).map(([name, tensor]) => [name, wire(tensor)]));
+      const reply = await call({ graph, inputs, outputs: fetches ?? null });
+      if (!reply || reply.error) throw new Error(reply?.error ?? "the server did not answer");
+      return Object.fromEntries(Object.entries(reply.outputs).map(([name, { shape, data }]) =>
+        [name, { dims: shape, data: new Float32Array(fromBase64(data).buffer) }]));
+    },
+  }), "on the server");
+}
+
+export async function choose(folder, first, { server = null, forced = false } = {}) {
+  // Where a tab's forward pass runs: in the page, where the browser runs WebAssembly, nothing forces the server
+  // (?model=server) and the graph ``first`` loads; else on the server, where the page has one (the static page
+  // has none: it then says why the model can't run).
+  if (!forced && available()) {
+    const page = inPage(folder);
+    try {
+      await page.session(first);
+      return page;
+    } catch (error) {
+      if (!server) throw error;
+      console.warn("The model runs on the server:", error);
+    }
+  }
+  if (!server) throw new Error("this browser cannot run WebAssembly, which this page runs the model with");
+  return onServer(server);
 }
 
 export function inputTensor(images, model) {
@@ -68,10 +116,10 @@ function knockout(model, off, mode) {
   };
 }
 
-export async function relevance(url, model, pixels, target, { off = [], mode = "mean" } = {}) {
-  // One image's class-specific relevance for class index ``target`` through the relevance graph at ``url``, with
+async function relevance(session, name, model, pixels, target, { off = [], mode = "mean" } = {}) {
+  // One image's class-specific relevance for class index ``target`` through the relevance graph ``name``, with
   // the heads ``off``: {logits (K) calibrated, relevance (g * g)}.
-  const graph = await session(url), K = model.classes.length;
+  const graph = await session(name), K = model.classes.length;
   const onehot = new Float32Array(K);
   onehot[target] = 1;
   const out = await graph.run({ image: inputTensor([pixels], model), ...knockout(model, off, mode),
@@ -79,11 +127,11 @@ export async function relevance(url, model, pixels, target, { off = [], mode = "
   return { logits: out.logits.data, relevance: out.relevance.data };
 }
 
-export async function patching(url, model, clean, corrupt, classes) {
-  // Two images' activation patching through the patching graph at ``url`` (vit_demo/onnx/patching.py: the heads' or
+async function patching(session, name, model, clean, corrupt, classes) {
+  // Two images' activation patching through the patching graph ``name`` (vit_demo/onnx/patching.py: the heads' or
   // the residual stream's), ``classes`` [clean, corrupt] the two class indices compared: {logitDiff: the raw logit
   // difference of the clean and of the corrupt run (2), cleanIntoCorrupt and corruptIntoClean: (L, H) or (L, T)}.
-  const graph = await session(url), K = model.classes.length;
+  const graph = await session(name), K = model.classes.length;
   const onehot = new Float32Array(2 * K);
   onehot[classes[0]] = 1;
   onehot[K + classes[1]] = 1;
@@ -93,27 +141,27 @@ export async function patching(url, model, clean, corrupt, classes) {
            corruptIntoClean: out.corrupt_into_clean.data };
 }
 
-export async function run(url, model, images, { off = [], mode = "mean" } = {}) {
-  // ``images`` through the graph at ``url`` with the heads ``off`` (layer * heads + head) replaced by their mean
-  // (mode "mean") or by zeros: per image, its calibrated logits (K), attention (L, H, T, T), lens (L, T, K) and [CLS]
-  // features (L, D; the unfamiliar rule's, numbers.js).
-  const graph = await session(url);
+const OUTPUTS = ["logits", "attention", "lens", "features"]; // the model graph's (export.py)
+
+async function run(session, name, model, images, { off = [], mode = "mean", outputs = OUTPUTS } = {}) {
+  // ``images`` through the graph ``name`` with the heads ``off`` (layer * heads + head) replaced by their mean
+  // (mode "mean") or by zeros: per image, the ``outputs`` asked for of its calibrated logits (K), attention
+  // (L, H, T, T), lens (L, T, K) and [CLS] features (L, D; the unfamiliar rule's, numbers.js).
+  const graph = await session(name);
   const { layers: L, heads: H, tokens: T, classes } = model, K = classes.length;
-  const out = await graph.run({ image: inputTensor(images, model), ...knockout(model, off, mode) });
-  const slice = (tensor, b, size) => tensor.data.subarray(b * size, (b + 1) * size);
-  return images.map((_, b) => ({
-    logits: slice(out.logits, b, K),
-    attention: slice(out.attention, b, L * H * T * T),
-    lens: slice(out.lens, b, L * T * K),
-    features: slice(out.features, b, out.features.data.length / images.length),
-  }));
+  const out = await graph.run({ image: inputTensor(images, model), ...knockout(model, off, mode) }, outputs);
+  const sizes = { logits: K, attention: L * H * T * T, lens: L * T * K };
+  return images.map((_, b) => Object.fromEntries(outputs.map((output) => {
+    const size = sizes[output] ?? out[output].data.length / images.length;
+    return [output, out[output].data.subarray(b * size, (b + 1) * size)];
+  })));
 }
 
-export async function logits(url, model, data, count) {
+async function logits(session, name, model, data, count) {
   // ``count`` images already in the graph's layout, float32 (B, C, H, W) in [0, 1] (faithfulness.js: a photo's
-  // blanked patches hold its mean colour, which no 8-bit image has), through the graph at ``url`` with every head on:
+  // blanked patches hold its mean colour, which no 8-bit image has), through the graph ``name`` with every head on:
   // their calibrated logits, (B, K) flat. Only the logits are fetched.
-  const graph = await session(url), { height: H, width: W, channels: C } = model;
+  const graph = await session(name), { height: H, width: W, channels: C } = model;
   const image = new ort.Tensor("float32", data, [count, C, H, W]);
   const out = await graph.run({ image, ...knockout(model, [], "mean") }, ["logits"]);
   return out.logits.data;

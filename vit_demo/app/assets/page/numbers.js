@@ -1,9 +1,9 @@
-// The numbers the page's views draw from (the format of app/page_numbers.py: numbers and its parts), made in the
-// page from the page's own model: its attention (L, H, T, T) and calibrated logits. Pure functions on typed arrays, so
-// they run in the browser and under Node (tests/page_numbers.mjs checks them against Python's).
+// The numbers the page's views draw from, made here alone from the graphs' raw outputs: attention (L, H, T, T),
+// calibrated logits, [CLS] features. Pure functions on typed arrays, so they run in the browser and under Node
+// (tests/page_numbers.mjs and tests/page_source.mjs hold them to Python's).
 //
-// Ports, step for step: vit_demo/interpret/explain.py (token_attention_maps, attention_rollout, first_query_patch) and
-// vit_demo/app/page_numbers.py (grid_maps, quantise, image_key, numbers and its parts); the calibrated probabilities of
+// Ports, step for step: vit_demo/interpret/explain.py (token_attention_maps, attention_rollout, first_query_patch), each
+// map quantised to 0..255 of its own maximum (as render.overlays scales it); the calibrated probabilities of
 // vit_demo/interpret/calibration.py and its unfamiliar rule (UnfamiliarRule.scores).
 import { roundHalfEven } from "./arithmetic.js";
 
@@ -18,7 +18,7 @@ export function gridSize(tokens) {
 
 export function gridMaps(attention, layers, heads, tokens, token = 0) {
   // Where ``token`` attends (0: [CLS], 1 + i: patch i), per layer: every head, then the heads' mean, each over the
-  // patches alone, rescaled to sum to 1 (explain.token_attention_maps, page_numbers.grid_maps).
+  // patches alone, rescaled to sum to 1 (explain.token_attention_maps).
   // attention (L, H, T, T) -> Float32Array (L, H + 1, g, g), in float32 as numpy computes it.
   const g2 = tokens - 1, out = new Float32Array(layers * (heads + 1) * g2);
   for (let l = 0; l < layers; l++) {
@@ -38,7 +38,7 @@ export function gridMaps(attention, layers, heads, tokens, token = 0) {
 }
 
 export function quantise(maps, size) {
-  // Each map of ``size`` values scaled to its own maximum and rounded to 0..255 (page_numbers.quantise): -> Uint8Array.
+  // Each map of ``size`` values scaled to its own maximum and rounded to 0..255: -> Uint8Array.
   const out = new Uint8Array(maps.length);
   for (let start = 0; start < maps.length; start += size) {
     let peak = -Infinity;
@@ -217,21 +217,21 @@ export function sha1Hex(bytes) {
   return [a0, b0, c0, d0, e0].map((x) => x.toString(16).padStart(8, "0")).join("");
 }
 
-export const imageKey = (pixels) => sha1Hex(pixels).slice(0, 16); // page_numbers.image_key
+export const imageKey = (pixels) => sha1Hex(pixels).slice(0, 16); // what a tab keeps an image's answers under
 
 export function gridPayload(attention, model, token = 0, about = {}) {
-  // page_numbers.query_answer and cls_maps: every layer's maps of one token, quantised, with what they are (``about``).
+  // Every layer's maps of one token, quantised, with what they are (``about``).
   const maps = gridMaps(attention, model.layers, model.heads, model.tokens, token);
   return { ...about, maps: base64(quantise(maps, model.tokens - 1)) };
 }
 
 export function mapPayload(map, about = {}) {
-  // page_numbers.map_answer: one (g, g) map, quantised, with what it is.
+  // One (g, g) map, quantised, with what it is.
   return { ...about, grid: Math.round(Math.sqrt(map.length)), map: base64(quantise(map, map.length)) };
 }
 
 export function fill(template, values) {
-  // A caption the server wrote with {name} fields (vit_demo/deploy/static_space.py's texts), filled in.
+  // A caption Python wrote with {name} fields (vit_demo/app/page_model.py's texts), filled in.
   return template.replace(/\{(\w+)\}/g, (whole, name) => (name in values ? String(values[name]) : whole));
 }
 
@@ -250,8 +250,8 @@ export function prediction(model, calibrated, features) {
   return { ...classes(model, calibrated), notice: flagged ? model.texts.notice : "" };
 }
 
-export function payload(model, pixels, run, milliseconds) {
-  // page_numbers.numbers, for an image's 8-bit ``pixels`` (H, W, C) and the graph's ``run``
+export function payload(model, pixels, run, milliseconds, where) {
+  // A tab's numbers, for an image's 8-bit ``pixels`` (H, W, C) and the graph's ``run``
   // ({logits, attention, features}): the prediction, the info line, every layer's [CLS] maps, and the answers for
   // rollout and the first query patch (where rollout peaks).
   const { layers, heads, tokens } = model;
@@ -262,7 +262,7 @@ export function payload(model, pixels, run, milliseconds) {
     query: { [patch]: gridPayload(run.attention, model, 1 + patch, { patch, title: fill(model.texts.query, { patch }) }) },
   };
   const info = fill(model.texts.info, { label: predicted.label, percent: percent(predicted.confidence),
-                                        ms: milliseconds.toFixed(1) });
+                                        ms: milliseconds.toFixed(1), where });
   return {
     key: imageKey(pixels), label: predicted.label, patch, answers, probs: predicted.probs, info, notice: predicted.notice,
     size: model.large, layers, heads, grid: model.grid, height: model.height, width: model.width,
@@ -272,7 +272,7 @@ export function payload(model, pixels, run, milliseconds) {
 }
 
 export function reading(model, calibrated) {
-  // page_numbers.reading: the prediction alone, while the pen is down (no notice: it waits for the pen to lift).
+  // The prediction alone, while the pen is down (no notice: it waits for the pen to lift).
   const predicted = classes(model, calibrated);
   return { reading: true, label: predicted.label, probs: predicted.probs, notice: "",
            info: fill(model.texts.reading, { label: predicted.label, percent: percent(predicted.confidence) }) };

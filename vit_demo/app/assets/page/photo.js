@@ -1,9 +1,8 @@
 // A photo read in the page: decoded by the browser (its orientation from the file, no colour conversion), refused
 // above MAX_PIXELS as the app refuses it, and classified by the page's model (source.js: photo). The static page
-// (static.js) reads its uploads and examples with it; the app's photo tab with ``usePhotoModel``, falling back to its
-// server where the page can't run the model.
-import { answerInPage, available, pageSource } from "./source.js";
-import { setWaiting } from "./store.js";
+// (static.js) reads its uploads and examples with it; the app's photo tab with ``usePhotoModel``.
+import { tabSource } from "./source.js";
+import { answerFrom, setWaiting, tabStore } from "./store.js";
 
 const MAX_PIXELS = 40_000_000; // vit_demo/data/preprocess.py MAX_PIXELS: refused before decoding, as the app refuses it
 
@@ -46,29 +45,40 @@ const shown = (element) => new Promise((resolve) => {
   seen.observe(element);
 });
 
-export async function usePhotoModel(element, prefix) {
-  // The app's photo tab: load the page's model ``element`` names (data-page-model, page_model.py), then read each
-  // photo the upload shows (live.readPhoto, which the upload's change event calls with the file's address) and
-  // answer the views' questions. Where it can't (no WebAssembly, ?model=server, a failed download), the event asks
-  // the server as before.
+export async function usePhotoModel(element, prefix, server) {
+  // The app's photo tab: the tab's source (``element`` names its model in data-page-model, page_model.py; ``server``:
+  // the component's server functions, whose ``forward`` runs the model where the page can't), loaded when the tab
+  // opens, then the example it starts with, then each photo the upload shows (live.readPhoto, which the upload's
+  // change event calls with the file's address).
   const described = element.querySelector("[data-page-model]")?.dataset.pageModel;
+  if (!described) return; // no model: the prediction view says why
   const forced = new URLSearchParams(window.location.search).get("model") === "server";
-  if (!described || forced || !available()) return;
-  await shown(document.getElementById(`${prefix}-input`)); // the photo model loads when its tab opens, not before
-  const { model } = JSON.parse(described), source = pageSource(model, document.baseURI);
-  await source.ready();
-  const live = answerInPage(prefix, source);
-  let latest = null; // the address read last: an earlier photo's answer is not shown over a later one
+  const { model } = JSON.parse(described);
+  const source = tabSource(prefix, model, document.baseURI, { server: server?.forward ?? null, forced });
+  const live = tabStore(prefix);
+  let latest = null, asked = false; // the address read last: an earlier photo's answer is not shown over a later one
+  const ready = shown(document.getElementById(`${prefix}-input`)) // the photo model loads when its tab opens
+    .then(() => source.ready())
+    .then(() => {
+      answerFrom(prefix, source);
+      element.dataset.model = source.inPage ? "page" : "server"; // for tests and scripts: where photos are read
+    });
   live.readPhoto = async (address) => {
     latest = address;
+    asked = true;
     if (address) setWaiting(live, true); // the views dim until its numbers are in
     let answer = "";
     try {
+      await ready;
       if (address) answer = await readPhoto(source, await (await fetch(address)).blob(), model.texts.unreadable);
     } catch (error) {
       answer = { message: model.texts.unreadable.replace("{why}", `the page could not read it (${error.message})`) };
     }
     if (latest === address) live.receive?.(answer);
   };
-  element.dataset.model = "page"; // for tests and scripts: photos are read in the page
+  await ready;
+  if (!asked && model.example) {
+    const numbers = await source.example();
+    if (!asked) live.receive?.(numbers); // (unless a photo came first)
+  }
 }

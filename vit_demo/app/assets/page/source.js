@@ -1,21 +1,20 @@
-// Where a tab's numbers come from when the page runs the model itself: the same answers the app's server functions
-// give (vit_demo/app: digit_tab.stroke, attention_view.ask_query, training_view.ask_snapshot, heads_view's knockout,
-// lens and patching, explanation_view.ask_relevance), in the same format (vit_demo/app/page_numbers.py), made from the
-// page's own graphs (model.js) and preprocessing (drawing.js, preprocess.js). The views (live.js) and the canvas
-// (canvas.js) call these as they call the server: they cannot tell which answered.
+// Where a tab's numbers come from: every view's, made here alone from the raw outputs of the model's graphs, wherever
+// their forward pass ran (model.js: in the page, or on the server), and the page's own preprocessing (drawing.js,
+// preprocess.js). The canvas (canvas.js), the photo reader (photo.js) and the views (store.js: live.ask) ask it.
 //
 // ``model``: a tab's model as vit_demo/app/page_model.py describes it: its shape, classes, temperature, unfamiliar
-// rule, graphs (addresses relative to ``base``), and its captions with {fields}.
+// rule, its weights folder's address (relative to ``base``) and graphs' names in it, and its captions with {fields}.
 import { preprocessDrawing } from "./drawing.js";
 import { InputError, NothingDrawn, preprocessPhoto } from "./preprocess.js";
-import * as graph from "./model.js";
+import { choose } from "./model.js";
 import { scoreMaps, verdictText } from "./faithfulness.js";
 
 export { available } from "./model.js"; // whether this browser can run the page's model
-export { answerInPage } from "./store.js"; // hand a tab's views this source's answers
+export { answerFrom } from "./store.js"; // hand a tab's views this source's answers
 import { argmax, base64, fill, fromBase64 as decode, gridPayload, imageKey, mapPayload, payload, percent, reading,
          rollout, roundHalfEven, softmax } from "./numbers.js";
 
+const NUMBERS = ["logits", "attention", "features"]; // the graph's outputs a new image's numbers are made from
 const CANVAS = 112; // the canvas' copy of a drawing, pixels a side (canvas.js SMALL, data/preprocess.py CANVAS_SIZE)
 
 const WARM_UP_RUNS = 60, WARM_UP_MS = 500; // see warmUp
@@ -35,20 +34,37 @@ function warmUpImage(model) {
 const message = (html) => ({ message: html });
 
 function refusal(model, error) {
-  // What is said in place of a prediction for an input that can't be classified (page_numbers.message_text).
+  // What is said in place of a prediction for an input that can't be classified (captions.message_text).
   if (error instanceof NothingDrawn) return message(model.texts.blank);
   if (error instanceof InputError) return message(fill(model.texts.unreadable, { why: error.message }));
   throw error;
 }
 
-export function pageSource(model, base) {
-  const address = (file) => new URL(file, base).href;
+const sources = new Map(); // tab prefix -> its source
+
+export function tabSource(prefix, model, base, where = {}) {
+  // A tab's one source: the canvas, the photo reader and the static page's host all ask for it here.
+  // (``model`` and the rest are needed the first time only.)
+  if (!sources.has(prefix)) sources.set(prefix, pageSource(model, base, where));
+  return sources.get(prefix);
+}
+
+export function pageSource(model, base, where = {}) {
+  // ``where``: {server: the app's server function "forward", forced: the server even where the page could run the
+  // model}, as model.js: choose takes them; the static page gives none.
+  let chosen = null, forward = null; // the forward pass: a Promise of it, then it
+  const forced = where.forced || model.pageGraphs === false; // (graphs missing or older than the weights)
+  const pass = () => (chosen ??= choose(new URL(model.folder, base).href, model.graph, { ...where, forced })
+    .then((found) => (forward = found))
+    .catch((error) => { chosen = null; throw error; })); // the next reading tries again
+  const graph = Object.fromEntries(["session", "run", "relevance", "patching", "logits"].map((name) =>
+    [name, async (...args) => (await pass())[name](...args)]));
   const image = (request) => {
     let pixels;
     try {
       pixels = decode(String(request.image ?? ""));
     } catch {
-      throw new Error("the image is not base64"); // page_numbers.read_image's words
+      throw new Error("the image is not base64"); // captions.read_image's words
     }
     if (pixels.length !== model.height * model.width * model.channels)
       throw new Error(`the image has ${pixels.length} bytes where this model reads ${model.height * model.width * model.channels}`);
@@ -73,15 +89,15 @@ export function pageSource(model, base) {
     // is gone; not before the first prediction, which waits for nothing but the model. (The photo tab, which reads
     // no drawing, leaves its 11 and 6 MB ones to the views that ask.)
     const graphs = [model.relevance, ...model.snapshots.map((snapshot) => snapshot.graph)];
-    prefetched ??= Promise.all(graphs.map((file) => graph.session(address(file)))).catch(() => (prefetched = null));
+    prefetched ??= Promise.all(graphs.map((file) => graph.session(file))).catch(() => (prefetched = null));
   }
 
   async function analyse(pixels) {
-    // Every view's numbers for an 8-bit input (page_numbers.numbers), timing the model alone (its graph loaded first).
-    await graph.session(address(model.graph));
+    // Every view's numbers for an 8-bit input, timing the model alone (its graph loaded first).
+    await graph.session(model.graph);
     const start = performance.now();
-    const [run] = await graph.run(address(model.graph), model, [pixels]);
-    return payload(model, pixels, run, performance.now() - start);
+    const [run] = await graph.run(model.graph, model, [pixels], { outputs: NUMBERS });
+    return payload(model, pixels, run, performance.now() - start, forward.where);
   }
 
   let warmed = false;
@@ -90,14 +106,14 @@ export function pageSource(model, base) {
     // fresh page's first ~50 readings of the digit model took 7-12 ms each in Chromium, then 2-3 ms. So once the
     // graph is loaded the page reads an image of its own, one reading per idle moment (a stroke waits for one at
     // most), WARM_UP_RUNS times or for WARM_UP_MS of runs, whichever comes first.
-    if (warmed) return;
+    if (warmed || !forward.inPage) return; // (on the server, a warm-up would be requests for nothing)
     warmed = true;
-    const pixels = warmUpImage(model), url = address(model.graph);
+    const pixels = warmUpImage(model), url = model.graph;
     let runs = 0, spent = 0;
     const next = () => idle(async () => {
       const start = performance.now();
       try {
-        payload(model, pixels, (await graph.run(url, model, [pixels]))[0], 0);
+        payload(model, pixels, (await graph.run(url, model, [pixels], { outputs: NUMBERS }))[0], 0, forward.where);
       } catch {
         return; // a reading the user asks for says what went wrong
       }
@@ -108,26 +124,41 @@ export function pageSource(model, base) {
   }
 
   return {
-    inPage: true, // the canvas reads drawings as often as the pointer moves: no request is made
-    async ready() { // the graph loaded (the first drawing need not wait for it), then warmed up in the background
-      const loaded = await graph.session(address(model.graph));
+    get inPage() { // the forward pass runs in the page: the canvas reads drawings as often as the pointer moves
+      return Boolean(forward?.inPage);
+    },
+    async ready() { // the forward pass chosen and its graph loaded, then warmed up in the background
+      const loaded = await graph.session(model.graph);
       warmUp();
       return loaded;
     },
 
+    async example() {
+      // The numbers of the example the tab starts with (its 8-bit pixels as the model reads them, in the model's
+      // description), said to be an example.
+      const numbers = await analyse(decode(model.example));
+      return { ...numbers, info: fill(model.texts.example, { label: numbers.label,
+                                                             percent: percent(numbers.probs[numbers.label]) }) };
+    },
+
     async stroke(request) {
-      // digit_tab.stroke: {drawing: the canvas' 112 x 112 ink as base64, views: false while the pen is down}.
+      // A drawing: {drawing: the canvas' 112 x 112 ink as base64, views: false while the pen is down}.
       if (!request?.drawing) return message(model.texts.prompt);
       let pixels;
       try {
-        const ink = decode(String(request.drawing));
+        let ink;
+        try {
+          ink = decode(String(request.drawing));
+        } catch {
+          throw new InputError("the drawing is not valid base64");
+        }
         if (ink.length !== CANVAS * CANVAS) throw new InputError(`the drawing must be ${CANVAS}x${CANVAS} bytes, not ${ink.length}`);
         pixels = preprocessDrawing(ink, CANVAS, CANVAS);
       } catch (error) {
         return refusal(model, error);
       }
       if (request.views === false) {
-        const [run] = await graph.run(address(model.graph), model, [pixels]);
+        const [run] = await graph.run(model.graph, model, [pixels], { outputs: ["logits"] });
         return reading(model, run.logits);
       }
       const numbers = await analyse(pixels);
@@ -136,7 +167,7 @@ export function pageSource(model, base) {
     },
 
     async photo(rgba, width, height) {
-      // photo_tab.on_photo, for an upload decoded by the browser (RGBA pixels).
+      // A photo decoded by the browser (RGBA pixels).
       let pixels;
       try {
         pixels = preprocessPhoto(rgba, width, height);
@@ -147,21 +178,22 @@ export function pageSource(model, base) {
     },
 
     query: answering(async (pixels, request) => {
-      // attention_view.ask_query: where a patch looks, in every layer and head.
+      // Where a patch looks, in every layer and head.
       const patch = request.patch, patches = model.grid * model.grid;
       if (!Number.isInteger(patch) || patch < 0 || patch >= patches)
         throw new Error(`There is no patch ${patch}: this image has ${patches} patches, numbered 0 to ${patches - 1}.`);
-      const [run] = await graph.run(address(model.graph), model, [pixels], offOf(request));
+      const [run] = await graph.run(model.graph, model, [pixels], { ...offOf(request), outputs: ["attention"] });
       return gridPayload(run.attention, model, 1 + patch, { patch, title: fill(model.texts.query, { patch }) });
     }),
 
     knockout: answering(async (pixels, request) => {
-      // heads_view.knockout_answer: the prediction and [CLS] maps with the heads switched off, and the logit
+      // The prediction and [CLS] maps with the heads switched off, and the logit
       // difference (the intact model's class against its runner-up) before and after.
       const off = offOf(request), T = model.temperature;
       if (!off.off.length) throw new Error("no head is switched off");
-      const [[intact], [ablated]] = await Promise.all([graph.run(address(model.graph), model, [pixels]),
-                                                        graph.run(address(model.graph), model, [pixels], off)]);
+      const [[intact], [ablated]] = await Promise.all([
+        graph.run(model.graph, model, [pixels], { outputs: ["logits"] }),
+        graph.run(model.graph, model, [pixels], { ...off, outputs: ["logits", "attention"] })]);
       const raw = (run) => Array.from(run.logits, (z) => z * T); // the graph's logits are divided by T
       const before = raw(intact), after = raw(ablated);
       const order = [...before.keys()].sort((a, b) => before[b] - before[a]), [top, second] = order;
@@ -183,9 +215,9 @@ export function pageSource(model, base) {
     }),
 
     lens: answering(async (pixels, request) => {
-      // heads_view.lens_answer: what [CLS] would answer after each layer (calibrated), and per patch the
+      // The logit lens: what [CLS] would answer after each layer (calibrated), and per patch the
       // probability of the final answer read from each patch token after each layer (not calibrated), 0..255.
-      const [run] = await graph.run(address(model.graph), model, [pixels], offOf(request));
+      const [run] = await graph.run(model.graph, model, [pixels], { ...offOf(request), outputs: ["logits", "lens"] });
       const { layers: L, tokens: T, classes } = model, K = classes.length, g2 = T - 1;
       const read = (l, t) => Array.from(run.lens.subarray((l * T + t) * K, (l * T + t + 1) * K));
       const cls = [...Array(L).keys()].map((l) => softmax(read(l, 0).map((z) => z / model.temperature)));
@@ -202,11 +234,11 @@ export function pageSource(model, base) {
     }),
 
     relevance: answering(async (pixels, request) => {
-      // explanation_view.ask_relevance: why the model would say the class asked for (with the heads off), from the
+      // Why the model would say the class asked for (with the heads off), from the
       // relevance graph, whose gradients were traced into it.
       const label = request.label, target = model.classes.indexOf(label);
       if (target < 0) throw new Error(`there is no class '${label}'`);
-      const run = await graph.relevance(address(model.relevance), model, pixels, target, offOf(request));
+      const run = await graph.relevance(model.relevance, model, pixels, target, offOf(request));
       const probs = softmax(run.logits), predicted = model.classes[argmax(probs)];
       const title = fill(label === predicted ? model.texts.why : model.texts.why_not,
                          { label, percent: percent(probs[target]), predicted });
@@ -214,7 +246,7 @@ export function pageSource(model, base) {
     }),
 
     async patching(request) {
-      // heads_view.ask_patching: {clean, corrupt: pixels as the page keeps them, residual} -> patching_answer, two-image
+      // {clean, corrupt: pixels as the page keeps them, residual} -> two-image
       // activation patching (Heimersheim & Nanda, 2024) from the patching graphs, loaded when first asked: each head's
       // and (with residual) each residual-stream position's share of the logit difference restored, both directions.
       try {
@@ -223,10 +255,10 @@ export function pageSource(model, base) {
         const [clean, corrupt] = ["clean", "corrupt"].map((name) => image({ image: request[name] }));
         const residual = request.residual ?? true;
         if (typeof residual !== "boolean") throw new Error("'residual' is true or false");
-        const graphs = [model.patching.heads, ...(residual ? [model.patching.residual] : [])].map(address);
-        await Promise.all([address(model.graph), ...graphs].map((url) => graph.session(url))); // loaded, not timed
+        const graphs = [model.patching.heads, ...(residual ? [model.patching.residual] : [])]
+        await Promise.all([model.graph, ...graphs].map((url) => graph.session(url))); // loaded, not timed
         const start = performance.now();
-        const runs = await graph.run(address(model.graph), model, [clean, corrupt]);
+        const runs = await graph.run(model.graph, model, [clean, corrupt], { outputs: ["logits"] });
         const classes = runs.map((run) => argmax(run.logits)); // what the model reads each image as
         if (classes[0] === classes[1])
           throw new Error(`the model reads both images as class ${classes[0]}: patching needs two images it tells ` +
@@ -244,7 +276,7 @@ export function pageSource(model, base) {
           clean: imageKey(clean), corrupt: imageKey(corrupt), residual, classes: classes.map((c) => model.classes[c]),
           logit_diff: { clean: Number(diffClean.toFixed(4)), corrupt: Number(diffCorrupt.toFixed(4)) },
           clean_into_corrupt: direction("cleanIntoCorrupt"), corrupt_into_clean: direction("corruptIntoClean"),
-          ms: Number((performance.now() - start).toFixed(1)), where: "in this page",
+          ms: Number((performance.now() - start).toFixed(1)), where: forward.where,
         };
       } catch (error) {
         return { error: String(error.message ?? error) };
@@ -252,26 +284,27 @@ export function pageSource(model, base) {
     },
 
     snapshot: answering(async (pixels, request) => {
-      // training_view.ask_snapshot: where [CLS] looked at an earlier point of training.
+      // Where [CLS] looked at an earlier point of training.
       const position = request.position, snapshot = model.snapshots[position - 1];
       if (!Number.isInteger(position) || !snapshot)
         throw new Error(`there is no snapshot ${position}: they are numbered 1 to ${model.snapshots.length}`);
-      const [run] = await graph.run(address(snapshot.graph), model, [pixels]);
+      const [run] = await graph.run(snapshot.graph, model, [pixels], { outputs: ["logits", "attention"] });
       const probs = softmax(run.logits), top = argmax(probs);
       const note = fill(snapshot.note, { label: model.classes[top], percent: percent(probs[top]) });
       return gridPayload(run.attention, model, 0, { position, note });
     }),
 
     faithfulness: answering(async (pixels) => {
-      // explanation_view.ask_faithfulness: each map's deletion and insertion curves, with every head on, and the
+      // Each map's deletion and insertion curves, with every head on, and the
       // verdict (faithfulness.js); its graphs loaded first, not timed.
-      const url = address(model.graph), relevance = address(model.relevance);
+      const url = model.graph, relevance = model.relevance;
       await Promise.all([url, relevance].map((file) => graph.session(file)));
-      const start = performance.now(), [run] = await graph.run(url, model, [pixels]);
+      const start = performance.now();
+      const [run] = await graph.run(url, model, [pixels], { outputs: ["logits", "attention"] });
       const found = await scoreMaps({ model, pixels, run, logitsOf: (data, n) => graph.logits(url, model, data, n),
         relevanceOf: async (target) => (await graph.relevance(relevance, model, pixels, target)).relevance });
       return { ...found, text: verdictText(found, model.texts), ms: Number((performance.now() - start).toFixed(1)),
-               where: "in this page" };
+               where: forward.where };
     }),
   };
 }

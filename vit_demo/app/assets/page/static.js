@@ -1,19 +1,19 @@
 // The static page's host (vit_demo/deploy/static_space.py writes the page and its data, #vd-page). It mounts the app's
 // own views (live.js) and canvas as Gradio mounts a gr.HTML (the template, then its script, with element, props, server
-// and watch), with the page's model (source.js) in place of the server, and wires what Gradio's components do
+// and watch), each tab's source (source.js) running the model in the page, and wires what Gradio's components do
 // in the app: the tabs, the layer and head controls, the training slider, the photo upload with its examples, and the
 // Inside-the-model tab (inside.js).
 import { mountInside } from "./inside.js";
 import { mount as mountView } from "./live.js";
 import { available } from "./model.js";
 import { readPhoto } from "./photo.js";
-import { setWaiting } from "./store.js";
-import { pageSource } from "./source.js";
+import { answerFrom, setWaiting } from "./store.js";
+import { tabSource } from "./source.js";
 
 const page = JSON.parse(document.getElementById("vd-page").textContent);
 const status = document.getElementById("vd-status");
 const sources = Object.fromEntries(Object.entries(page.models).map(([prefix, model]) =>
-  [prefix, guarded(pageSource(model, document.baseURI))]));
+  [prefix, guarded(tabSource(prefix, model, document.baseURI))]));
 
 function guarded(source) {
   // A source whose every answer is an answer: a model that fails to load or run is said in place of a prediction.
@@ -54,13 +54,12 @@ for (const spec of page.views) {
   const element = document.getElementById(spec.id);
   element.innerHTML = spec.template;
   try {
-    mountView({ element, props: { value: spec.value }, server: sources[spec.prefix], watch: () => {} }, spec.prefix,
-              spec.view);
+    mountView({ element, props: { value: spec.value }, watch: () => {} }, spec.prefix, spec.view);
   } catch (error) {
     console.error(`Error mounting #${spec.id}:`, error);
   }
 }
-mountScript(document.getElementById("canvas"), page.canvas.script, sources.digit);
+mountScript(document.getElementById("canvas"), page.canvas.script, null);
 
 for (const prefix of Object.keys(page.models)) {
   // The large view's layer and head, and the training slider: as the app's gr.Slider and gr.Radio change events.
@@ -86,7 +85,38 @@ script(page.talk.keys)();
 const inside = mountInside(document.getElementById("tab-inside"), page.inside);
 // A tab's model is loaded once the tab opens (guarded: a failure is said when a reading is asked for); the
 // Inside-the-model tab's pictures too.
-const warm = (tab) => (tab === "inside" ? inside.open() : sources[tab].ready());
+const offline = document.getElementById("vd-offline");
+const megabytes = (bytes) => `${(bytes / 1e6).toFixed(0)} MB`;
+
+async function keepForOffline() {
+  // Every file of the site, kept in this browser (its Cache Storage, which the service worker, sw.js, answers from),
+  // one at a time, those kept already skipped; said under the header, from the start to "works offline". Where the
+  // page has no service worker (plain http on a LAN address, or a browser without one), nothing is kept.
+  if (!("serviceWorker" in navigator) || !globalThis.caches) return;
+  try {
+    await navigator.serviceWorker.register(page.offline);
+    const cache = await caches.open("vit-demo"); // sw.js: KEPT
+    const missing = [];
+    for (const file of page.files) if (!(await cache.match(file))) missing.push(file);
+    offline.hidden = false;
+    for (const [i, file] of missing.entries()) {
+      offline.textContent = `Saving this page for offline use (${megabytes(page.bytes)}): ${i} of ${missing.length} ` +
+        "files…";
+      await cache.add(file);
+    }
+    offline.textContent = "Ready to go offline: this page is saved in your browser, and reloads and runs with the " +
+      "network gone.";
+    offline.dataset.ready = "true"; // for tests
+  } catch (error) {
+    offline.textContent = `Not saved for offline use (${error.message ?? error}): it runs while the network lasts.`;
+  }
+}
+
+const started = {}; // tab -> Promise: its source ready, its views answered by it, and its example read
+const warm = (tab) => (tab === "inside" ? inside.open() : (started[tab] ??= sources[tab].ready().then(async () => {
+  answerFrom(tab, tabSource(tab));
+  if (tab === "photo" && !live("photo")?.state) live("photo")?.receive(await sources.photo.example());
+}).catch(() => delete started[tab]))); // (a failure is said when a reading is asked for; the next click tries again)
 for (const button of document.querySelectorAll(".vd-tabs [data-tab]")) {
   button.addEventListener("click", () => {
     for (const other of document.querySelectorAll(".vd-tabs [data-tab]"))
@@ -95,7 +125,7 @@ for (const button of document.querySelectorAll(".vd-tabs [data-tab]")) {
     warm(button.dataset.tab);
   });
 }
-warm("digit");
+warm("digit").then(() => setTimeout(keepForOffline, 1000)); // after the first answer, once the page is idle
 
 // The photo tab: an upload or an example, decoded by the browser, preprocessed and classified in the page.
 const photo = document.querySelector(".vd-photo");

@@ -1,10 +1,9 @@
 // One tab's store: the current image's numbers and every answer for it, which the tab's views draw from
-// (live.js mounts them). It lives at window.vdLive[prefix], where the canvas (canvas.js) hands it a drawing's answer
-// and the page's model (source.js), and tests and scripts read it.
+// (live.js mounts them). It lives at window.vdLive[prefix], where the canvas (canvas.js) and the photo reader
+// (photo.js) hand it an image's numbers, and tests and scripts read it.
 //
-// What a view lacks (another patch, class or snapshot) it asks for once, with the tab's server functions or the
-// page's model answering in their place (``ask``), and keeps with the image's key: a late answer for an earlier image
-// is never drawn over a later one. With heads switched off (the board: ``knockout``), answers are kept apart from the
+// What a view lacks (another patch, class or snapshot) it asks the tab's source for once (``ask``: source.js), and
+// keeps with the image's key: a late answer for an earlier image is never drawn over a later one. With heads switched off (the board: ``knockout``), answers are kept apart from the
 // intact model's (``heldAs``).
 import { decode } from "./picture.js";
 
@@ -16,8 +15,8 @@ const FRESH = () => ({
   views: [], // the mounted views: {element, name, draw, prediction, knockout}
   answers: {}, // image key -> kind ("query", "relevance", "snapshot", ...) -> which -> the answer
   pending: {}, // "key/kind/which" -> true while asked; false (or why, a string) once it failed
-  ask: {}, // kind -> the function that answers it (the server's, or the page's model)
-  inPage: false, // the page's model answers (canvas.js), not the server
+  ask: {}, // kind -> the function that answers it (the tab's source: answerFrom)
+  inPage: false, // the forward pass runs in the page (source.js), not on the server
   patch: null, // the query patch
   pointed: false, // the visitor chose it (a click on the patches): the patches view shows where it looks
   choice: null, // the class picker's choice
@@ -36,15 +35,15 @@ export function tabStore(prefix) {
   return live;
 }
 
-const NOT_ASKED_BY_VIEWS = new Set(["stroke", "photo", "ready"]); // what the canvas and the upload ask a source
+const NOT_ASKED_BY_VIEWS = new Set(["stroke", "photo", "ready", "example"]); // the canvas' and the upload's
 
-export function answerInPage(prefix, source) {
-  // The tab's views take every answer from ``source`` (the page's model, source.js: pageSource) in place of the
-  // server's, and say they work it out in the page.
+export function answerFrom(prefix, source) {
+  // The tab's views take every answer from ``source`` (source.js: pageSource, its forward pass chosen), and say where
+  // it is worked out (in the page, or asking the server).
   const live = tabStore(prefix);
   for (const [kind, ask] of Object.entries(source))
     if (typeof ask === "function" && !NOT_ASKED_BY_VIEWS.has(kind)) live.ask[kind] = ask;
-  live.inPage = true;
+  live.inPage = source.inPage;
   return live;
 }
 

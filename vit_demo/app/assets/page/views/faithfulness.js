@@ -1,5 +1,5 @@
-// How far to trust each map: a button scores the maps of the image in hand ("faithfulness": the page's model, or the
-// server's explanation_view.ask_faithfulness, some 200 forward passes), then the deletion and insertion curves of each
+// How far to trust each map: a button scores the maps of the image in hand ("faithfulness": the tab's source, some 200
+// forward passes), then the deletion and insertion curves of each
 // map (attention, rollout, relevance, and random as the floor, with its spread) are drawn one panel above the other,
 // with a key and the verdict in words. Scored with every head on: the board's choice does not change the scores (the
 // caption says so while heads are off).

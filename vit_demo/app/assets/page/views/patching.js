@@ -1,6 +1,6 @@
 // Activation patching (Heimersheim & Nanda 2024): two images kept from the tab (clean and corrupt), and for them, the
 // share of the logit difference each head and each position of the residual stream restores, both directions
-// ("patching": the server function, or the page's model), as diverging heatmaps.
+// ("patching": the tab's source), as diverging heatmaps.
 import { decode } from "../picture.js";
 import { asking } from "../store.js";
 import { escape } from "../view.js";
@@ -148,7 +148,7 @@ export default {
     if (!reply)
       return none(typeof asked === "string" ? escape(asked) : `Patching every head and position: ${asking(live)}`);
     const [clean, corrupt] = reply.classes.map(escape);
-    const took = `${reply.ms} ms ${reply.where ?? "on the server"}`; // the page's model says "in this page"
+    const took = `${reply.ms} ms ${reply.where}`; // "in this page" or "on the server"
     status.innerHTML = `Logit difference ${clean} − ${corrupt}: <b>${reply.logit_diff.clean.toFixed(2)}</b> for the ` +
       `clean image, <b>${reply.logit_diff.corrupt.toFixed(2)}</b> for the corrupt one (${took})` +
       (typeof asked === "string" ? `. ${escape(asked)}` : asked ? `. The residual stream: ${asking(live)}` : ".");
