@@ -462,7 +462,7 @@ def test_the_training_slider_shows_the_drawing_through_earlier_models(browser, s
         key = settled(page)
         wait_for_live(page, "digit-training", "snapshot 1")
         assert "Epoch 1 of 4" in page.locator("#digit-training").inner_text()
-        assert page.evaluate("() => window.vdLive.digit.answers")[key]["snapshot"]["1"]["key"] == key
+        assert page.evaluate("(key) => Boolean(window.vdLive.digit.kept.get(`${key}/snapshot/1`)?.value)", key)
         assert (live_pixels(page, "digit-training") != trained).any()  # the grid of the model at epoch 1
         # Back to the trained model: drawn from the tab's own numbers, no request.
         before = len(page.requests_made)
@@ -835,12 +835,12 @@ def test_switch_heads_off_and_every_view_follows(page):
     means = heads.read_head_means(classifier.info.folder, classifier.model)
     expected = heads.knockout(classifier.model, torch.from_numpy(image).float()[None, None],
                               [(2, None), (4, 1)], means)
-    shown = page.evaluate(f"() => window.vdLive.digit.answers[{key!r}].knockout[{off!r}].logit_diff")
+    shown = page.evaluate(f"() => window.vdLive.digit.kept.get({key + '/knockout/' + off!r}).value.logit_diff")
     assert shown["intact"] == pytest.approx(float(expected.logit_diff[0]), abs=1e-3)
     assert shown["ablated"] == pytest.approx(float(expected.ablated_logit_diff[0]), abs=1e-3)
     bars = page.locator("#digit-board .vd-logit-diff").inner_text()
     assert f"{shown['intact']:.2f}" in bars and f"{shown['ablated']:.2f}" in bars
-    holds = page.evaluate(f"() => window.vdLive.digit.answers[{key!r}].knockout[{off!r}]")
+    holds = page.evaluate(f"() => window.vdLive.digit.kept.get({key + '/knockout/' + off!r}).value")
     says = "The answer holds without them" in page.locator("#digit-board .vd-board-status").inner_text()
     assert says == (holds["label"] == holds["intact"]["label"] and shown["ablated"] >= 0.8 * shown["intact"])
     # All heads on, from the notice over the prediction: the intact views again, drawn from the page's own numbers.

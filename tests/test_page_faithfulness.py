@@ -61,7 +61,7 @@ def test_the_pages_curves_are_pythons(model, n, mnist_root, tmp_path):
     for image, page in zip(images, found["answers"]):
         label = classifier(model).predict_preprocessed([image], attention=False)[0].label
         python = python_answer(explanation_view.image_curves(model, image), label)
-        assert set(page) == set(python) | {"key", "ms", "where"}, page.get("error")
+        assert set(page) == set(python) | {"ms", "where"}, page.get("error")
         assert page["where"] == "in this page" and page["ms"] > 0 and page["text"]
         for key in ("label", "steps", "rankings", "flat"):
             assert page[key] == python[key], key

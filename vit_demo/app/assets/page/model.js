@@ -55,10 +55,21 @@ function forwardPass(open, where) {
            logits: (...a) => logits(session, ...a) };
 }
 
+function oneAtATime(session) {
+  // A session whose runs wait for each other: onnxruntime-web's WebAssembly session runs one call at a time (two
+  // at once, fetching different outputs, can read each other's).
+  let last = Promise.resolve();
+  return { run(feeds, fetches) {
+    const next = last.then(() => session.run(feeds, fetches));
+    last = next.catch(() => {});
+    return next;
+  } };
+}
+
 export function inPage(folder) {
   // The page's forward pass: the graphs of the weights folder at address ``folder`` (ending in "/"), in onnxruntime-web.
   return forwardPass((name) => loadRuntime().then(() => ort.InferenceSession.create(new URL(name, folder).href,
-    { executionProviders: ["wasm"], graphOptimizationLevel: "all" })), "in this page");
+    { executionProviders: ["wasm"], graphOptimizationLevel: "all" })).then(oneAtATime), "in this page");
 }
 
 export function onServer(call) {

@@ -194,31 +194,6 @@ export function fromBase64(text) {
   return bytes;
 }
 
-export function sha1Hex(bytes) {
-  // SHA-1 (FIPS 180-4) of a Uint8Array, as hex. Written out because crypto.subtle exists only on secure pages, and a
-  // talk's page is often opened over plain http on a LAN address.
-  const words = new Uint32Array((((bytes.length + 8) >> 6) + 1) * 16);
-  for (let i = 0; i < bytes.length; i++) words[i >> 2] |= bytes[i] << (24 - (i % 4) * 8);
-  words[bytes.length >> 2] |= 0x80 << (24 - (bytes.length % 4) * 8);
-  words[words.length - 1] = bytes.length * 8;
-  let [a0, b0, c0, d0, e0] = [0x67452301, 0xefcdab89, 0x98badcfe, 0x10325476, 0xc3d2e1f0];
-  const w = new Uint32Array(80), rotl = (x, n) => (x << n) | (x >>> (32 - n));
-  for (let block = 0; block < words.length; block += 16) {
-    for (let t = 0; t < 80; t++) w[t] = t < 16 ? words[block + t] : rotl(w[t - 3] ^ w[t - 8] ^ w[t - 14] ^ w[t - 16], 1);
-    let [a, b, c, d, e] = [a0, b0, c0, d0, e0];
-    for (let t = 0; t < 80; t++) {
-      const f = t < 20 ? (b & c) | (~b & d) : t < 40 ? b ^ c ^ d : t < 60 ? (b & c) | (b & d) | (c & d) : b ^ c ^ d;
-      const k = t < 20 ? 0x5a827999 : t < 40 ? 0x6ed9eba1 : t < 60 ? 0x8f1bbcdc : 0xca62c1d6;
-      const next = (rotl(a, 5) + f + e + k + w[t]) >>> 0;
-      [e, d, c, b, a] = [d, c, rotl(b, 30) >>> 0, a, next];
-    }
-    [a0, b0, c0, d0, e0] = [(a0 + a) >>> 0, (b0 + b) >>> 0, (c0 + c) >>> 0, (d0 + d) >>> 0, (e0 + e) >>> 0];
-  }
-  return [a0, b0, c0, d0, e0].map((x) => x.toString(16).padStart(8, "0")).join("");
-}
-
-export const imageKey = (pixels) => sha1Hex(pixels).slice(0, 16); // what a tab keeps an image's answers under
-
 export function gridPayload(attention, model, token = 0, about = {}) {
   // Every layer's maps of one token, quantised, with what they are (``about``).
   const maps = gridMaps(attention, model.layers, model.heads, model.tokens, token);
@@ -264,7 +239,7 @@ export function payload(model, pixels, run, milliseconds, where) {
   const info = fill(model.texts.info, { label: predicted.label, percent: percent(predicted.confidence),
                                         ms: milliseconds.toFixed(1), where });
   return {
-    key: imageKey(pixels), label: predicted.label, patch, answers, probs: predicted.probs, info, notice: predicted.notice,
+    label: predicted.label, patch, answers, probs: predicted.probs, info, notice: predicted.notice,
     size: model.large, layers, heads, grid: model.grid, height: model.height, width: model.width,
     channels: model.channels, smooth: model.channels === 3, alpha: model.alpha,
     image: base64(pixels), maps: gridPayload(run.attention, model).maps, colormap: model.colormap,

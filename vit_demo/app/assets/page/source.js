@@ -11,7 +11,7 @@ import { scoreMaps, verdictText } from "./faithfulness.js";
 
 export { available } from "./model.js"; // whether this browser can run the page's model
 export { answerFrom } from "./store.js"; // hand a tab's views this source's answers
-import { argmax, base64, fill, fromBase64 as decode, gridPayload, imageKey, mapPayload, payload, percent, reading,
+import { argmax, base64, fill, fromBase64 as decode, gridPayload, mapPayload, payload, percent, reading,
          rollout, roundHalfEven, softmax } from "./numbers.js";
 
 const NUMBERS = ["logits", "attention", "features"]; // the graph's outputs a new image's numbers are made from
@@ -74,10 +74,9 @@ export function pageSource(model, base, where = {}) {
     off: [...new Set((request.off ?? []).map(([l, h]) => l * model.heads + h))].sort((a, b) => a - b),
     mode: request.mode ?? "mean" });
   const answering = (answer) => async (request) => {
-    // A view's server function in the page: the answer with the image's key, or {error} as the server says it.
+    // A view's question: the answer, or {error: why}.
     try {
-      const pixels = image(request);
-      return { ...(await answer(pixels, request)), key: imageKey(pixels) };
+      return await answer(image(request), request);
     } catch (error) {
       return { error: String(error.message ?? error) };
     }
@@ -273,7 +272,7 @@ export function pageSource(model, base, where = {}) {
         const direction = (name) => Object.fromEntries(grids.map((grid, i) =>
           i === 0 ? ["heads", rows(grid[name], model.heads)] : ["residual", rows(grid[name], model.tokens)]));
         return {
-          clean: imageKey(clean), corrupt: imageKey(corrupt), residual, classes: classes.map((c) => model.classes[c]),
+          residual, classes: classes.map((c) => model.classes[c]),
           logit_diff: { clean: Number(diffClean.toFixed(4)), corrupt: Number(diffCorrupt.toFixed(4)) },
           clean_into_corrupt: direction("cleanIntoCorrupt"), corrupt_into_clean: direction("corruptIntoClean"),
           ms: Number((performance.now() - start).toFixed(1)), where: forward.where,

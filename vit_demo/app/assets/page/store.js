@@ -1,20 +1,22 @@
 // One tab's store: the current image's numbers and every answer for it, which the tab's views draw from
 // (live.js mounts them). It lives at window.vdLive[prefix], where the canvas (canvas.js) and the photo reader
-// (photo.js) hand it an image's numbers, and tests and scripts read it.
+// (photo.js) hand it an image's numbers (``receive``), the app's controls call its handle (``draw``, ``choose``,
+// ``explain``, ``train``), and tests and scripts read it.
 //
-// What a view lacks (another patch, class or snapshot) it asks the tab's source for once (``ask``: source.js), and
-// keeps with the image's key: a late answer for an earlier image is never drawn over a later one. With heads switched off (the board: ``knockout``), answers are kept apart from the
-// intact model's (``heldAs``).
+// What a view lacks (another patch, class or snapshot, heads off, the scores) it asks the tab's source for once
+// (``live.ask``: source.js), through one cache (``ask``): an answer is kept with the image's key, a failure as its
+// reason until the next choice, and a late answer for an earlier image is never drawn over a later one. With heads
+// switched off (the board: ``knockout``), answers are kept apart from the intact model's (``heldAs``).
 import { decode } from "./picture.js";
 
 const FRESH = () => ({
-  state: null, // the image's numbers, decoded: {numbers, key, image, maps, colormap}
+  state: null, // the image's numbers, decoded: {numbers, key (a counter), image, maps, colormap}
+  text: "", // the same, as the large view's value (JSON): what the export buttons send back, and scripts read
   message: null, // what is said in place of a prediction, where there is no image (HTML)
   reading: null, // the prediction alone, while the pen is down (the views show the last drawing the pen left)
   dimming: null, // the timer that dims the views while a new image is read (setWaiting)
   views: [], // the mounted views: {element, name, draw, prediction, knockout}
-  answers: {}, // image key -> kind ("query", "relevance", "snapshot", ...) -> which -> the answer
-  pending: {}, // "key/kind/which" -> true while asked; false (or why, a string) once it failed
+  kept: new Map(), // id -> {value} | {error} | {pending: true}: every answer asked for (``ask``)
   ask: {}, // kind -> the function that answers it (the tab's source: answerFrom)
   inPage: false, // the forward pass runs in the page (source.js), not on the server
   patch: null, // the query patch
@@ -23,15 +25,26 @@ const FRESH = () => ({
   position: null, // the training slider's position
   onScreen: new Set(), // the views on screen now (or nearly): the relevance and lens views ask only then
   knockout: { off: [], mode: "mean" }, // the heads switched off (layer * heads + head, sorted) and how
-  patching: { clean: null, corrupt: null, replies: {}, pending: {} }, // the two images kept for patching
+  patching: { clean: null, corrupt: null, residual: null }, // the two images kept for patching
 });
 
 export const asking = (live) => (live.inPage ? "working it out in this page…" : "asking the server…");
 
 export function tabStore(prefix) {
-  // The tab's store, made on first use (the canvas may have set ``ask`` before any view mounted).
+  // The tab's store and its handle, made on first use; an image the canvas read before any view mounted is taken.
   const live = ((window.vdLive ??= {})[prefix] ??= {});
   for (const [name, value] of Object.entries(FRESH())) live[name] ??= value;
+  live.receive ??= (answer) => receive(live, answer);
+  live.numbers ??= () => live.text;
+  live.draw ??= (layer, head) => redrawAll(live, (v) => v.name === "selected", layer, head);
+  live.choose ??= (patch) => choose(live, { patch });
+  live.explain ??= (choice) => choose(live, { choice });
+  live.train ??= (position) => choose(live, { position });
+  if ("undelivered" in live) {
+    const answer = live.undelivered;
+    delete live.undelivered;
+    live.receive(answer);
+  }
   return live;
 }
 
@@ -58,23 +71,57 @@ export function setWaiting(live, on) {
   else dim(false);
 }
 
-export function prepare(numbers) {
-  // The image's numbers, decoded.
-  return { numbers, key: numbers.key, image: decode(numbers.image), maps: decode(numbers.maps),
-           colormap: decode(numbers.colormap) };
-}
-
-export function redrawAll(live, which = () => true) {
+export function redrawAll(live, which = () => true, ...args) {
   // Every view of the tab, or those ``which`` picks (a view Gradio took out of the page goes).
   live.views = live.views.filter((v) => v.element.isConnected);
-  for (const v of live.views.filter(which)) v.draw();
+  for (const v of live.views.filter(which)) v.draw(...args);
 }
 
 export const redrawKnockout = (live) => redrawAll(live, (v) => v.knockout); // a head toggle redraws these alone
 
+function choose(live, choice) {
+  // A choice of the tab's controls (the query patch, the class to explain, the training position): every view
+  // redraws, and what failed before is asked again.
+  Object.assign(live, choice);
+  forgetFailures(live);
+  redrawAll(live);
+}
+
+// ---- The one cache of answers ----------------------------------------------------------------------------------
+
+export function ask(live, id, compute, redraw = () => redrawAll(live)) {
+  // The answer kept under ``id``: {value}, {error: why} (a failed answer, kept until the next choice), or
+  // {pending: true} while ``compute()`` (called once: a Promise of the answer, or of {error}) is under way; once it
+  // lands it is kept and ``redraw`` is called.
+  const found = live.kept.get(id);
+  if (found) return found;
+  const entry = { pending: true };
+  live.kept.set(id, entry);
+  Promise.resolve()
+    .then(compute)
+    .then((reply) => (reply?.error ? { error: reply.error } : { value: reply }),
+          (error) => ({ error: String(error?.message ?? error) }))
+    .then((settled) => {
+      if (live.kept.get(id) !== entry) return; // forgotten meanwhile (a new image)
+      live.kept.set(id, settled);
+      redraw();
+    });
+  return entry;
+}
+
+function forgetFailures(live) {
+  for (const [id, entry] of live.kept) if (entry.error) live.kept.delete(id);
+}
+
+export function waiting(live, kind, which, request, followsKnockout = true) {
+  // What a view says while what it needs is asked for (``need``), or why it failed.
+  const entry = need(live, kind, which, request, followsKnockout);
+  return entry.error ? `${entry.error}. Choose again to retry.` : asking(live);
+}
+
 export function answer(live, kind, which) {
-  // The answer for the image in hand, or null.
-  return (live.state && live.answers[live.state.key]?.[kind]?.[which]) || null;
+  // The answer kept for the image in hand, or null.
+  return (live.state && live.kept.get(`${live.state.key}/${kind}/${which}`)?.value) || null;
 }
 
 export function knockoutId(live) {
@@ -92,70 +139,41 @@ export function heldAs(live, which) {
 export const viewAnswer = (live, kind, which) => answer(live, kind, heldAs(live, which)); // for the model as it is
 
 function offRequest(live) {
-  // The heads switched off as a server function reads them: {off: [[layer, head], ...] (0-based), mode}.
+  // The heads switched off as the source reads them: {off: [[layer, head], ...] (0-based), mode}.
   const k = live.knockout, heads = live.state.numbers.heads;
   return { off: k.off.map((i) => [Math.floor(i / heads), i % heads]), mode: k.mode };
 }
 
-function keep(live, key, kind, held, reply) {
-  ((live.answers[key] ??= {})[kind] ??= {})[held] = reply;
-}
-
-export function waiting(live, kind, which, request, followsKnockout = true) {
-  // What a view says while its numbers are asked for: the first time, it asks (with the heads the board switched
-  // off, unless ``followsKnockout`` is false: then kept under ``which``, else under ``heldAs(which)``); when the
-  // answer failed, it says so, and the next choice asks again.
-  const held = followsKnockout ? heldAs(live, which) : String(which);
-  const id = `${live.state.key}/${kind}/${held}`;
-  if (live.pending[id] === false) {
-    delete live.pending[id];
-    return "The server did not answer. Choose again to retry.";
-  }
-  if (!live.pending[id] && live.ask[kind]) {
-    live.pending[id] = true;
-    const key = live.state.key, off = followsKnockout && live.knockout.off.length ? offRequest(live) : {};
-    live.ask[kind]({ image: live.state.numbers.image, ...request, ...off }).catch(() => null).then((reply) => {
-      if (reply && !reply.error && reply.key === key) {
-        keep(live, key, kind, held, reply);
-        delete live.pending[id];
-      } else live.pending[id] = false;
-      if (live.state?.key === key) redrawAll(live);
-    });
-  }
-  return live.inPage ? "Working it out in this page…" : "Asking the server…";
+export function need(live, kind, which, request = {}, followsKnockout = true) {
+  // What a view needs for the image in hand, asked once of the tab's source: ``kind`` ("query", "relevance",
+  // "snapshot", "lens", "faithfulness") for ``which`` (a patch, a class...), with the heads the board switched off
+  // (unless ``followsKnockout`` is false). Returns the cache's entry.
+  const held = followsKnockout ? heldAs(live, which) : String(which), key = live.state.key;
+  const off = followsKnockout && live.knockout.off.length ? offRequest(live) : {};
+  if (!live.ask[kind]) return { pending: true }; // (the source is still loading)
+  return ask(live, `${key}/${kind}/${held}`, () => live.ask[kind]({ image: live.state.numbers.image, ...request,
+                                                                     ...off }),
+             () => live.state?.key === key && redrawAll(live));
 }
 
 export function knockoutNow(live) {
   // The heads switched off, for the image in hand: null when every head is on (or there is no image); else how many,
-  // how, the id its answer is kept under, the answer (null until it comes) and why there is none (error). The first
-  // view to draw asks; a failure is kept until the choice changes (setKnockout), so no view asks again.
+  // how, the id its answer is kept under, the answer (null until it comes) and why there is none (error).
   const k = live.knockout;
   if (!live.state || !k.off.length) return null;
-  const id = knockoutId(live), key = live.state.key, asked = `${key}/knockout/${id}`;
-  const reply = answer(live, "knockout", id);
-  const found = { count: k.off.length, mode: k.mode, off: new Set(k.off), id, reply, error: null };
-  if (reply || !live.ask.knockout) return found;
-  if (typeof live.pending[asked] === "string") found.error = live.pending[asked];
-  else if (!live.pending[asked]) {
-    live.pending[asked] = true;
-    live.ask.knockout({ image: live.state.numbers.image, ...offRequest(live) })
-      .catch(() => null)
-      .then((reply) => {
-        if (reply && !reply.error && reply.key === key) {
-          keep(live, key, "knockout", id, reply);
-          delete live.pending[asked];
-        } else live.pending[asked] = reply?.error ? `The server says: ${reply.error}` : "The server did not answer.";
-        if (live.state?.key === key) redrawKnockout(live);
-      });
-  }
-  return found;
+  const id = knockoutId(live), key = live.state.key;
+  const found = live.ask.knockout ? ask(live, `${key}/knockout/${id}`,
+    () => live.ask.knockout({ image: live.state.numbers.image, ...offRequest(live) }),
+    () => live.state?.key === key && redrawKnockout(live)) : { pending: true };
+  return { count: k.off.length, mode: k.mode, off: new Set(k.off), id, reply: found.value ?? null,
+           error: found.error ?? null };
 }
 
 export function setKnockout(live, off, mode) {
   // Switch these heads off (layer * heads + head; [] all on) with this ablation, and redraw the views that follow;
   // a choice that failed before is asked again.
   live.knockout = { off: [...new Set(off)].sort((a, b) => a - b), mode: mode ?? live.knockout.mode };
-  for (const [id, value] of Object.entries(live.pending)) if (typeof value === "string") delete live.pending[id];
+  forgetFailures(live);
   redrawKnockout(live);
 }
 
@@ -164,18 +182,42 @@ export function shownMaps(live, knocked) {
   return knocked?.reply ? (knocked.reply.levels ??= decode(knocked.reply.maps)) : live.state.maps;
 }
 
-export function read(live, value) {
-  // Take a new value of the tab (its numbers as JSON, a message in place of numbers, or "" for no image) with the
-  // answers that came with it, keeping those asked for the same image before (a stroke that changed nothing the model
-  // reads); earlier images' answers go.
-  const parsed = value ? JSON.parse(value) : null;
+// ---- A new image ------------------------------------------------------------------------------------------------
+
+let images = 0; // the page's images so far: each new one's key
+
+function prepare(numbers, before) {
+  // The image's numbers, decoded, and its key: the one before's where the model reads the same pixels (a drawing
+  // sent again), else a new one.
+  const image = decode(numbers.image), same = before?.image.length === image.length &&
+    before.image.every((value, i) => value === image[i]);
+  return { numbers, key: same ? before.key : String(++images), image, maps: decode(numbers.maps),
+           colormap: decode(numbers.colormap) };
+}
+
+function read(live, parsed) {
+  // Take a new image's numbers (or a message in place of numbers, or null for no image) with the answers that came
+  // with them, keeping those asked for the same image before (a stroke that changed nothing the model reads) and
+  // the patching view's; earlier images' answers go.
   setWaiting(live, false);
   live.message = parsed?.message ?? null;
-  live.state = parsed && !parsed.message ? prepare(parsed) : null;
-  const answers = (live.state && live.answers[live.state.key]) || {};
+  live.state = parsed && !parsed.message ? prepare(parsed, live.state) : null;
+  const key = live.state?.key;
+  for (const id of live.kept.keys()) if (!id.startsWith(`${key}/`) && !id.startsWith("patching/")) live.kept.delete(id);
   for (const [kind, replies] of Object.entries(live.state?.numbers.answers ?? {}))
-    Object.assign((answers[kind] ??= {}), replies);
-  live.answers = live.state ? { [live.state.key]: answers } : {};
+    for (const [which, reply] of Object.entries(replies)) live.kept.set(`${key}/${kind}/${which}`, { value: reply });
   live.patch = live.state?.numbers.patch ?? null;
   live.pointed = false;
+}
+
+function receive(live, answer) {
+  // A new image's numbers from the canvas or the photo reader ("": none; a message in place of numbers); while the pen
+  // is down, the prediction alone, which only the prediction view shows.
+  live.reading = answer?.reading ? answer : null;
+  const text = live.reading ? live.text : answer ? JSON.stringify(answer) : "";
+  if (live.reading || text === live.text) return redrawAll(live, (v) => v.prediction); // (the same numbers again)
+  live.text = text;
+  live.onText?.(text);
+  read(live, answer || null);
+  redrawAll(live);
 }

@@ -3,7 +3,7 @@
 // map (attention, rollout, relevance, and random as the floor, with its spread) are drawn one panel above the other,
 // with a key and the verdict in words. Scored with every head on: the board's choice does not change the scores (the
 // caption says so while heads are off).
-import { answer } from "../store.js";
+import { answer, need } from "../store.js";
 import { escape } from "../view.js";
 
 const STYLES = { // faithfulness.py's kinds, in pictures/figures.py's colours (matplotlib's tab10); random dashed.
@@ -84,27 +84,12 @@ function key(reply) {
     `better)</span><span>insertion<br>(higher is better)</span></li>${rows.join("")}`;
 }
 
-function ask(view) {
-  // Score the maps of the image in hand, once per image; the answer is kept with the image (store.js: answers).
-  const { live } = view, key = live.state?.key, id = `${key}/faithfulness`;
-  if (!key || live.pending[id] === true || answer(live, "faithfulness", "scores") || !live.ask.faithfulness) return;
-  live.pending[id] = true;
-  view.draw();
-  live.ask.faithfulness({ image: live.state.numbers.image }).catch(() => null).then((reply) => {
-    if (reply && !reply.error && reply.key === key) {
-      ((live.answers[key] ??= {}).faithfulness ??= {}).scores = reply;
-      delete live.pending[id];
-    } else live.pending[id] = reply?.error ? `The server says: ${reply.error}` : "The server did not answer.";
-    if (live.state?.key === key) view.draw();
-  });
-}
-
 function caption(view, reply, asked) {
   // What the view says above the chart: what the button does, that it is working, why it failed, or what is shown.
   const { live } = view;
   if (!live.state) return "Draw or upload an image first: the maps are scored for the image in hand.";
-  if (asked === true) return `Scoring the maps ${live.inPage ? "in this page" : "on the server"}…`;
-  if (typeof asked === "string") return `${escape(asked)} Press the button again to retry.`;
+  if (asked?.pending) return `Scoring the maps ${live.inPage ? "in this page" : "on the server"}…`;
+  if (asked?.error) return `${escape(asked.error)}. Press the button again to retry.`;
   if (!reply) return view.element.querySelector(".vd-caption").dataset.prompt;
   const heads = live.knockout.off.length ? " · <i>scored with every head on, not with the heads switched off</i>" : "";
   return `How fast each map's top patches take <b>${escape(reply.label)}</b> away, or bring it back (scored in ` +
@@ -115,8 +100,8 @@ export default {
   knockout: true, // redrawn when heads are switched off, to say that the scores keep every head on
   draw(view) {
     const { live, element } = view, canvas = view.canvas, reply = answer(live, "faithfulness", "scores");
-    const asked = live.state ? live.pending[`${live.state.key}/faithfulness`] : undefined;
-    element.querySelector("button.vd-score").disabled = !live.state || asked === true || !live.ask.faithfulness;
+    const asked = live.state ? live.kept.get(`${live.state.key}/faithfulness/scores`) : undefined;
+    element.querySelector("button.vd-score").disabled = !live.state || asked?.pending || !live.ask.faithfulness;
     canvas.hidden = !reply;
     canvas.dataset.numbers = reply ? JSON.stringify({ curves: reply.curves, noise: reply.noise }) : ""; // for tests
     const context = view.clear(reply ? "curves" : null, caption(view, reply, asked));
@@ -131,9 +116,12 @@ export default {
   },
   setup(view) {
     view.element.querySelector("button.vd-score").addEventListener("click", () => {
-      const { live } = view, id = live.state && `${live.state.key}/faithfulness`;
-      if (id && typeof live.pending[id] === "string") delete live.pending[id]; // it failed: ask again
-      ask(view);
+      // Score the maps of the image in hand, once per image (scored with every head on); a failure is asked again.
+      const { live } = view, id = live.state && `${live.state.key}/faithfulness/scores`;
+      if (!id) return;
+      if (live.kept.get(id)?.error) live.kept.delete(id);
+      need(live, "faithfulness", "scores", {}, false);
+      view.draw();
     });
   },
 };

@@ -2,7 +2,7 @@
 // share of the logit difference each head and each position of the residual stream restores, both directions
 // ("patching": the tab's source), as diverging heatmaps.
 import { decode } from "../picture.js";
-import { asking } from "../store.js";
+import { ask, asking } from "../store.js";
 import { escape } from "../view.js";
 
 function diverging(table) {
@@ -82,23 +82,6 @@ function residualGrid(canvas, values, grid, colour) {
   }
 }
 
-function askPatching(view, id, residual) {
-  // The patching grids for the two images kept, once per pair (and with or without the residual stream); a failure
-  // is kept, and said, until another image is kept.
-  const { live } = view, kept = live.patching;
-  if (kept.replies[id] || kept.pending[id] || !live.ask.patching) return;
-  kept.pending[id] = true;
-  live.ask.patching({ clean: kept.clean.image, corrupt: kept.corrupt.image, residual })
-    .catch(() => null)
-    .then((reply) => {
-      if (reply && !reply.error) {
-        kept.replies[id] = reply;
-        delete kept.pending[id];
-      } else kept.pending[id] = reply?.error ? `The server says: ${reply.error}.` : "The server did not answer.";
-      view.draw(); // this view's own: only it shows the grids
-    });
-}
-
 function drawSlots(root, live) {
   for (const slot of ["clean", "corrupt"]) {
     const box = root.querySelector(`.vd-slot[data-slot="${slot}"]`), image = live.patching[slot];
@@ -142,17 +125,17 @@ export default {
       return none(`The model reads both images as <b>${escape(kept.clean.label)}</b>: keep two it tells apart.`);
     const pair = `${kept.clean.key}/${kept.corrupt.key}`, atOnce = root.dataset.residual === "true";
     const wanted = atOnce || kept.residual === pair; // the photos' residual grid: asked for on a button
-    askPatching(view, `${pair}/${wanted}`, wanted);
-    const reply = kept.replies[`${pair}/${wanted}`] ?? kept.replies[`${pair}/${!wanted}`];
-    const asked = kept.pending[`${pair}/${wanted}`];
-    if (!reply)
-      return none(typeof asked === "string" ? escape(asked) : `Patching every head and position: ${asking(live)}`);
+    const request = { clean: kept.clean.image, corrupt: kept.corrupt.image, residual: wanted };
+    const asked = live.ask.patching ? ask(live, `patching/${pair}/${wanted}`, () => live.ask.patching(request),
+                                          () => view.draw()) : { pending: true }; // (only this view shows them)
+    const reply = asked.value ?? live.kept.get(`patching/${pair}/${!wanted}`)?.value;
+    if (!reply) return none(asked.error ? `${escape(asked.error)}.` : `Patching every head and position: ${asking(live)}`);
     const [clean, corrupt] = reply.classes.map(escape);
     const took = `${reply.ms} ms ${reply.where}`; // "in this page" or "on the server"
     status.innerHTML = `Logit difference ${clean} − ${corrupt}: <b>${reply.logit_diff.clean.toFixed(2)}</b> for the ` +
       `clean image, <b>${reply.logit_diff.corrupt.toFixed(2)}</b> for the corrupt one (${took})` +
-      (typeof asked === "string" ? `. ${escape(asked)}` : asked ? `. The residual stream: ${asking(live)}` : ".");
-    more.hidden = reply.residual || asked === true;
+      (asked.error ? `. ${escape(asked.error)}.` : asked.pending ? `. The residual stream: ${asking(live)}` : ".");
+    more.hidden = reply.residual || asked.pending;
     drawGrids(grids, reply, (root.colour ??= diverging(decode(root.dataset.colours))));
     root.dataset.drawn = `${pair}/${reply.residual}`;
   },
@@ -160,9 +143,8 @@ export default {
     view.element.addEventListener("click", (event) => {
       const button = event.target.closest("button"), { live } = view, kept = live.patching;
       if (button?.classList.contains("vd-use") && live.state) {
-        const { image, key, label, height, width, channels, smooth } = live.state.numbers;
-        kept[button.dataset.slot] = { image, key, label, height, width, channels, smooth };
-        for (const [id, value] of Object.entries(kept.pending)) if (typeof value === "string") delete kept.pending[id];
+        const { image, label, height, width, channels, smooth } = live.state.numbers;
+        kept[button.dataset.slot] = { image, key: live.state.key, label, height, width, channels, smooth };
       } else if (button?.classList.contains("vd-residual") && kept.clean && kept.corrupt) {
         kept.residual = `${kept.clean.key}/${kept.corrupt.key}`;
       } else return;

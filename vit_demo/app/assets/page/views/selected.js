@@ -1,9 +1,7 @@
 // The large view: where [CLS] looks in the layer and head the tab's controls choose (or the mean of the heads). Its
-// gr.HTML's value is the image's numbers, which every other view of the tab draws from: an upload's event sets it,
-// and the canvas hands it the answer to a drawing (``live.receive``); so it also holds the tab's handle
-// (window.vdLive[prefix]: draw, numbers, choose, explain, train, receive), which the controls' events call.
+// gr.HTML's value holds the tab's numbers (store.js), which the export buttons send back to the server.
 import { overlay } from "../picture.js";
-import { knockoutNow, read, redrawAll, shownMaps } from "../store.js";
+import { knockoutNow, shownMaps } from "../store.js";
 
 function chosen(view, layer, head) {
   // The layer (0-based) and the map's column (the heads, then their mean) asked for, or the tab's controls'.
@@ -30,38 +28,9 @@ export default {
                                view.knockedCaption(knocked));
     overlay(context, live.state, shown.subarray(offset, offset + g * g), g, numbers.size, 0, 0);
   },
-  setup(view, { props, watch, draw }) {
-    const { live } = view;
-    let shown = null; // the value read last
-    const take = () => {
-      if (props.value === shown) return false;
-      shown = props.value;
-      read(live, props.value);
-      return true;
-    };
-    const redrawPrediction = () => live.views.filter((v) => v.prediction).forEach((v) => v.draw());
-    Object.assign(live, {
-      draw,
-      numbers: () => props.value,
-      choose: (patch) => ((live.patch = patch), redrawAll(live)),
-      explain: (choice) => ((live.choice = choice), redrawAll(live)),
-      train: (position) => ((live.position = position), redrawAll(live)),
-      receive(answer) {
-        // The canvas' answer to a drawing ("": it was cleared), taken as an upload's event sets the value; while
-        // the pen is down, the prediction alone, which only the prediction view shows.
-        live.reading = answer?.reading ? answer : null;
-        if (live.reading) return redrawPrediction();
-        props.value = answer === "" ? "" : JSON.stringify(answer);
-        if (take()) redrawAll(live);
-        else redrawPrediction(); // the same numbers as before the pen went down: the reading gives way to them
-      },
-    });
-    watch("value", () => take() && redrawAll(live));
-    take();
-    if ("undelivered" in live) { // an answer the canvas had before this view mounted
-      const answer = live.undelivered;
-      delete live.undelivered;
-      live.receive(answer);
-    }
+  setup(view, { props }) {
+    // The large view's value is the tab's numbers (JSON), which the export buttons send back to the server.
+    view.live.onText = (text) => (props.value = text);
+    props.value = view.live.text;
   },
 };

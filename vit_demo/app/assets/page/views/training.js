@@ -18,7 +18,8 @@ export default {
     }
     canvas.dataset.ablated = "";
     const reply = answer(live, "snapshot", position);
-    if (!reply) return view.clear(null, waiting(live, "snapshot", position, { position }, false));
+    if (!reply) return view.clear(null, `Where [CLS] looked then: ${waiting(live, "snapshot", position, { position },
+                                                                          false)}`);
     const kept = live.knockout.off.length ? " · <i>every head on: the board switches off the trained model's</i>" : "";
     drawTiles(canvas, view.clear(`snapshot ${position}`, reply.note + kept), live.state,
               (reply.levels ??= decode(reply.maps)));
