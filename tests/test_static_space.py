@@ -84,6 +84,13 @@ def static_page(browser, url: str, width: int = 1400, height: int = 1000, path: 
         context.close()
 
 
+def saved_for_offline(page) -> None:
+    """Wait until the page has kept the site in the browser (static.js: keepForOffline), as it says: a file server
+    stopped before then fails the save under way (and the browser logs the failed request)."""
+    page.wait_for_selector("#vd-offline[data-ready]", timeout=120_000)
+    assert "Ready to go offline" in page.inner_text("#vd-offline")
+
+
 def levels(answer: dict, field: str = "maps") -> np.ndarray:
     """An answer's maps as the page keeps them (base64 levels 0..255) -> int array."""
     return np.frombuffer(base64.b64decode(answer[field]), dtype=np.uint8).astype(int)
@@ -147,6 +154,7 @@ def test_draws_offline_in_the_page(static_folder, browser):
         page.wait_for_function("""() => new Set(performance.getEntriesByType('resource').filter((e) => e.responseEnd > 0
             && /mnist[/](relevance|snapshots[/]epoch-[0-9]+)[.]onnx$/.test(e.name)).map((e) => e.name)).size === 7""",
                                timeout=30_000)
+        saved_for_offline(page)
         server.terminate()
         server.wait(timeout=10)
         for strokes, expected in (([SEVEN], "7"), ([ONE], "1")):
@@ -283,8 +291,7 @@ def test_once_saved_it_reloads_and_runs_every_tab_with_the_network_gone(static_f
     inside_loaded = """(model) => [...document.querySelectorAll(`[data-model=${model}] img`)].every((img) =>
         img.complete && img.naturalWidth > 0)"""
     with serving(static_folder) as (url, server), static_page(browser, url) as page:
-        page.wait_for_selector("#vd-offline[data-ready]", timeout=120_000)
-        assert "Ready to go offline" in page.inner_text("#vd-offline")
+        saved_for_offline(page)
         server.terminate()
         server.wait(timeout=10)
         page.get_by_role("tab", name="Upload a photo (CIFAR-10)").click()
@@ -412,6 +419,7 @@ def test_inside_the_model_in_the_page(static_folder, browser):
         assert abs(shown.shape[0] - expected.shape[0]) <= 1 and abs(shown.shape[1] - expected.shape[1]) <= 1
         shown = shown[: expected.shape[0], : expected.shape[1]]  # (the element may start between two pixels)
         assert np.abs(shown - expected).mean() < 2  # patch 9's map, at its size
+        saved_for_offline(page)
         server.terminate()
         server.wait(timeout=10)
         page.locator("#inside-model label", has_text="Photos (CIFAR-10)").click()
