@@ -34,8 +34,8 @@ MARKED_HEADS = 3  # the board marks this many heads: those that matter most by t
 
 def residual_at_once(config: ViTConfig) -> bool:
     """Whether the residual stream's patching grid comes with the heads' at once: yes for the digits' model (the two
-    together take some 160 ms of server time on one thread), no for the photos' (some 2 s, against 0.2 s for the
-    heads alone: benchmarks/heads_cost.py), whose page asks for it on a button that says what it costs."""
+    together take some 0.5 s in the page, 0.16 s in PyTorch), no for the photos' (some 12 s in the page against 1.3 s
+    for the heads alone: benchmarks/page_patching.py), whose page asks for it on a button that says what it costs."""
     return config.dim * config.num_tokens <= RESIDUAL_AT_ONCE_WIDTH
 
 

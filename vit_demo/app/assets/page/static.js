@@ -113,9 +113,12 @@ async function keepForOffline() {
 }
 
 const started = {}; // tab -> Promise: its source ready, its views answered by it, and its example read
+let photoAsked = false; // a photo was uploaded or picked: the example the tab starts with is not shown over it
 const warm = (tab) => (tab === "inside" ? inside.open() : (started[tab] ??= sources[tab].ready().then(async () => {
   answerFrom(tab, tabSource(tab));
-  if (tab === "photo" && !live("photo")?.state) live("photo")?.receive(await sources.photo.example());
+  if (tab !== "photo" || photoAsked) return;
+  const numbers = await sources.photo.example();
+  if (!photoAsked) live("photo")?.receive(numbers); // (unless a photo came first)
 }).catch(() => delete started[tab]))); // (a failure is said when a reading is asked for; the next click tries again)
 for (const button of document.querySelectorAll(".vd-tabs [data-tab]")) {
   button.addEventListener("click", () => {
@@ -131,6 +134,7 @@ warm("digit").then(() => setTimeout(keepForOffline, 1000)); // after the first a
 const photo = document.querySelector(".vd-photo");
 
 async function classifyPhoto(blob) {
+  photoAsked = true;
   const shown = photo.querySelector(".vd-photo-shown");
   setWaiting(live("photo"), true); // the views dim until the new photo's numbers are in
   try {
