@@ -9,7 +9,6 @@ import { InputError, NothingDrawn, preprocessPhoto } from "./preprocess.js";
 import { choose } from "./model.js";
 import { scoreMaps, verdictText } from "./faithfulness.js";
 
-export { available } from "./model.js"; // whether this browser can run the page's model
 export { answerFrom } from "./store.js"; // hand a tab's views this source's answers
 import { argmax, base64, fill, fromBase64 as decode, gridPayload, mapPayload, payload, percent, reading,
          rollout, roundHalfEven, softmax } from "./numbers.js";

@@ -23,7 +23,7 @@ function guarded(source) {
     } catch (error) {
       console.error(error);
       const why = `The model could not run in this page (${error.message ?? error}). Reload the page to try again.`;
-      return name === "stroke" || name === "photo" ? { message: why } : { error: why };
+      return name === "photo" || name === "example" ? { message: why } : { error: why }; // (in place of numbers)
     }
   };
   return Object.fromEntries(Object.entries(source).map(([name, value]) =>
