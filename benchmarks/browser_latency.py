@@ -72,7 +72,8 @@ def main() -> None:
     args = parser.parse_args()
     results = {}
     for name, script, selector, prepare in (
-        ("app: light canvas", REPO / "app.py", "#canvas canvas.vd-draw", lambda page: None),
+        ("app: light canvas", REPO / "app.py", "#canvas canvas.vd-draw",
+         lambda page: page.wait_for_selector("#canvas canvas.vd-draw[data-ready]")),  # its script is listening
         ("baseline: stock gr.Sketchpad", REPO / "benchmarks" / "stock_sketchpad_app.py", "#pad .pixi-target canvas",
          prepare_stock),
     ):

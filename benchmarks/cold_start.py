@@ -4,8 +4,8 @@ prediction, a few times.
     python benchmarks/cold_start.py [--repeat 3]
 
 Each run starts the app on a free local port and polls its page every 50 ms; as soon as the app answers 200,
-a gradio_client Client connects and sends one drawing to ``/predict_digit``. All times count from the moment
-the process is started. Goals on a 2-core machine: the app and its first prediction within 10 s each; the
+a gradio_client Client connects and sends one drawing to ``/classify`` (model ``mnist``). All times count from the
+moment the process is started. Goals on a 2-core machine: the app and its first prediction within 10 s each; the
 starting page within 1 s.
 """
 
@@ -18,8 +18,10 @@ import tempfile
 import time
 from pathlib import Path
 
+from gradio_client import handle_file
+
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-from common import client, example_drawings, serving, sketch  # noqa: E402
+from common import client, example_drawings, serving  # noqa: E402
 
 
 def main() -> None:
@@ -33,7 +35,7 @@ def main() -> None:
         for _ in range(args.repeat):
             with serving("app.py") as app:
                 session = client(app.url)
-                label = session.predict(sketch(drawing), api_name="/predict_digit")[0]["label"]
+                label = session.predict(handle_file(str(drawing)), "mnist", api_name="/classify")["label"]
                 first_prediction = time.perf_counter() - app.started
                 session.close()
             runs.append((app.seconds_to_answer, app.seconds_to_200, first_prediction, label))

@@ -132,7 +132,8 @@ def serving(script: str | Path, timeout: float = 180, until_200: bool = True, cw
 
 
 def example_drawings(folder: Path) -> list[Path]:
-    """The ten example digits as a drawing reaches the app: dark ink on white, at the canvas' 112x112."""
+    """The ten example digits as drawings, written into ``folder``: dark ink on white, at the canvas' 112x112 (what a
+    script sends ``/classify`` and ``/export`` with model ``mnist``)."""
     from PIL import Image, ImageOps
 
     paths = []
@@ -147,11 +148,15 @@ def example_photos() -> list[Path]:
     return sorted((REPO / "examples" / "photos").glob("*.png"))
 
 
-def sketch(path: Path) -> dict:
-    """A gradio_client argument for ``/predict_digit``: a sketch value with ``path`` as its composite."""
+def api_arguments(endpoint: str, model: str, path: Path) -> list:
+    """gradio_client's arguments that send the image at ``path`` for ``model`` to the app's ``endpoint``: ``/classify``,
+    or ``/export`` with its default view (where [CLS] looks: every layer and head)."""
     from gradio_client import handle_file
 
-    return {"background": None, "layers": [], "composite": handle_file(str(path)), "id": None}
+    from vit_demo.pictures.slides import CLS_GRID
+
+    image = handle_file(str(path))
+    return [image, model] if endpoint == "/classify" else [image, model, CLS_GRID, None, "mean", "", None]
 
 
 def client(url: str):
@@ -166,9 +171,9 @@ def client(url: str):
     return Client(url, verbose=False, ssl_verify=False)
 
 
-def forward_request(image, depth: int, heads: int) -> dict:
+def forward_request(model: str, image, depth: int, heads: int) -> dict:
     """What the page sends the app's server function ``forward`` (vit_demo/app/forward.py) for one preprocessed
-    image's numbers, where the page can't run the model: the model's graph, every head on, the outputs a new image
+    image's numbers, where the page can't run the model: ``model``'s graph, every head on, the outputs a new image
     needs. ``image``: (H, W) or (H, W, C) in [0, 1]."""
     import base64
 
@@ -180,7 +185,7 @@ def forward_request(image, depth: int, heads: int) -> dict:
 
     image = np.asarray(image, dtype=np.float32)
     chw = image[None] if image.ndim == 2 else image.transpose(2, 0, 1)
-    return {"graph": "model.onnx", "outputs": ["logits", "attention", "features"],
+    return {"model": model, "graph": "model.onnx", "outputs": ["logits", "attention", "features"],
             "inputs": {"image": tensor(chw[None]), "heads_off": tensor(np.zeros((depth, heads))),
                        "mean_ablation": tensor(np.ones(1))}}
 
@@ -193,12 +198,12 @@ def page_source(model: str, calls: list[tuple[str, object]], tmp_path: Path, rep
     import json
     import shutil
 
-    from vit_demo.app import page_model
     from vit_demo.app.service import weights_folder
+    from vit_demo.page.description import description
 
     examples = REPO / "examples"
     example = example or {"mnist": examples / "digits" / "2.png", "cifar10": examples / "photos" / "horse.png"}[model]
-    described = page_model.description(model, "", "", weights_folder(model).resolve().as_uri() + "/", example)
+    described = description(model, "", "", weights_folder(model).resolve().as_uri() + "/", example)
     source, answer = Path(tmp_path) / "in.json", Path(tmp_path) / "out.json"
     source.write_text(json.dumps({"model": described, "calls": [{"method": m, "request": r} for m, r in calls],
                                   "repeat": repeat, "verdicts": list(verdicts)}))

@@ -3,10 +3,10 @@
     python benchmarks/crowd.py [--users 50] [--strokes 4] [--apps do-nothing,app]
 
 What one pen stroke costs the server where the page asks it to run the model (a browser without WebAssembly,
-``?model=server``; elsewhere a stroke costs the server nothing), read from the app's own config: the canvas's server
-function "forward" (one POST to /gradio_api/component_server/ with the model graph's inputs as the page sends them:
-the drawing preprocessed in the page) answers the graph's raw outputs, from which the page computes every view's
-numbers; an app whose canvas has a change event instead gets that event sent, as its page did. Each
+``?model=server``; elsewhere a stroke costs the server nothing), read from the app's own config: the page's server
+function "forward" (on the ``gr.HTML`` that holds the page, elem_id "vd-page": one POST to
+/gradio_api/component_server/ with the model and its graph's inputs as the page sends them, the drawing
+preprocessed in the page) answers the graph's raw outputs, from which the page computes every view's numbers. Each
 simulated user is a page session of its own (its own session hash, as a browser tab has). Against it, the
 do-nothing app (benchmarks/noop_app.py) answers each stroke with one event that returns a label made at start-up:
 Gradio's own cost of one event.
@@ -40,9 +40,9 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from common import REPO, example_drawings, forward_request, p50_p95, serving  # noqa: E402
 
 APPS = {"do-nothing": REPO / "benchmarks" / "noop_app.py", "app": REPO / "app.py"}
-CANVAS = "canvas"  # the drawing canvas's elem_id
-NOOP_STROKE = "stroke"  # the do-nothing app's api_name for one stroke
-STROKE = "forward"  # the canvas's server function
+PAGE = "vd-page"  # the elem_id of the gr.HTML that holds the page
+BASELINE_STROKE = "stroke"  # the do-nothing app's api_name for one stroke
+STROKE = "forward"  # the page's server function
 
 
 def canvas_values(folder: Path) -> list[dict]:
@@ -55,7 +55,7 @@ def canvas_values(folder: Path) -> list[dict]:
     values = []
     for path in example_drawings(folder):
         ink = 255 - np.asarray(Image.open(path).convert("L"), dtype=np.uint8)  # (112, 112), dark ink -> bright
-        values.append(forward_request(preprocess_drawing(ink), config.depth, config.heads))
+        values.append(forward_request("mnist", preprocess_drawing(ink), config.depth, config.heads))
     return values
 
 
@@ -107,36 +107,25 @@ class Page:
         self.bytes += len(response.content)
         return response.json()
 
-    def download(self, outputs: list) -> None:
-        """Fetch every file an answer names, as the page loads its pictures."""
-        for value in outputs:
-            if isinstance(value, dict) and value.get("url"):
-                response = self.http.get(value["url"])
-                response.raise_for_status()
-                self.requests += 1
-                self.bytes += len(response.content)
-
     def close(self) -> None:
         self.http.close()
 
 
 def page_events(url: str) -> dict:
-    """A stroke's request, from the app's config: {"label": ("call", the canvas's id, its server function)} where
-    the canvas has the server function ``STROKE``, else {"label": ("event", fn index, trigger id, the other inputs'
-    defaults)}: the canvas's change event, or the do-nothing app's stroke."""
+    """A stroke's request, from the app's config: {"label": ("call", the page's id, its server function)} where the
+    page has the server function ``STROKE``, else {"label": ("event", fn index, trigger id)}: the do-nothing app's
+    stroke."""
     config = httpx.get(f"{url.rstrip('/')}/config").json()
     components = {c["id"]: c for c in config["components"]}
     for component in components.values():
         props = component.get("props", {})
-        if props.get("elem_id") == CANVAS and STROKE in (props.get("server_fns") or []):
+        if props.get("elem_id") == PAGE and STROKE in (props.get("server_fns") or []):
             return {"label": ("call", component["id"], STROKE)}
     for index, dep in enumerate(config["dependencies"]):
         targets = [target for target, event in dep["targets"] if event == "change"]
-        sources = [components[t].get("props", {}).get("elem_id") for t in targets]
-        if targets and dep.get("backend_fn", True) and (dep.get("api_name") == NOOP_STROKE or CANVAS in sources):
-            defaults = [components[i].get("props", {}).get("value") for i in dep["inputs"][1:]]
-            return {"label": ("event", index, targets[0], defaults)}
-    raise RuntimeError(f"{url}: no stroke to send (neither a canvas with a server function nor a stroke event)")
+        if targets and dep.get("api_name") == BASELINE_STROKE:
+            return {"label": ("event", index, targets[0])}
+    raise RuntimeError(f"{url}: no stroke to send (neither a page with a server function nor a stroke event)")
 
 
 def stroke(page: Page, events: dict, value: dict) -> float:
@@ -149,8 +138,8 @@ def stroke(page: Page, events: dict, value: dict) -> float:
         if "error" in answer:
             raise RuntimeError(answer["error"])
     else:
-        fn, trigger, others = how
-        page.download(page.event(fn, trigger, [value["inputs"]["image"]["data"], *others]))
+        fn, trigger = how
+        page.event(fn, trigger, [value["inputs"]["image"]["data"]])
     return time.perf_counter() - started
 
 

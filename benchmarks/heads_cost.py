@@ -1,13 +1,14 @@
 """What the head views (interpret/heads/) cost in PyTorch per image, on one CPU thread, beside the plain forward pass
 they must not slow: a head toggle (one batched pass of the image with and without the heads), the logit lens, its
 per-patch maps, and the two-image patching grids (both directions; heads only, then heads and residual stream): what
-the server runs where the page asks it to (vit_demo/app/forward.py), and what ``heads_view.residual_at_once`` decides
-by.
+the server runs where the page asks it to (vit_demo/app/forward.py), and what ``residual_at_once``
+(vit_demo/page/layout.py) decides by.
 
     python benchmarks/heads_cost.py [--repeat 30] [--threads 1]
 
 The plain forward pass is timed with no head view in flight, as the drawing path runs it, before and after the head
-views: heads.py only hooks the model for the length of its own calls, so the two should read the same.
+views: they pass their edits to the model's forward pass and leave the model as it was, so the two should read the
+same.
 """
 
 from __future__ import annotations

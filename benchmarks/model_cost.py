@@ -47,7 +47,7 @@ def main() -> None:
         for round_ in range(args.repeat + 5):
             for (name, attention), samples in times.items():
                 started = time.perf_counter()
-                models[name](inputs[name], return_attention=attention)
+                models[name].forward_activations(inputs[name], attention=attention)
                 if round_ >= 5:  # the first rounds warm up
                     samples.append((time.perf_counter() - started) * 1000)
 

@@ -2,13 +2,12 @@
 
     python benchmarks/noop_app.py   (the serve_* benchmarks start it on a free port themselves)
 
-``/predict_digit`` and ``/predict_image`` take the same input components as the app's and answer with
-the same output components (label, text, five JPEG pictures of the app's sizes, the query note, the relevance
-picture and its note; ``/classify``'s JSON), and ``/stroke`` answers a drawing with a label (benchmarks/crowd.py),
-but their handlers return answers made once at start-up: what is left per request is
-Gradio's own work (upload, queue, encoding and caching the pictures, sending them). It runs with
-Gradio's defaults (``demo.queue()``, one event at a time per endpoint, no queue limit), as a stock
-app would.
+``/classify`` and ``/export`` take the same input components as the app's (vit_demo/app/api.py) and answer with the
+same output components (``/classify``'s JSON; ``/export``'s file, a PNG for slides), and ``/stroke`` answers a drawing
+with a label (benchmarks/crowd.py), but their handlers return answers made once at start-up, one per model: what is
+left per request is Gradio's own work (the upload, the queue, the answer, and for ``/export`` caching the file and
+sending it). It runs with Gradio's defaults (``demo.queue()``, one event at a time per endpoint, no queue limit), as
+a stock app would.
 """
 
 from __future__ import annotations
@@ -19,36 +18,45 @@ os.environ.setdefault("GRADIO_ANALYTICS_ENABLED", "False")
 
 import gradio as gr  # noqa: E402
 
-from vit_demo.app.classify_api import classify  # noqa: E402
-from vit_demo.app.components import VIEW_FORMAT, UndecodedImage, UndecodedSketch  # noqa: E402
-from vit_demo.app.demo import EXAMPLES  # noqa: E402
-from vit_demo.app.digit_tab import predict_digits  # noqa: E402
-from vit_demo.app.photo_tab import predict_image  # noqa: E402
+from vit_demo.app.api import MODELS, UndecodedImage, classify, export  # noqa: E402
+from vit_demo.page.layout import EXAMPLES  # noqa: E402
+from vit_demo.pictures import slides  # noqa: E402
 
-DIGIT = EXAMPLES / "digits" / "7.png"
-PHOTO = EXAMPLES / "photos" / "ship.png"
+EXAMPLE = {"mnist": EXAMPLES / "digits" / "7.png", "cifar10": EXAMPLES / "photos" / "ship.png"}
 
 
-def outputs() -> list:
-    """The same output components, in the same order, as the app's ``Panel.api_outputs``."""
-    pictures = [gr.Image(type="pil", format=VIEW_FORMAT, interactive=False) for _ in range(6)]
-    return [gr.Label(num_top_classes=3), gr.Markdown(), *pictures[:5], gr.Markdown(), pictures[5], gr.Markdown()]
+def slide(model: str) -> str | gr.Error:
+    """``/export``'s answer for ``model``'s example, made now: its file, or the error the app answers instead (a
+    model without weights)."""
+    try:
+        return export(str(EXAMPLE[model]), model)
+    except gr.Error as error:
+        return error
 
 
 def build_demo() -> gr.Blocks:
-    digit_views = [column[0] for column in predict_digits([str(DIGIT)])]  # made once, here; never per request
-    photo_views = predict_image(str(PHOTO))
+    answers = {model: classify(str(EXAMPLE[model]), model) for model in MODELS}  # made once, here; never per request
+    files = {model: slide(model) for model in MODELS}
+
+    def exported(_image, model: str, *_options) -> str:
+        if isinstance(files[model], gr.Error):
+            raise files[model]
+        return files[model]
+
     with gr.Blocks(title="do-nothing baseline") as demo:
-        sketch = UndecodedSketch()
-        sketch.change(lambda _sketch: digit_views, sketch, outputs(), api_name="predict_digit")
-        photo = UndecodedImage(type="filepath")
-        photo.change(lambda _photo: photo_views, photo, outputs(), api_name="predict_image")
-        answers = {"mnist": classify(str(DIGIT), "mnist"), "cifar10": classify(str(PHOTO), "cifar10")}
-        image, model = UndecodedImage(type="filepath"), gr.Textbox()
-        image.change(lambda _image, name: answers[name], [image, model], gr.JSON(), api_name="classify")
+        with gr.Column(visible=False):  # as the app's
+            image = UndecodedImage(type="filepath", label="image")
+            model = gr.Textbox(MODELS[0], label="model")
+            image.change(lambda _image, name: answers[name], [image, model], gr.JSON(label="answer"),
+                         api_name="classify")
+            picture = UndecodedImage(type="filepath", label="image")
+            options = [gr.Textbox(MODELS[0], label="model"), gr.Textbox(slides.CLS_GRID, label="view"),
+                       gr.Number(None, label="layer"), gr.Textbox("mean", label="head"), gr.Textbox("", label="label"),
+                       gr.Number(None, label="patch")]
+            picture.change(exported, [picture, *options], gr.File(label="slide"), api_name="export")
         # One pen stroke (benchmarks/crowd.py): a drawing in, a label made once out; Gradio's cost of one event.
         label = {str(d): 0.1 for d in range(10)}
-        drawing = gr.Textbox()
+        drawing = gr.Textbox(elem_id="stroke")
         drawing.change(lambda _drawing: label, drawing, gr.Label(), api_name="stroke")
     return demo
 

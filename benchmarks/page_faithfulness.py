@@ -1,4 +1,4 @@
-"""What scoring the maps costs when the page does it (vit_demo/app/assets/page/source.js' faithfulness, with
+"""What scoring the maps costs when the page does it (vit_demo/page/assets/page/source.js' faithfulness, with
 assets/page/faithfulness.js: the model and relevance graphs run by the page's own onnxruntime-web, WebAssembly, one
 thread, here under Node), beside PyTorch on the same image in the same run (interpret.faithfulness, one thread, as
 the export's chart computes it): each map's deletion and insertion curves and random's 8 rankings, some 200 forward
@@ -29,8 +29,8 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 from common import free_port, node_and_torch, page_source  # noqa: E402  (benchmarks/ is on sys.path)
 from vit_demo import load_model  # noqa: E402
-from vit_demo.app import explanation_view  # noqa: E402
-from vit_demo.app.captions import image_text  # noqa: E402
+from vit_demo.app import service  # noqa: E402
+from vit_demo.page.captions import image_text  # noqa: E402
 
 EXAMPLES = ROOT / "examples"
 # Not the examples the tabs start with (a 2, a horse): in Chromium, a click on each must change the image.
@@ -101,12 +101,12 @@ def main() -> None:
         classifier = load_model(name, device="cpu")
         images = [classifier.preprocess(EXAMPLES / path) for path in paths]
         page = statistics.median(page_times(name, [{"image": image_text(image)} for image in images], args.repeat))
-        explanation_view.image_curves(name, images[0])  # warm
+        service.image_curves(name, images[0])  # warm
         times = []
         for image in images:
             for _ in range(args.repeat):
                 started = time.perf_counter()
-                explanation_view.image_curves(name, image)
+                service.image_curves(name, image)
                 times.append(1000 * (time.perf_counter() - started))
         python = statistics.median(times)
         print(f"| {name} | {', '.join(Path(path).stem for path in paths)} | {page:.0f} | {python:.0f} |", flush=True)

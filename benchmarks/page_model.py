@@ -35,7 +35,6 @@ from playwright.sync_api import sync_playwright
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from common import REPO, free_port, p50_p95, serving  # noqa: E402  (benchmarks/ is on sys.path: scripts run from it)
 
-from vit_demo.app import photo_tab  # noqa: E402
 from vit_demo.deploy.static_space import write_static  # noqa: E402
 
 CHROMIUM_ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
@@ -47,12 +46,12 @@ STROKES = [[(0.25, 0.2), (0.75, 0.2), (0.45, 0.85)], [(0.5, 0.15), (0.5, 0.85)],
            [(0.3, 0.25), (0.7, 0.25), (0.3, 0.8), (0.7, 0.8)]]  # a 7, a 1, a Z (read as 2 or 7)
 
 # In page time (ms): each pointer-up or example click, and each time one of the tab's views was drawn, with the key of
-# the image it drew (whatever brought the numbers: the canvas' answer, or the value Gradio set after an upload).
+# the image it drew (whatever brought the numbers: the canvas' answer, or the photo reader's).
 RECORDER = """(panel) => {
     window.__starts = []; window.__draws = [];
     document.addEventListener('pointerup', () => window.__starts.push(performance.now()), true);
     document.addEventListener('click', (e) => {
-        if (e.target.closest('.vd-examples, .gallery')) window.__starts.push(performance.now()); }, true);
+        if (e.target.closest('.vd-examples')) window.__starts.push(performance.now()); }, true);
     const live = window.vdLive[panel];
     for (const view of live.views) {
         const draw = view.draw;
@@ -121,10 +120,11 @@ def stroke_times(page, strokes: int, settle: float) -> tuple[list[float], list[f
     return latencies(page, "digit", strokes, act, settle)
 
 
-def photo_times(page, photos: int, settle: float, open_tab) -> tuple[list[float], list[float], int, dict]:
-    open_tab(page)
+def photo_times(page, photos: int, settle: float) -> tuple[list[float], list[float], int, dict]:
+    page.click("[data-tab=photo]")
+    page.wait_for_selector("#tab-photo[data-ready]", timeout=60000)  # the photo model loads once the tab opens
     page.wait_for_timeout(WARM_UP_MS)
-    buttons = page.locator(".vd-photo .vd-examples button, .gallery button")  # the static page's, Gradio's
+    buttons = page.locator("#photo-input .vd-examples button")
     return latencies(page, "photo", photos, lambda i: buttons.nth(i % 10).click(), settle)
 
 
@@ -176,7 +176,7 @@ def page_weight(browser, url: str, root: Path) -> dict:
         return {"files": len(files), "bytes": sum(f.stat().st_size for f in files),
                 "gzip_bytes": sum(len(gzip.compress(f.read_bytes(), 6)) for f in files)}
 
-    return {"digit_tab": weigh(digit), "photo_tab_adds": weigh(photo), "first_prediction_cold_s": cold,
+    return {"digit": weigh(digit), "photo_adds": weigh(photo), "first_prediction_cold_s": cold,
             "first_prediction_warm_s": warm}
 
 
@@ -197,8 +197,7 @@ def main() -> None:
             page.goto(url)
             page.wait_for_selector("#canvas canvas.vd-draw[data-ready]")
             strokes = stroke_times(page, args.strokes, args.settle)
-            rows.append(("static page", *strokes[:3],
-                         *photo_times(page, args.photos, args.settle, lambda pg: pg.click("[data-tab=photo]"))[:3]))
+            rows.append(("static page", *strokes[:3], *photo_times(page, args.photos, args.settle)[:3]))
             spent = strokes[3]
             page.close()
         with serving(REPO / "app.py") as server:
@@ -209,12 +208,7 @@ def main() -> None:
                 if not query:
                     page.wait_for_selector("#canvas canvas.vd-draw[data-model=page]", timeout=60000)
                 strokes = stroke_times(page, args.strokes, args.settle)
-
-                def open_tab(pg, in_page=not query):
-                    pg.get_by_role("tab", name=photo_tab.LABEL).click()
-                    if in_page:  # the photo model loads once the tab opens
-                        pg.wait_for_function("window.vdLive?.photo?.readPhoto", timeout=60000)
-                photos = photo_times(page, args.photos, args.settle, open_tab)
+                photos = photo_times(page, args.photos, args.settle)
                 rows.append((name, *strokes[:3], *photos[:3]))
                 page.close()
         browser.close()
@@ -230,7 +224,7 @@ def main() -> None:
     print("\nWhere a stroke's time goes in the static page (median ms): mouse-up to the numbers ready "
           f"{statistics.median(spent.pop('numbers')):.1f}; drawing each view: "
           + ", ".join(f"{view} {statistics.median(ms):.1f}" for view, ms in sorted(spent.items())))
-    d, ph = weight["digit_tab"], weight["photo_tab_adds"]
+    d, ph = weight["digit"], weight["photo_adds"]
     print(f"\nStatic page, first visit: the digit tab downloads {d['files']} files, {d['bytes'] / 1e6:.2f} MB as "
           f"served ({d['gzip_bytes'] / 1e6:.2f} MB gzipped) before its first prediction; opening the photo tab adds "
           f"{ph['files']} files, {ph['bytes'] / 1e6:.2f} MB ({ph['gzip_bytes'] / 1e6:.2f} MB gzipped). First "

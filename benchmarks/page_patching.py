@@ -1,4 +1,4 @@
-"""What two-image activation patching costs when the page computes it (vit_demo/app/assets/page/source.js' patching: the
+"""What two-image activation patching costs when the page computes it (vit_demo/page/assets/page/source.js' patching: the
 patching graphs, vit_demo/onnx/patching.py, run by the page's own onnxruntime-web, WebAssembly, one thread, here under
 Node), beside PyTorch on the same pair in the same run (heads.patching_grid, one thread: what the server's forward
 pass runs where the page can't run the graphs): the heads' grid alone, then the heads' and the residual stream's.
@@ -25,7 +25,7 @@ sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "benchmarks"))
 from common import node_and_torch, page_source  # noqa: E402
 from vit_demo import load_model  # noqa: E402
-from vit_demo.app.captions import image_text  # noqa: E402
+from vit_demo.page.captions import image_text  # noqa: E402
 from vit_demo.interpret import heads  # noqa: E402
 
 EXAMPLES = ROOT / "examples"

@@ -29,18 +29,18 @@ def main() -> None:
     clf = load_model(args.model, args.device)
     canvas = Image.new("RGB", (800, 800), "white")
     ImageDraw.Draw(canvas).line([(250, 200), (550, 200), (380, 650)], fill="black", width=40, joint="curve")
-    sketch = np.asarray(canvas)
-    x = torch.from_numpy(to_chw(clf.preprocess(sketch))[None]).to(clf.device)  # (1, C, H, W)
+    drawing = np.asarray(canvas)
+    x = torch.from_numpy(to_chw(clf.preprocess(drawing))[None]).to(clf.device)  # (1, C, H, W)
     n_params = sum(p.numel() for p in clf.model.parameters())
 
     with torch.inference_mode():
         rows = [
             ("forward, fast path (logits only)", timed(lambda: clf.model(x), args.repeat)),
-            ("forward with attention weights", timed(lambda: clf.model(x, return_attention=True), args.repeat)),
+            ("forward with attention weights", timed(lambda: clf.model.forward_activations(x, attention=True), args.repeat)),
         ]
     rows += [
-        ("preprocess an 800x800 drawing", timed(lambda: clf.preprocess(sketch), args.repeat)),
-        ("predict(): preprocess + forward + attention", timed(lambda: clf.predict(sketch), args.repeat)),
+        ("preprocess an 800x800 drawing", timed(lambda: clf.preprocess(drawing), args.repeat)),
+        ("predict(): preprocess + forward + attention", timed(lambda: clf.predict(drawing), args.repeat)),
     ]
     print(f"model {args.model}: {n_params:,} parameters, device {clf.device}, torch threads {torch.get_num_threads()}")
     print(f"| step ({args.repeat} runs) | median ms | p95 ms |")

@@ -1,19 +1,21 @@
-"""Many users at once: N gradio_client users each send M drawings (or photos) as fast as answers come.
+"""Many users at once: N gradio_client users each send M drawings (or photos) to ``/classify`` (or ``/export``) as
+fast as answers come.
 
     python benchmarks/serve_load.py [--users 50] [--drawings 10] [--apps do-nothing,app]
     python benchmarks/serve_load.py --apps app,app-glibc-arenas --users 50 --drawings 100   # 5,000 requests: RSS growth
-    python benchmarks/serve_load.py --endpoint /predict_image                # photos instead of drawings
+    python benchmarks/serve_load.py --model cifar10                     # photos instead of drawings
+    python benchmarks/serve_load.py --endpoint /export                  # a slide's PNG of each instead of its label
 
 For each app (the do-nothing baseline, benchmarks/noop_app.py, then the app, python app.py), in the
 same run, it starts the server on a free local port, connects every user (one gradio_client Client,
 that is one session, each) and sends one untimed request per user, so that sessions, connections and
 caches exist; then it reads the server's RSS ("before"), releases all users at once, and reads the
-RSS again when the last one is done ("after"). Each request is timed from submit to its answer (the
-pictures downloaded, as a page fetches them); a request that fails or gets no answer within
+RSS again when the last one is done ("after"). Each request is timed from submit to its answer (for
+``/export``, the slide's file downloaded); a request that fails or gets no answer within
 --timeout is an error, counted by kind ("busy" is Gradio's queue-full answer).
 
-The client side: gradio_client is pure Python (an HTTP upload, a queue join, an event stream, five
-picture downloads per request) and costs a few ms of CPU per request. All users as threads of one
+The client side: gradio_client is pure Python (an HTTP upload, a queue join, an event stream, and for
+``/export`` a file download per request) and costs a few ms of CPU per request. All users as threads of one
 process would share one GIL, so the load generator could become the bottleneck and flatten the
 difference between the apps; so the users are spread over --processes processes (default 2, one per
 core: more processes only add context switches on a 2-core machine), each running its users as
@@ -35,20 +37,14 @@ import time
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-from common import REPO, client, example_drawings, example_photos, p50_p95, serving, sketch  # noqa: E402
+from common import REPO, api_arguments, client, example_drawings, example_photos, p50_p95, serving  # noqa: E402
 
 # name: the server's script and environment. "app-glibc-arenas" is the app with glibc's own limit on its heaps (8 a
 # core), not the app's one a worker (vit_demo.app.serving.limit_malloc_arenas): what that limit saves.
 APPS = {"do-nothing": (REPO / "benchmarks" / "noop_app.py", {}), "app": (REPO / "app.py", {}),
         "app-glibc-arenas": (REPO / "app.py", {"MALLOC_ARENA_MAX": str(8 * (os.cpu_count() or 1))})}
-ENDPOINTS = ("/predict_digit", "/predict_image")
-
-
-def argument(endpoint: str, path: Path):
-    """The gradio_client argument that sends the image at ``path`` to ``endpoint``."""
-    from gradio_client import handle_file
-
-    return sketch(path) if endpoint == "/predict_digit" else handle_file(str(path))
+ENDPOINTS = ("/classify", "/export")
+MODELS = {"mnist": "drawings", "cifar10": "photos"}  # the model -> what it is sent
 
 
 def error_kind(exc: BaseException) -> str:
@@ -64,7 +60,7 @@ def error_kind(exc: BaseException) -> str:
     return type(exc).__name__
 
 
-def user_process(url: str, endpoint: str, images: list[Path], users: int, requests: int, timeout: float,
+def user_process(url: str, endpoint: str, model: str, images: list[Path], users: int, requests: int, timeout: float,
                  ready: multiprocessing.Queue, go: multiprocessing.Event, results: multiprocessing.Queue) -> None:
     """Connect ``users`` clients, warm each up with one request, wait for ``go``, then send ``requests`` each."""
     try:
@@ -74,7 +70,7 @@ def user_process(url: str, endpoint: str, images: list[Path], users: int, reques
         return
     for i, session in enumerate(clients):
         try:
-            session.predict(argument(endpoint, images[i % len(images)]), api_name=endpoint)
+            session.predict(*api_arguments(endpoint, model, images[i % len(images)]), api_name=endpoint)
         except Exception:  # noqa: BLE001  (untimed warm-up: a failure here is not part of the measurement)
             pass
     ready.put(users)
@@ -86,8 +82,8 @@ def user_process(url: str, endpoint: str, images: list[Path], users: int, reques
         for j in range(requests):
             start, error = time.perf_counter(), None
             try:
-                session.submit(argument(endpoint, images[(index + j) % len(images)]), api_name=endpoint).result(
-                    timeout=timeout)
+                image = images[(index + j) % len(images)]
+                session.submit(*api_arguments(endpoint, model, image), api_name=endpoint).result(timeout=timeout)
             except Exception as exc:  # noqa: BLE001  (every failure is counted, by kind)
                 error = error_kind(exc)
             records.append((start, time.perf_counter(), error))
@@ -127,8 +123,9 @@ def load(script: Path, env: dict[str, str], images: list[Path], args: argparse.N
     processes = min(args.processes, args.users)
     shares = [args.users // processes + (i < args.users % processes) for i in range(processes)]
     with serving(script, **env) as server:
-        workers = [context.Process(target=user_process, args=(server.url, args.endpoint, images, share, args.requests,
-                                                              args.timeout, ready, go, results)) for share in shares]
+        workers = [context.Process(target=user_process, args=(server.url, args.endpoint, args.model, images, share,
+                                                              args.requests, args.timeout, ready, go, results))
+                   for share in shares]
         for worker in workers:
             worker.start()
         try:
@@ -157,7 +154,9 @@ def main() -> None:
     parser.add_argument("--users", type=int, default=50)
     parser.add_argument("--requests", "--drawings", type=int, default=10, help="requests per user, one after another")
     parser.add_argument("--endpoint", choices=ENDPOINTS, default=ENDPOINTS[0],
-                        help="drawings to /predict_digit, or the example photos to /predict_image")
+                        help="each image's label and probabilities, or a slide's PNG of it (where [CLS] looks)")
+    parser.add_argument("--model", choices=MODELS, default="mnist",
+                        help="the example digits as drawings, or the example photos")
     parser.add_argument("--apps", default="do-nothing,app", help=f"comma-separated, from {', '.join(APPS)}")
     parser.add_argument("--processes", type=int, default=2, help="client processes the users are spread over")
     parser.add_argument("--timeout", type=float, default=120, help="seconds a request may wait for its answer")
@@ -167,13 +166,12 @@ def main() -> None:
 
     results = {}
     with tempfile.TemporaryDirectory() as folder:
-        images = example_drawings(Path(folder)) if args.endpoint == "/predict_digit" else example_photos()
+        images = example_drawings(Path(folder)) if args.model == "mnist" else example_photos()
         for name in args.apps.split(","):
             results[name] = load(*APPS[name], images, args)
 
-    what = "drawings" if args.endpoint == "/predict_digit" else "photos"
-    print(f"{args.users} concurrent gradio_client users x {args.requests} {what} each to {args.endpoint}, "
-          f"users spread over {min(args.processes, args.users)} client processes")
+    print(f"{args.users} concurrent gradio_client users x {args.requests} {MODELS[args.model]} each to {args.endpoint} "
+          f"({args.model}), users spread over {min(args.processes, args.users)} client processes")
     print("| app | requests | completed | errors | throughput req/s | p50 ms | p95 ms | RSS before MiB | "
           "RSS after MiB | RSS growth | client CPU ms/request |")
     print("|---|---:|---:|---|---:|---:|---:|---:|---:|---:|---:|")
@@ -184,9 +182,9 @@ def main() -> None:
               f"{r['p95']:.0f} | {r['rss_before']:.0f} | {r['rss_after']:.0f} | {growth:+.1%} | "
               f"{r['client_cpu_ms']:.1f} |")
     if {"app", "do-nothing"} <= results.keys():
-        app, noop = results["app"], results["do-nothing"]
-        print(f"app / do-nothing: throughput {app['throughput'] / noop['throughput']:.2f}x, "
-              f"p95 {app['p95'] / noop['p95']:.2f}x")
+        app, base = results["app"], results["do-nothing"]
+        print(f"app / do-nothing: throughput {app['throughput'] / base['throughput']:.2f}x, "
+              f"p95 {app['p95'] / base['p95']:.2f}x")
 
 
 if __name__ == "__main__":

@@ -46,7 +46,7 @@ def drawing() -> np.ndarray:
 
 def page_request(model: str, image: np.ndarray) -> dict:
     c = service.classifier(model).info.config
-    return forward_request(image, c.depth, c.heads)
+    return forward_request(model, image, c.depth, c.heads)
 
 
 @contextlib.contextmanager
@@ -77,15 +77,14 @@ def step_rows(model: str, decode: Callable[[], Any], repeat: int) -> list[tuple[
 
     with torch.inference_mode():
         bare = timed(lambda: clf.model(x), repeat)
-        forward_attention = timed(lambda: clf.model(x, return_attention=True), repeat)
+        forward_attention = timed(lambda: clf.model.forward_activations(x, attention=True), repeat)
     relevance = timed(lambda: explain.relevance_forward(clf.model, x, torch.tensor([explain.PREDICTED])), repeat)
     return [
         ("bare model forward (logits only)", bare),
         ("model forward with attention weights", forward_attention),
         ("model forward + backward: attention and relevance", relevance),
         ("decode + preprocess the input (the page does this)", timed(lambda: clf.preprocess(decode()), repeat)),
-        ("whole server function: the graph's outputs for the page", timed(lambda: forward.forward(model, request),
-                                                                        repeat)),
+        ("whole server function: the graph's outputs for the page", timed(lambda: forward.forward(request), repeat)),
     ]
 
 
@@ -121,10 +120,9 @@ def main() -> None:
               + " |")
     for name, rows in tables.items():
         print(f"{name}: server time / bare forward {rows[-1][1][0] / rows[0][1][0]:.1f}x")
-    sizes = {"drawing": forward.forward("mnist", page_request("mnist", service.classifier("mnist").preprocess(ink)))}
+    sizes = {"drawing": forward.forward(page_request("mnist", service.classifier("mnist").preprocess(ink)))}
     if service.model_problem("cifar10") is None:
-        sizes["photo"] = forward.forward("cifar10", page_request("cifar10",
-                                                                 service.classifier("cifar10").preprocess(photo)))
+        sizes["photo"] = forward.forward(page_request("cifar10", service.classifier("cifar10").preprocess(photo)))
     print("the server's answer to the page, once per image: "
           + ", ".join(f"{name} {len(json.dumps(reply)) / 1024:.1f} KB" for name, reply in sizes.items()))
 

@@ -6,6 +6,9 @@
 On ZeroGPU a decorated call asks ZeroGPU's scheduler for a GPU, runs in a worker forked from the app's process
 (whose CUDA is started there), and sends its arguments and answer across by pickle. The scheduler and CUDA can't
 be measured without ZeroGPU; the fork and the pickling can, here, on the app's own process with both models loaded.
+The work of one image is what the server runs for a page that asks it to (``?model=server``): the page's request
+for a new image (benchmarks/common.py: forward_request) read as the server function reads it, then its model graph
+run (``forward.run_graph``, the decorated call: logits, attention, logit lens, features).
 """
 
 from __future__ import annotations
@@ -20,8 +23,8 @@ from pathlib import Path
 import torch
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-from common import REPO, timed  # noqa: E402  (benchmarks/ is on sys.path: scripts run from it)
-from vit_demo.app import service  # noqa: E402
+from common import REPO, forward_request, timed  # noqa: E402  (benchmarks/ is on sys.path: scripts run from it)
+from vit_demo.app import forward, service  # noqa: E402
 
 EXAMPLES = {"mnist": REPO / "examples" / "digits" / "7.png", "cifar10": REPO / "examples" / "photos" / "ship.png"}
 
@@ -32,13 +35,14 @@ def echo(inbox, outbox) -> None:
 
 
 def through_a_fork(answer) -> None:
-    """Fork a worker of this process, send it ``answer`` and take it back."""
+    """Fork a worker of this process, send it ``answer`` and take it back, pickled (as bytes: torch's own reductions
+    would pass its tensors as shared memory, which dies with the worker)."""
     fork = multiprocessing.get_context("fork")
     inbox, outbox = fork.SimpleQueue(), fork.SimpleQueue()
     worker = fork.Process(target=echo, args=(inbox, outbox))
     worker.start()
-    inbox.put(answer)
-    outbox.get()
+    inbox.put(pickle.dumps(answer))
+    pickle.loads(outbox.get())
     worker.join()
 
 
@@ -54,19 +58,24 @@ def main() -> None:
         clf = service.classifier(name)
         image = clf.preprocess(str(example))
         x = clf.batch([image])
-        answer = answers[name] = service.analyse_inputs(name, [image], [None])[0]
+        c = clf.info.config
+        request = forward_request(name, image, c.depth, c.heads)
+        graph = forward.graphs(name)[request["graph"]]
+        inputs = {key: forward.read_tensor(key, request["inputs"][key], shape) for key, shape in graph.inputs.items()}
+        answer = answers[name] = forward.run_graph(name, request["graph"], inputs)
         with torch.inference_mode():
-            forward = timed(lambda: clf.model(x), args.repeat)
-        work = timed(lambda: service.analyse_inputs(name, [image], [None]), args.repeat)
+            bare = timed(lambda: clf.model(x), args.repeat)
+        work = timed(lambda: forward.run_graph(name, request["graph"], inputs), args.repeat)
         pickled = timed(lambda: pickle.loads(pickle.dumps(answer)), args.repeat)
-        rows[name] = (forward, work, pickled, len(pickle.dumps(answer)) / 1024)
+        rows[name] = (bare, work, pickled, len(pickle.dumps(answer)) / 1024)
     forked = {name: timed(lambda: through_a_fork(answers[name]), max(3, args.repeat // 5), warmup=1) for name in rows}
 
     print(f"torch {torch.__version__}, 1 thread, {args.repeat} runs (the fork: {max(3, args.repeat // 5)})")
     print("| step | " + " | ".join(f"{name} median ms | p95 ms" for name in rows) + " |")
     print("|---|" + "---:|---:|" * len(rows))
     steps = [("forward pass (logits only)", lambda name: rows[name][0]),
-             ("the app's work for one image (forward with attention, relevance backward)", lambda name: rows[name][1]),
+             ("the server's work for one image (the page's model graph: logits, attention, lens, features)",
+              lambda name: rows[name][1]),
              ("its answer pickled and unpickled (ZeroGPU sends it across)", lambda name: rows[name][2]),
              ("fork a worker of the app's process and take the answer back", lambda name: forked[name])]
     for step, cell in steps:

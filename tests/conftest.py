@@ -24,7 +24,7 @@ from PIL import Image, ImageDraw, ImageFont
 REPO = Path(__file__).resolve().parents[1]
 PHOTOS = REPO / "examples" / "photos"  # a CIFAR-10 test photo of each class (scripts/make_examples.py)
 sys.path.insert(0, str(REPO / "benchmarks"))
-from common import free_port, page_source, serving, sketch  # noqa: E402, F401  (shared with the benchmarks)
+from common import free_port, page_source, serving  # noqa: E402, F401  (shared with the benchmarks)
 
 SHARED_DATA = REPO.parent / "shared" / "data"
 HAS_SHARED_MNIST = (SHARED_DATA / "MNIST" / "raw" / "t10k-images-idx3-ubyte.gz").is_file()
@@ -329,9 +329,9 @@ def busy_app(monkeypatch, tmp_path):
     """The app itself, in this process, with a queue of 2: both workers held busy and 2 requests waiting."""
     import httpx
     import torch
-    from gradio_client import Client
+    from gradio_client import Client, handle_file
 
-    from vit_demo.app import digit_tab, forward, serving
+    from vit_demo.app import api, forward, serving
     from vit_demo.app.demo import launch
 
     seven = tmp_path / "seven.png"
@@ -341,28 +341,28 @@ def busy_app(monkeypatch, tmp_path):
                   quiet=True)
     started, release, hold_views = threading.Semaphore(0), threading.Event(), threading.Event()
 
-    def held(analyse):  # the analysis, in a worker that waits, as if every image took long
-        def wait_then_analyse(*args):
+    def held(work):  # the model's work, in a worker that waits, as if every image took long
+        def wait_then_work(*args, **kwargs):
             started.release()
             assert release.wait(60)
-            return analyse(*args)
-        return wait_then_analyse
+            return work(*args, **kwargs)
+        return wait_then_work
 
-    monkeypatch.setattr(digit_tab, "analyse_batch", held(digit_tab.analyse_batch))  # the API's
+    monkeypatch.setattr(api, "predict", held(api.predict))  # the API's
     run_forward, held_forward = forward.forward, held(forward.forward)
 
-    def page_forward(model, request):  # the page's (?model=server): its views' numbers held, the pen's reading not
+    def page_forward(request):  # the page's (?model=server): its views' numbers held, the pen's reading not
         views = isinstance(request, dict) and "attention" in (request.get("outputs") or ["attention"])
-        return (held_forward if views and hold_views.is_set() else run_forward)(model, request)
+        return (held_forward if views and hold_views.is_set() else run_forward)(request)
 
     monkeypatch.setattr(forward, "forward", page_forward)
     client = Client(demo.local_url, verbose=False)
     try:
         jobs = []
         for _ in range(serving.WORKERS):
-            jobs.append(client.submit(sketch(seven), api_name="/predict_digit"))
+            jobs.append(client.submit(handle_file(str(seven)), "mnist", api_name="/classify"))
             assert started.acquire(timeout=30)  # this one is running, alone
-        jobs += [client.submit(sketch(seven), api_name="/predict_digit") for _ in range(2)]
+        jobs += [client.submit(handle_file(str(seven)), "mnist", api_name="/classify") for _ in range(2)]
         deadline = time.monotonic() + 30
         while httpx.get(f"{demo.local_url}gradio_api/queue/status").json()["queue_size"] < 2:
             assert time.monotonic() < deadline

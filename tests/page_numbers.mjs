@@ -1,4 +1,4 @@
-// Node runner for tests/test_page_numbers.py: the page's numbers (vit_demo/app/assets/page/numbers.js) for attention
+// Node runner for tests/test_page_numbers.py: the page's numbers (vit_demo/page/assets/page/numbers.js) for attention
 // tensors and pixels that Python wrote, so that the test can hold them against Python's (interpret/explain.py).
 // Usage: node tests/page_numbers.mjs IN.json OUT.json, IN: [{attention: base64 float32 (L, H, T, T), layers, heads,
 // tokens}], OUT: [{maps: base64 (L, H + 1, g, g) levels, rollout: [...], patch}]. A case
@@ -6,7 +6,7 @@
 // (base64 float32 (L, D)) and ``temperature`` gets {familiarity, unfamiliar} instead.
 import { readFileSync, writeFileSync } from "node:fs";
 import { argmax, familiarity, gridMaps, quantise, rollout, unfamiliar }
-  from "../vit_demo/app/assets/page/numbers.js";
+  from "../vit_demo/page/assets/page/numbers.js";
 
 const bytes = (text) => Uint8Array.from(Buffer.from(text, "base64"));
 const floats = (text) => {

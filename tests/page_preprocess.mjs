@@ -1,4 +1,4 @@
-// Runs the page's preprocessing (vit_demo/app/assets/page/preprocess.js) on a batch of images in one Node process, for
+// Runs the page's preprocessing (vit_demo/page/assets/page/preprocess.js) on a batch of images in one Node process, for
 // tests/test_page_preprocess.py, which compares the outputs with Python's.
 //
 //   node tests/page_preprocess.mjs INPUT OUTPUT   the batch in INPUT -> the answers in OUTPUT; timings on stdout
@@ -11,8 +11,8 @@
 import { readFileSync, writeFileSync } from "node:fs";
 import { performance } from "node:perf_hooks";
 
-import { preprocessDrawing } from "../vit_demo/app/assets/page/drawing.js";
-import { InputError, NothingDrawn, preprocessPhoto } from "../vit_demo/app/assets/page/preprocess.js";
+import { preprocessDrawing } from "../vit_demo/page/assets/page/drawing.js";
+import { InputError, NothingDrawn, preprocessPhoto } from "../vit_demo/page/assets/page/preprocess.js";
 
 const DRAWING = 0, PHOTO = 1;
 

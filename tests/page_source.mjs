@@ -1,8 +1,8 @@
-// Node runner for a tab's source as the page uses it (vit_demo/app/assets/page/source.js: pageSource, its graphs run by
+// Node runner for a tab's source as the page uses it (vit_demo/page/assets/page/source.js: pageSource, its graphs run by
 // the page's own onnxruntime-web, WebAssembly, one thread), for the tests that hold the page's numbers to Python's
 // (tests/conftest.py: page_source) and for the benchmarks.
 // Usage: node tests/page_source.mjs IN.json OUT.json
-// IN: {model: a tab's model as vit_demo/app/page_model.py describes it, its folder a file: URL,
+// IN: {model: a tab's model as vit_demo/page/description.py describes it, its folder a file: URL,
 //      calls: [{method: a source's method ("stroke", "query", "knockout", "lens", "relevance", "snapshot",
 //               "patching", "faithfulness", "example"), request}], repeat: how many times each is asked (default 1),
 //      verdicts: [answers whose curves, noise and label are given: their verdict by the page's rules, in words]}
@@ -13,8 +13,8 @@ import { performance } from "node:perf_hooks";
 import { pathToFileURL } from "node:url";
 
 
-const { pageSource } = await import("../vit_demo/app/assets/page/source.js");
-const { verdict, verdictText } = await import("../vit_demo/app/assets/page/faithfulness.js");
+const { pageSource } = await import("../vit_demo/page/assets/page/source.js");
+const { verdict, verdictText } = await import("../vit_demo/page/assets/page/faithfulness.js");
 const { model, calls = [], repeat = 1, verdicts = [] } = JSON.parse(await readFile(process.argv[2], "utf8"));
 const source = pageSource(model, pathToFileURL(process.cwd() + "/").href);
 const answers = [], ms = [];

@@ -1,15 +1,17 @@
-"""The app's two API endpoints, through gradio_client against the running server."""
+"""The app's HTTP API for scripts, /classify and /export, through gradio_client against the running server."""
 
 import numpy as np
 import pytest
-from conftest import PHOTOS, draw_digit, sketch
+from conftest import PHOTOS, draw_digit
 from gradio_client import Client, handle_file
-from PIL import Image
+from PIL import Image, ImageSequence
 
 from vit_demo import load_model
 from vit_demo.data import sketches
 from vit_demo.data.outside_photos import outside_photos
 from vit_demo.weights import WEIGHTS_ROOT
+
+HAS_CIFAR = (WEIGHTS_ROOT / "cifar10" / "config.json").is_file()
 
 
 @pytest.fixture(scope="module")
@@ -17,63 +19,46 @@ def client(app_url):
     return Client(app_url, verbose=False)
 
 
-@pytest.mark.parametrize("digit", ["0", "3", "4", "7"])
-def test_predict_digit_reads_clear_digits_and_returns_pictures(client, tmp_path, digit):
+def export(client, path, model="mnist", view="grid", layer=None, head="mean", label="", patch=None) -> str:
+    return client.predict(handle_file(str(path)), model, view, layer, head, label, patch, api_name="/export")
+
+
+@pytest.mark.parametrize("digit", ["0", "3", "7"])
+def test_export_draws_a_view_of_a_drawing_for_a_slide(client, tmp_path, digit):
     path = tmp_path / f"{digit}.png"
     draw_digit(digit, 600, (100, 80, 420), 0.08).save(path)
-    label, info, patches, cls_grid, selected, rollout, query, query_note, relevance, relevance_note = client.predict(
-        sketch(path), api_name="/predict_digit")
-    assert label["label"] == digit
-    assert label["confidences"][0]["label"] == digit and label["confidences"][0]["confidence"] > 0.5
-    assert "on `cpu`" in info and "ms" in info
-    sizes = {name: Image.open(picture).size for name, picture in
-             (("patches", patches), ("cls_grid", cls_grid), ("selected", selected), ("rollout", rollout),
-              ("query", query), ("relevance", relevance))}
-    assert sizes["patches"] == sizes["selected"] == sizes["rollout"] == sizes["relevance"] == (336, 336)
-    assert sizes["cls_grid"][0] > 400 and sizes["query"] == sizes["cls_grid"]
-    assert "Where patch" in query_note and relevance_note.startswith(f"### Why {digit}?")
+    grid = export(client, path)
+    assert grid.endswith(f"mnist-{digit}-cls-grid.png") and Image.open(grid).width >= 1600
+    layer = export(client, path, view="layer", layer=2, head="3")
+    assert layer.endswith(f"mnist-{digit}-layer2-head3.png") and Image.open(layer).size == (1600, 1600)
+    why_not = export(client, path, view="relevance", label="8")
+    assert why_not.endswith(f"mnist-{digit}-relevance-8.png")
+    assert export(client, path, view="query", patch=12).endswith(f"mnist-{digit}-patch12-grid.png")
+    gif = export(client, path, view="gif")
+    with Image.open(gif) as frames:
+        assert gif.endswith(f"mnist-{digit}-layers-mean.gif") and len(list(ImageSequence.Iterator(frames))) == 6
 
 
-def test_predict_digit_on_a_blank_canvas_guesses_nothing(client, tmp_path):
-    path = tmp_path / "blank.png"
-    Image.new("RGB", (400, 400), "white").save(path)
-    label, info, *pictures, query_note, relevance, relevance_note = client.predict(sketch(path), api_name="/predict_digit")
-    assert label is None or not label.get("label")
-    assert "Draw a digit" in info
-    assert all(p is None for p in [*pictures, relevance])
-
-
-def test_bad_files_get_a_clear_error_and_the_server_keeps_serving(client, tmp_path):
-    bad = tmp_path / "notes.png"
+def test_export_says_what_it_cannot_draw(client, tmp_path):
+    seven, bad = tmp_path / "seven.png", tmp_path / "notes.png"
+    draw_digit("7", 300, (20, 20, 260), 0.08).save(seven)
     bad.write_text("this is not an image")
-    # The reason comes as the answer, in place of a prediction (in a batch, it fails no one else's request).
-    label, info, *pictures, query_note, relevance, relevance_note = client.predict(sketch(bad), api_name="/predict_digit")
-    assert not label and info.startswith("Can't read this image") and all(p is None for p in [*pictures, relevance])
-    if (WEIGHTS_ROOT / "cifar10" / "config.json").is_file():
-        label, info, *pictures, query_note, relevance, relevance_note = client.predict(handle_file(str(bad)),
-                                                                                      api_name="/predict_image")
-        assert not label and info.startswith("Can't read this image: this file is not an image")
-        assert all(p is None for p in [*pictures, relevance])
-    good = tmp_path / "one.png"
-    draw_digit("1", 300, (20, 20, 260), 0.1).save(good)
-    assert client.predict(sketch(good), api_name="/predict_digit")[0]["label"] == "1"
+    for given, why in (({"path": bad}, "Can't read this image: this file is not an image"),
+                       ({"view": "everything"}, "there is no view 'everything'"),
+                       ({"view": "layer", "layer": 9}, "the layer must be 1 to 6"),
+                       ({"view": "layer", "head": "5"}, "the head must be 1 to 4, or mean"),
+                       ({"view": "relevance", "label": "cat"}, "there is no class 'cat'"),
+                       ({"view": "query", "patch": 99}, "the patch must be 0 to 48"),
+                       ({"model": "imagenet"}, "Unknown model 'imagenet'")):
+        with pytest.raises(Exception, match=why):
+            export(client, **{"path": seven, **given})
+    assert export(client, seven).endswith("mnist-7-cls-grid.png")  # the server keeps serving
 
 
-def test_predict_image(client):
-    photo = PHOTOS / "ship.png"
-    if not (WEIGHTS_ROOT / "cifar10" / "config.json").is_file():
-        # Until the CIFAR-10 weights exist, the endpoint says so plainly instead of failing.
-        label, info, *pictures, query_note, relevance, relevance_note = client.predict(handle_file(str(photo)),
-                                                                                      api_name="/predict_image")
-        assert label is None or not label.get("label")
-        assert info.startswith("weights/cifar10/config.json not found. Make it with: python train.py --dataset cifar10")
-        assert all(p is None for p in [*pictures, relevance])
-        return
-    label, info, patches, *_, relevance, relevance_note = client.predict(handle_file(str(photo)),
-                                                                        api_name="/predict_image")
-    assert label["label"] == "ship"
-    assert Image.open(patches).size == Image.open(relevance).size == (336, 336)
-    assert relevance_note.startswith("### Why ship?")
+@pytest.mark.skipif(not HAS_CIFAR, reason="the CIFAR-10 weights are not there")
+def test_export_draws_a_photo_too(client):
+    ship = export(client, PHOTOS / "ship.png", "cifar10", view="rollout")
+    assert ship.endswith("cifar10-ship-rollout.png") and Image.open(ship).size == (1600, 1600)
 
 
 def test_oversized_upload_is_refused_and_the_server_keeps_serving(client, tmp_path):
@@ -82,20 +67,20 @@ def test_oversized_upload_is_refused_and_the_server_keeps_serving(client, tmp_pa
     huge = tmp_path / "huge.png"
     huge.write_bytes(b"\x89PNG\r\n\x1a\n" + bytes(MAX_FILE_BYTES + 1024))
     with pytest.raises(ValueError, match="exceeds the maximum file size"):
-        client.predict(handle_file(str(huge)), api_name="/predict_image")
+        client.predict(handle_file(str(huge)), "cifar10", api_name="/classify")
     good = tmp_path / "seven.png"
     draw_digit("7", 300, (20, 20, 260), 0.08).save(good)
-    assert client.predict(sketch(good), api_name="/predict_digit")[0]["label"] == "7"
+    assert client.predict(handle_file(str(good)), "mnist", api_name="/classify")["label"] == "7"
 
 
 def test_a_full_queue_answers_busy_try_again_and_the_server_keeps_serving(busy_app):
     from gradio_client.utils import QueueError
 
     with pytest.raises(QueueError, match="Queue is full! Please try again."):
-        busy_app.client.predict(sketch(busy_app.seven), api_name="/predict_digit")
+        busy_app.client.predict(handle_file(str(busy_app.seven)), "mnist", api_name="/classify")
     busy_app.release.set()
-    assert [job.result(timeout=60)[0]["label"] for job in busy_app.jobs] == ["7"] * len(busy_app.jobs)
-    assert busy_app.client.predict(sketch(busy_app.seven), api_name="/predict_digit")[0]["label"] == "7"
+    assert [job.result(timeout=60)["label"] for job in busy_app.jobs] == ["7"] * len(busy_app.jobs)
+    assert busy_app.client.predict(handle_file(str(busy_app.seven)), "mnist", api_name="/classify")["label"] == "7"
 
 
 def test_classify_answers_json_for_both_models(client, tmp_path):
@@ -110,7 +95,7 @@ def test_classify_answers_json_for_both_models(client, tmp_path):
     make = dict(sketches.non_digit_kinds())["hash/#"]
     Image.fromarray(255 - sketches.canvas_drawing(make(None), np.random.default_rng(4))).save(hashes)
     assert client.predict(handle_file(str(hashes)), "mnist", api_name="/classify")["unfamiliar"] is True
-    if (WEIGHTS_ROOT / "cifar10" / "config.json").is_file():
+    if HAS_CIFAR:
         ship = PHOTOS / "ship.png"
         answer = client.predict(handle_file(str(ship)), "cifar10", api_name="/classify")
         assert answer["label"] == "ship" and set(answer) == {"label", "confidence", "probs", "unfamiliar"}
@@ -129,23 +114,21 @@ def test_classify_says_what_is_wrong(client, tmp_path):
         "Can't read this image: this file is not an image")
     assert "blank" in client.predict(handle_file(str(white)), "mnist", api_name="/classify")["error"]
     assert "Unknown model 'imagenet'" in client.predict(handle_file(str(white)), "imagenet", api_name="/classify")["error"]
-    if (WEIGHTS_ROOT / "cifar10" / "config.json").is_file():
+    if HAS_CIFAR:  # a one-colour photo is blank, not a confident label
         assert client.predict(handle_file(str(white)), "cifar10", api_name="/classify") == {
             "error": "Nothing to classify: the image is one flat colour."}
-        # The photo endpoint answers a one-colour photo as blank, not with a confident label.
-        label, info, *_ = client.predict(handle_file(str(white)), api_name="/predict_image")
-        assert not label and "nothing to classify" in info
 
 
 def test_the_api_page_names_every_parameter(app_url):
-    """The API page (/gradio_api/info, which "Use via API" shows) lists the three endpoints, each parameter with a
+    """The API page (/gradio_api/info, which "Use via API" shows) lists the two endpoints, each parameter with a
     name a user can read, not Gradio's "parameter_86"."""
     import json
     import urllib.request
 
     with urllib.request.urlopen(app_url.rstrip("/") + "/gradio_api/info", timeout=30) as answer:
         info = json.loads(answer.read())
-    assert sorted(info["named_endpoints"]) == ["/classify", "/predict_digit", "/predict_image"]
+    assert sorted(info["named_endpoints"]) == ["/classify", "/export"]
     assert info["unnamed_endpoints"] == {}
     labels = {name: [p["label"] for p in e["parameters"]] for name, e in info["named_endpoints"].items()}
-    assert labels == {"/classify": ["image", "model"], "/predict_digit": ["drawing"], "/predict_image": ["photo"]}
+    assert labels == {"/classify": ["image", "model"],
+                      "/export": ["image", "model", "view", "layer", "head", "label", "patch"]}

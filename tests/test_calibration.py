@@ -14,7 +14,8 @@ from vit_demo.interpret import calibration, faithfulness
 from vit_demo.training.calibrate import data_for, holdout_indices
 from vit_demo.interpret.faithfulness import STEPS, Curves
 from vit_demo.data.outside_photos import outside_photos
-from vit_demo.app import explanation_view
+from vit_demo.page import captions
+from vit_demo import unfamiliar_rule
 from vit_demo.weights import CALIBRATION_FILE, CONFIG_FILE, WEIGHTS_ROOT, read_calibration
 
 # ---- The maths ----------------------------------------------------------------------------------------------
@@ -57,18 +58,18 @@ def test_a_temperature_keeps_every_ranking_and_so_the_accuracy():
 
 def test_unfamiliar_scores_and_threshold():
     logits = torch.tensor([[5.0, 0.0, 0.0], [1.0, 1.0, 1.0]])
-    assert torch.allclose(calibration.unfamiliarity_score(logits, "energy"), torch.logsumexp(logits, -1))
-    assert torch.allclose(calibration.unfamiliarity_score(logits, "max_probability", 2.0),
+    assert torch.allclose(unfamiliar_rule.unfamiliarity_score(logits, "energy"), torch.logsumexp(logits, -1))
+    assert torch.allclose(unfamiliar_rule.unfamiliarity_score(logits, "max_probability", 2.0),
                           (logits / 2).softmax(-1).max(-1).values)
     scores = torch.arange(100, dtype=torch.float32)  # 0 ... 99
     threshold = calibration.flag_threshold(scores, 0.1)
     assert (scores < threshold).sum() == 10  # a tenth flagged
     assert calibration.separation(torch.tensor([2.0, 3.0]), torch.tensor([0.0, 1.0])) == 1.0
     assert calibration.separation(torch.tensor([1.0]), torch.tensor([1.0])) == 0.5
-    rule = calibration.UnfamiliarRule("energy", 3.0)
+    rule = unfamiliar_rule.UnfamiliarRule("energy", 3.0)
     assert rule.flags(logits, 1.0).tolist() == [False, True]  # logsumexp 5.01 and 2.10
     with pytest.raises(ValueError):
-        calibration.UnfamiliarRule.from_dict({"score": "vibes", "threshold": 1})
+        unfamiliar_rule.UnfamiliarRule.from_dict({"score": "vibes", "threshold": 1})
 
 
 def test_the_held_out_calibration_images_are_never_trained_on():
@@ -188,24 +189,24 @@ def test_a_map_wins_only_where_it_leads_on_both_curves_by_more_than_the_noise():
     won = faithfulness.verdict(flat_curves({"attention": 0.3, "rollout": 0.2, "relevance": 0.1, "random": 0.6},
                                            {"attention": 0.7, "rollout": 0.8, "relevance": 0.9, "random": 0.6}, 0.03))
     assert won.winner == "relevance"
-    assert "**relevance** is the map to trust" in explanation_view.verdict_text(won, "7")
+    assert "**relevance** is the map to trust" in captions.verdict_text(won, "7")
     # Last issue's drawn 3: rollout best on deletion by 0.005, relevance clearly best on insertion: no winner.
     three = faithfulness.verdict(flat_curves({"attention": 0.3, "rollout": 0.150, "relevance": 0.155, "random": 0.6},
                                              {"attention": 0.7, "rollout": 0.77, "relevance": 0.86, "random": 0.6},
                                              0.03))
     assert three.winner is None and three.deletion_leader is None and three.insertion_leader == "relevance"
-    text = explanation_view.verdict_text(three, "3")
+    text = captions.verdict_text(three, "3")
     assert text.startswith("No map wins") and "**relevance** leads on insertion" in text and "deletion the maps tie" in text
     # A misread photo at the floor: 0.01 apart, within the noise: a tie.
     tie = faithfulness.verdict(flat_curves({"attention": 0.05, "rollout": 0.04, "relevance": 0.05, "random": 0.06},
                                            {"attention": 0.10, "rollout": 0.11, "relevance": 0.10, "random": 0.09},
                                            0.02))
-    assert tie.winner is None and explanation_view.verdict_text(tie, "7").startswith("The maps tie")
+    assert tie.winner is None and captions.verdict_text(tie, "7").startswith("The maps tie")
     # Each leads on its own curve.
     split = faithfulness.verdict(flat_curves({"attention": 0.3, "rollout": 0.1, "relevance": 0.2, "random": 0.6},
                                              {"attention": 0.7, "rollout": 0.8, "relevance": 0.9, "random": 0.6}, 0.03))
     assert (split.deletion_leader, split.insertion_leader, split.winner) == ("rollout", "relevance", None)
-    assert "**rollout** leads on deletion" in explanation_view.verdict_text(split, "7")
+    assert "**rollout** leads on deletion" in captions.verdict_text(split, "7")
 
 
 def test_flat_curves_say_the_maps_cant_be_told_apart():
@@ -218,7 +219,7 @@ def test_flat_curves_say_the_maps_cant_be_told_apart():
     found = faithfulness.verdict(one)
     assert found.deletion_flat and found.insertion_flat
     assert found.deletion_leader is found.insertion_leader is found.winner is None
-    text = explanation_view.verdict_text(found, "1")
+    text = captions.verdict_text(found, "1")
     assert text.startswith("The maps can't be told apart on this image") and "leads" not in text
     assert "the blank image still reads **1** at 99.8%" in text and "between 99.7% and 99.8%" in text
     # The same hair on curves that move (the prediction falls): then it is a lead, as before.
@@ -226,7 +227,7 @@ def test_flat_curves_say_the_maps_cant_be_told_apart():
                                               {"attention": 0.7, "rollout": 0.7, "relevance": 0.7, "random": 0.6},
                                               0.001))
     assert not moving.deletion_flat and moving.deletion_leader == "rollout"
-    assert "**rollout** leads on deletion" in explanation_view.verdict_text(moving, "1")
+    assert "**rollout** leads on deletion" in captions.verdict_text(moving, "1")
 
 
 def test_the_noise_is_the_spread_of_the_images_random_rankings():

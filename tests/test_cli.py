@@ -173,10 +173,10 @@ def test_export_writes_a_slide_or_a_gif_and_refuses_bad_choices_clearly(tmp_path
         with Image.open(out) as picture:
             assert width <= picture.width < width + 10 and getattr(picture, "n_frames", 1) == frames
     not_an_image = str(REPO / "README.md")
-    for file, args, message in ((seven, ["--view", "layer", "--head", "9"], "--head must be 1 to 4"),
-                                (seven, ["--view", "layer", "--layer", "0"], "--layer must be 1 to 6"),
-                                (seven, ["--view", "query", "--patch", "49"], "--patch must be 0 to 48"),
-                                (seven, ["--view", "relevance", "--label", "dog"], "unknown class 'dog'"),
+    for file, args, message in ((seven, ["--view", "layer", "--head", "9"], "the head must be 1 to 4"),
+                                (seven, ["--view", "layer", "--layer", "0"], "the layer must be 1 to 6"),
+                                (seven, ["--view", "query", "--patch", "49"], "the patch must be 0 to 48"),
+                                (seven, ["--view", "relevance", "--label", "dog"], "there is no class 'dog'"),
                                 (not_an_image, ["--view", "grid"], "not an image")):
         result = run_cli("export", file, *args, "--out", str(tmp_path / "refused.png"))
         assert result.returncode == 2 and message in result.stderr, result.stderr

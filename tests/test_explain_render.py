@@ -11,7 +11,7 @@ from vit_demo.pictures import render
 def attention() -> np.ndarray:
     torch.manual_seed(0)
     model = VisionTransformer(ViTConfig(dim=32, depth=3, heads=2, mlp_dim=64)).eval()
-    _, attn = model(torch.rand(1, 1, 28, 28), return_attention=True)
+    attn = model.forward_activations(torch.rand(1, 1, 28, 28), attention=True).attention
     return attn[0].detach().numpy()  # (3, 2, 50, 50)
 
 

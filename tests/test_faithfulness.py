@@ -28,7 +28,7 @@ def reference_relevance(model, image: torch.Tensor, index: int) -> np.ndarray:
         maps.append(output[1])
 
     hooks = [block.attn.register_forward_hook(keep) for block in model.blocks]
-    logits, _ = model(image[None], return_attention=True)
+    logits = model.forward_activations(image[None], attention=True).logits
     one_hot = torch.zeros_like(logits)
     one_hot[0, index] = 1
     model.zero_grad()

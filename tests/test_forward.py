@@ -56,7 +56,7 @@ def test_every_graph_gives_what_the_pages_graph_gives(model):
         given = feeds(model, name)
         session = ort.InferenceSession(str(folder / name), providers=["CPUExecutionProvider"])
         expected = dict(zip([o.name for o in session.get_outputs()], session.run(None, given)))
-        found = read(forward.forward(model, {"graph": name, "inputs": {k: tensor(v) for k, v in given.items()}}))
+        found = read(forward.forward({"model": model, "graph": name, "inputs": {k: tensor(v) for k, v in given.items()}}))
         assert found.keys() == expected.keys(), name
         for output, value in expected.items():
             scale = max(1.0, float(np.abs(value).max()))  # float32 noise, on the output's own scale
@@ -65,13 +65,14 @@ def test_every_graph_gives_what_the_pages_graph_gives(model):
 
 def test_it_sends_only_the_outputs_asked_for():
     given = feeds("mnist", GRAPH_FILE)
-    reply = forward.forward("mnist", {"graph": GRAPH_FILE, "inputs": {k: tensor(v) for k, v in given.items()},
-                                      "outputs": ["logits"]})
+    reply = forward.forward({"model": "mnist", "graph": GRAPH_FILE, "inputs": {k: tensor(v) for k, v in given.items()},
+                             "outputs": ["logits"]})
     assert list(read(reply)) == ["logits"] and read(reply)["logits"].shape == (2, 10)
 
 
 @pytest.mark.parametrize("request_, why", [
     ("a graph", "JSON object"),
+    ({"model": "imagenet", "graph": GRAPH_FILE, "inputs": {}}, "there is no model 'imagenet'"),
     ({"graph": "../config.json", "inputs": {}}, "there is no graph '../config.json'"),
     ({"graph": GRAPH_FILE, "inputs": {}}, "takes the inputs image, heads_off, mean_ablation"),
     ({"graph": GRAPH_FILE, "inputs": "x"}, "takes the inputs"),
@@ -91,12 +92,14 @@ def test_it_sends_only_the_outputs_asked_for():
      "gives the outputs logits, attention, lens, features"),
 ])
 def test_a_request_it_cannot_answer_gets_a_reason(request_, why):
-    reply = forward.forward("mnist", request_)
+    if isinstance(request_, dict) and "model" not in request_:
+        request_ = {"model": "mnist", **request_}
+    reply = forward.forward(request_)
     assert list(reply) == ["error"] and why in reply["error"], reply
 
 
-def test_the_canvas_and_the_photo_reader_offer_it_to_the_page():
-    """The two components of the page that read images carry the server function that runs the model."""
+def test_the_page_is_offered_it():
+    """The app's one component, the page, carries the server function that runs the model."""
     import gradio as gr
 
     from vit_demo.app.demo import build_demo
@@ -104,4 +107,4 @@ def test_the_canvas_and_the_photo_reader_offer_it_to_the_page():
     demo = build_demo()
     functions = {component.elem_id: [fn.__name__ for fn in component.server_fns]
                  for component in demo.blocks.values() if isinstance(component, gr.HTML) and component.server_fns}
-    assert functions == {"canvas": ["forward"], "photo-reader": ["forward"]}
+    assert functions == {"vd-page": ["forward"]}

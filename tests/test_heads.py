@@ -12,7 +12,6 @@ from conftest import HAS_SHARED_MNIST, run_cli
 from vit_demo import cli, load_model
 from vit_demo.data.datasets import load_split
 from vit_demo.interpret import heads
-from vit_demo.interpret.heads.hooks import edited
 from vit_demo.training.evaluation import evaluate
 from vit_demo.weights import CONFIG_FILE, HEAD_MEANS_FILE, WEIGHTS_FILE, WEIGHTS_ROOT
 
@@ -146,20 +145,18 @@ def test_the_lens_at_the_last_layer_equals_the_model(model, digits):
     assert maps.shape == (4, model.config.depth, 7, 7) and 0 <= maps.min() and maps.max() <= 1
 
 
-def test_hooks_leave_a_plain_forward_pass_on_another_thread_alone(model, digits):
+def test_switching_heads_off_leaves_a_plain_forward_pass_on_another_thread_alone(model, digits):
     images, _ = digits
     x = images.float() / 255
     expected = plain(model, x)
-    off = heads.Edits(head_mask=torch.ones(1, model.config.depth, model.config.heads, dtype=torch.bool),
-                      head_values=torch.zeros(model.config.depth, model.config.heads, 50, 16))
     seen = []
-    with torch.no_grad(), edited(model, off, capture=False):
+    with torch.no_grad(), heads.switched_off(model, every_head(model)):
         worker = threading.Thread(target=lambda: seen.append(model(x)))
         worker.start()
         worker.join()
         here = model(x)
     assert torch.equal(seen[0], expected) and not torch.allclose(here, expected)
-    assert not any(block.attn.proj._forward_pre_hooks or block._forward_hooks for block in model.blocks)
+    assert not any(block._forward_pre_hooks for block in model.blocks)
 
 
 def test_importance_is_the_mean_of_each_images_own_gradient(model, digits):

@@ -12,8 +12,9 @@ import torch
 from conftest import map_levels, node_major, page_source, read_live_map
 
 from vit_demo import cli
-from vit_demo.app import heads_view, inside_tab, service
-from vit_demo.app.captions import image_text
+from vit_demo.app import service
+from vit_demo.page import inside, layout
+from vit_demo.page.captions import image_text
 from vit_demo.interpret import explain, heads
 from vit_demo.pictures import figures
 from vit_demo.weights import CONFIG_FILE, HEAD_IMPORTANCE_FILE, HEAD_MEANS_FILE, WEIGHTS_FILE, WEIGHTS_ROOT
@@ -25,14 +26,20 @@ OFF = [[2, 1], [4, 0], [4, 1], [4, 2], [4, 3]]  # head 2 of layer 3, and the who
 OFF_PAIRS = [(2, 1), (4, None)]
 
 
+def predicted(digit: str):
+    """An example digit through the model, with the relevance of its predicted class."""
+    clf = service.classifier("mnist")
+    return clf.predict_preprocessed([clf.preprocess(EXAMPLES / "digits" / f"{digit}.png")], relevance_for=[None])[0]
+
+
 @pytest.fixture(scope="module")
 def three():
-    return service.analyse("mnist", EXAMPLES / "digits" / "3.png")
+    return predicted("3")
 
 
 @pytest.fixture(scope="module")
 def eight():
-    return service.analyse("mnist", EXAMPLES / "digits" / "8.png")
+    return predicted("8")
 
 
 @pytest.fixture(scope="module")
@@ -169,8 +176,8 @@ def test_what_the_page_cannot_answer_gets_a_reason(page):
 
 
 def test_the_photos_residual_grid_waits_for_its_button():
-    assert heads_view.residual_at_once(service.model_config("mnist"))
-    assert not heads_view.residual_at_once(service.model_config("cifar10"))
+    assert layout.residual_at_once(service.model_config("mnist"))
+    assert not layout.residual_at_once(service.model_config("cifar10"))
 
 
 # ---- Head importance, kept beside the weights for the Inside tab ------------------------------------------------
@@ -216,5 +223,5 @@ def test_both_shipped_models_keep_their_importance(model):
 
 def test_the_inside_tab_shows_which_heads_matter():
     """(Weights never measured say so: tests/test_ui.py, test_inside_says_plainly_what_was_never_measured.)"""
-    views = inside_tab.inside_views("Digits (MNIST)")
-    assert views[9].width >= 800 and "Michel et al., 2019" in views[10] and "most important heads off" in views[10]
+    picture, note = inside.importance_views("mnist")
+    assert picture.width >= 800 and "Michel et al., 2019" in note and "most important heads off" in note

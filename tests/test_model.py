@@ -3,7 +3,7 @@ import dataclasses
 import pytest
 import torch
 
-from vit_demo.model import ViTConfig, VisionTransformer
+from vit_demo.model import Edits, ViTConfig, VisionTransformer
 from vit_demo.training.recipes import RECIPES
 
 
@@ -15,7 +15,8 @@ def model() -> VisionTransformer:
 
 def test_logits_and_attention_shapes(model):
     images = torch.rand(5, 1, 28, 28)
-    logits, attention = model(images, return_attention=True)
+    found = model.forward_activations(images, attention=True)
+    logits, attention = found.logits, found.attention
     assert logits.shape == (5, 10)
     # (batch, layers, heads, tokens, tokens): 7x7 patches + [CLS]
     assert attention.shape == (5, 3, 4, 50, 50)
@@ -23,7 +24,7 @@ def test_logits_and_attention_shapes(model):
 
 
 def test_attention_rows_are_distributions(model):
-    _, attention = model(torch.rand(3, 1, 28, 28), return_attention=True)
+    attention = model.forward_activations(torch.rand(3, 1, 28, 28), attention=True).attention
     assert (attention >= 0).all()
     torch.testing.assert_close(attention.sum(-1), torch.ones(attention.shape[:-1]))
 
@@ -32,48 +33,66 @@ def test_fast_path_matches_explicit_path(model):
     images = torch.rand(8, 1, 28, 28)
     with torch.no_grad():
         fast = model(images)
-        explicit, _ = model(images, return_attention=True)
+        explicit = model.forward_activations(images, attention=True).logits
     torch.testing.assert_close(fast, explicit, rtol=1e-5, atol=1e-5)
 
 
-def test_forward_head_reads_the_answer_from_any_blocks_stream(model):
-    """forward_head on the last block's stream is the model's own answer; on every token it gives (..., T, classes),
-    whose [CLS] row is the same answer."""
+def test_forward_is_forward_head_of_forward_features_as_in_timm(model):
+    """forward_features gives the tokens after the final norm (B, T, D); forward_head reads [CLS] from them, its
+    logits or with pre_logits [CLS] itself; and the last block's stream in forward_activations is the same."""
     images = torch.rand(2, 1, 28, 28)
-    nothing_off = torch.zeros(1, 3, 4, dtype=torch.bool)  # (1, L, H)
-    logits, _, stream = model.forward_edited(images, nothing_off, torch.zeros(1, 3, 4, 50, 8))  # L x (B, T, D)
-    torch.testing.assert_close(model.forward_head(stream[-1]), model(images))
-    every = model.forward_head(torch.stack(stream, 1), all_tokens=True)  # (B, L, T, classes)
-    assert every.shape == (2, 3, 50, 10)
-    torch.testing.assert_close(every[:, -1, 0], logits)
-
-
-def test_forward_features_gives_every_layers_cls_then_its_mean_patch_token(model):
-    """The unfamiliar rule's features: [CLS] after each block through the final norm, (B, L, D), and with ``patches``
-    the mean of the patch tokens so normed after them, (B, 2L, D) (Lee et al.'s mean-pooled feature maps)."""
-    images = torch.rand(2, 1, 28, 28)
-    nothing_off = torch.zeros(1, 3, 4, dtype=torch.bool)  # (1, L, H)
     with torch.no_grad():
-        _, _, stream = model.forward_edited(images, nothing_off, torch.zeros(1, 3, 4, 50, 8))  # L x (B, T, D)
-        _, _, cls = model.forward_features(images)
-        _, _, both = model.forward_features(images, patches=True)
-    normed = model.norm(torch.stack(stream, 1))  # (B, L, T, D)
-    assert cls.shape == (2, 3, 32) and both.shape == (2, 6, 32)
-    torch.testing.assert_close(cls, normed[:, :, 0])
-    torch.testing.assert_close(both, torch.cat([normed[:, :, 0], normed[:, :, 1:].mean(2)], dim=1))
+        tokens = model.forward_features(images)  # (B, T, D)
+        found = model.forward_activations(images, stream=True)
+    assert tokens.shape == (2, 50, 32)
+    torch.testing.assert_close(model.forward_head(tokens), model(images))
+    torch.testing.assert_close(model.forward_head(tokens, pre_logits=True), tokens[:, 0])
+    torch.testing.assert_close(model.norm(found.stream[:, -1]), tokens)
+    torch.testing.assert_close(found.logits, model(images))
+    assert found.stream.shape == (2, 3, 50, 32) and found.heads.shape == (2, 3, 4, 50, 8)
+    assert found.embedded.shape == (2, 50, 32) and found.attentions == ()
+
+
+def test_edits_act_inside_the_forward_pass(model):
+    """Gates of 1 and a mask that replaces nothing leave the model as it is; a head replaced, a gate of 0 (its
+    output zero) and the residual stream replaced read back as asked."""
+    images = torch.rand(2, 1, 28, 28)
+    L, H, T, Dh, D = 3, 4, 50, 8, 32
+    with torch.no_grad():
+        plain = model.forward_activations(images, attention=True, stream=True)
+        nothing = Edits(gates=torch.ones(1, L, H), head_mask=torch.zeros(1, L, H, dtype=torch.bool),
+                        head_values=torch.rand(1, L, H, T, Dh))
+        same = model.forward_activations(images, attention=True, stream=True, edits=nothing)
+        torch.testing.assert_close(same.logits, plain.logits)
+        torch.testing.assert_close(same.attention, plain.attention)
+        off = torch.zeros(1, L, H, dtype=torch.bool)
+        off[0, 1, 2] = True
+        values = torch.rand(1, L, H, T, Dh)
+        gates = torch.ones(1, L, H)
+        gates[0, 0, 3] = 0.0
+        resid = torch.zeros(1, L, T, dtype=torch.bool)
+        resid[0, 2, 7] = True
+        stream_values = torch.rand(1, L, T, D)
+        edited = model.forward_activations(images, stream=True, edits=Edits(
+            gates=gates, head_mask=off, head_values=values, resid_mask=resid, resid_values=stream_values))
+    torch.testing.assert_close(edited.heads[:, 1, 2], values[0, 1, 2].expand(2, -1, -1))
+    assert (edited.heads[:, 0, 3] == 0).all()
+    torch.testing.assert_close(edited.stream[:, 2, 7], stream_values[0, 2, 7].expand(2, -1))
+    torch.testing.assert_close(edited.heads[:, 0, :3], plain.heads[:, 0, :3])  # before the first edit's effect
+    assert not torch.allclose(edited.logits, plain.logits)
 
 
 def test_attention_depends_on_the_image(model):
-    _, a = model(torch.zeros(1, 1, 28, 28), return_attention=True)
-    _, b = model(torch.rand(1, 1, 28, 28), return_attention=True)
+    a = model.forward_activations(torch.zeros(1, 1, 28, 28), attention=True).attention
+    b = model.forward_activations(torch.rand(1, 1, 28, 28), attention=True).attention
     assert not torch.allclose(a, b)
 
 
 def test_colour_model_shapes():
     config = ViTConfig(image_size=32, patch_size=4, in_channels=3, dim=48, depth=2, heads=3, mlp_dim=96,
                        mean=(0.5, 0.5, 0.5), std=(0.25, 0.25, 0.25))
-    logits, attention = VisionTransformer(config)(torch.rand(2, 3, 32, 32), return_attention=True)
-    assert logits.shape == (2, 10) and attention.shape == (2, 2, 3, 65, 65)
+    found = VisionTransformer(config).forward_activations(torch.rand(2, 3, 32, 32), attention=True)
+    assert found.logits.shape == (2, 10) and found.attention.shape == (2, 2, 3, 65, 65)
 
 
 def test_config_round_trip_and_checks():

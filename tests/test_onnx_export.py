@@ -105,8 +105,9 @@ def test_graph_matches_pytorch_on_1000_real_test_images(name, shipped, sessions,
     for x in x_all.split(BATCH):
         out = run_graph(session, x)
         with torch.no_grad():
-            logits, attention = model(x, return_attention=True)  # (B, K), (B, L, H, T, T): as the app shows them
-            features = model.forward_features(x)[2]  # (B, L, D): what the unfamiliar rule measures
+            found = model.forward_activations(x, attention=True, stream=True)
+            logits, attention = found.logits, found.attention  # (B, K), (B, L, H, T, T): as the app shows them
+            features = model.norm(found.stream[:, :, 0])  # (B, L, D): what the unfamiliar rule measures
         worst["logits"] = max(worst["logits"], max_diff(out["logits"], logits / info.temperature))
         worst["attention"] = max(worst["attention"], max_diff(out["attention"], attention))
         worst["features"] = max(worst["features"], max_diff(out["features"], features))
@@ -144,7 +145,8 @@ def test_graph_switches_heads_off_as_heads_knockout_does(name, ablation, shipped
         assert max_diff(knocked.ablated, knocked.logits) > 1e-3, f"{label}: switching heads off changed nothing"
     mask = knockout_masks(model)["many heads"]
     with heads.switched_off(model, mask, means if ablation == "mean" else None), torch.no_grad():
-        logits, attention = model(x, return_attention=True)  # what the app's views show with those heads off
+        found = model.forward_activations(x, attention=True)  # what the app's views show with those heads off
+        logits, attention = found.logits, found.attention
         lens = heads.logit_lens(model, x)  # (B, L, K), under the knockout too
     out = run_graph(session, x, mask, mean=ablation == "mean")
     assert max_diff(out["logits"], logits / info.temperature) <= LOGITS_TOL
@@ -177,7 +179,8 @@ def test_snapshot_graphs_match_their_snapshots(name, sessions, images):
         session = sessions(WEIGHTS_ROOT / name / "snapshots" / f"epoch-{snapshot.epoch:04d}.onnx")
         model = snapshot.model
         with torch.no_grad():
-            logits, attention = model(x, return_attention=True)
+            found = model.forward_activations(x, attention=True)
+            logits, attention = found.logits, found.attention
         out = run_graph(session, x)
         assert max_diff(out["logits"], logits / snapshot.temperature) <= LOGITS_TOL, snapshot.epoch
         assert max_diff(out["attention"], attention) <= ATTENTION_TOL, snapshot.epoch

@@ -1,5 +1,5 @@
-"""The page's numbers (app/assets/page/numbers.js, run by Node) against Python's (interpret/explain.py) for the same
-attention: [CLS] maps, rollout and the first query patch; and the unfamiliar rule (calibration.UnfamiliarRule). Real test images of both datasets where ../shared/data has them,
+"""The page's numbers (page/assets/page/numbers.js, run by Node) against Python's (interpret/explain.py) for the same
+attention: [CLS] maps, rollout and the first query patch; and the unfamiliar rule (unfamiliar_rule.UnfamiliarRule). Real test images of both datasets where ../shared/data has them,
 generated ones otherwise (the fixtures say which)."""
 
 from __future__ import annotations
@@ -63,7 +63,7 @@ def test_photo_numbers_match_pythons(cifar_root, tmp_path):
 @pytest.mark.parametrize("model", ["mnist", "cifar10"])
 def test_the_pages_unfamiliar_rule_is_pythons(model, tmp_path):
     # The page's rule (numbers.js familiarity, from the graph's calibrated logits and features and the rule as
-    # config.json keeps it) against calibration.UnfamiliarRule.scores, on images it flags and images it does not.
+    # config.json keeps it) against unfamiliar_rule.UnfamiliarRule.scores, on images it flags and images it does not.
     from vit_demo.data import sketches
     from vit_demo.data.outside_photos import outside_photos
 
@@ -78,7 +78,8 @@ def test_the_pages_unfamiliar_rule_is_pythons(model, tmp_path):
                                                                          sorted(PHOTOS.glob("*.png"))]
         images = torch.from_numpy(np.stack(photos)).permute(0, 3, 1, 2)
     with torch.no_grad():
-        logits, _, features = clf.model.forward_features(images)
+        found = clf.model.forward_activations(images, stream=True)
+    logits, features = found.logits, clf.cls_features(found.stream)
     scores = rule.scores(logits, clf.temperature, features).numpy()
     encode = lambda array: base64.b64encode(np.ascontiguousarray(array, dtype=np.float32).tobytes()).decode()  # noqa: E731
     cases = [{"rule": rule.to_dict(), "temperature": clf.temperature, "calibrated": encode(z / clf.temperature),

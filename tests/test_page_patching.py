@@ -1,4 +1,4 @@
-"""Activation patching in the page (vit_demo/app/assets/page/source.js' patching, the patching graphs run by the page's
+"""Activation patching in the page (vit_demo/page/assets/page/source.js' patching, the patching graphs run by the page's
 onnxruntime-web under Node) against Python's (heads.patching_grid): the same grids for a real pair of test images of
 each dataset, and its refusals."""
 
@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 
 from conftest import HAS_SHARED_CIFAR, SHARED_DATA, mnist_test_digits, node_major, page_source
-from vit_demo.app.captions import image_text
+from vit_demo.page.captions import image_text
 from vit_demo.app.service import classifier
 from vit_demo.interpret import heads
 

@@ -1,4 +1,4 @@
-"""The page's preprocessing (vit_demo/app/assets/page/preprocess.js, run under Node by tests/page_preprocess.mjs)
+"""The page's preprocessing (vit_demo/page/assets/page/preprocess.js, run under Node by tests/page_preprocess.mjs)
 against Python's (vit_demo.data.preprocess), on what the page would feed it: 1,000 canvas drawings and 200 photos.
 
 A drawing is made as the page makes it: strokes drawn on the 336x336 canvas with one of the app's three pens
@@ -282,7 +282,7 @@ def run_page(items: list[tuple[int, np.ndarray]], tmp_path: Path) -> tuple[list[
 def run_python(kind: int, pixels: np.ndarray) -> tuple[int, object]:
     """Python's answer for the same input: (OK, its 8-bit pixels, as captions.pixels makes them) or (status, the
     error's message)."""
-    from vit_demo.app.captions import pixels as eight_bit_pixels
+    from vit_demo.page.captions import pixels as eight_bit_pixels
 
     try:
         if kind == DRAWING:

@@ -1,4 +1,4 @@
-"""A tab's source, the one producer of every view's numbers (vit_demo/app/assets/page/source.js, its graphs run by the
+"""A tab's source, the one producer of every view's numbers (vit_demo/page/assets/page/source.js, its graphs run by the
 page's onnxruntime-web under Node: tests/page_source.mjs), against Python's for the same image: a drawing read as the
 canvas sends it, the example a tab starts with, another patch, another class, a training snapshot, an unfamiliar
 photo; and what it says of what it can't read."""
@@ -15,10 +15,11 @@ from conftest import (PHOTOS, canvas_ink, map_levels, node_major, page_source, r
                       read_live_payload)
 from PIL import Image
 
-from vit_demo.app import attention_view, export_view, service
-from vit_demo.app.attention_view import MEAN
-from vit_demo.app.captions import image_text
-from vit_demo.app.components import LARGE
+from vit_demo.app import service
+from vit_demo.classifier import Prediction
+from vit_demo.interpret import explain
+from vit_demo.page.captions import image_text
+from vit_demo.page.layout import LARGE
 from vit_demo.data.outside_photos import outside_photos
 from vit_demo.data.preprocess import preprocess_drawing
 from vit_demo.interpret import calibration
@@ -35,9 +36,9 @@ def canvas_value(strokes) -> str:
     return base64.b64encode(canvas_ink(strokes).tobytes()).decode()
 
 
-def drawn(strokes) -> service.Analysis:
+def drawn(strokes) -> Prediction:
     """A drawing as Python reads the canvas' bytes, analysed."""
-    return service.analyse_inputs("mnist", [preprocess_drawing(canvas_ink(strokes))], [None])[0]
+    return service.classifier("mnist").predict_preprocessed([preprocess_drawing(canvas_ink(strokes))])[0]
 
 
 @pytest.fixture(scope="module")
@@ -82,16 +83,18 @@ def test_a_drawing_is_answered_once_with_every_views_numbers(digit):
     np.testing.assert_allclose(image, analysis.input, atol=1e-6)  # exactly what the model read (8-bit, as MNIST)
     assert maps.shape == (6, 5, 7, 7) and image.shape == (28, 28)
     np.testing.assert_allclose(maps * 255, map_levels(analysis.attention), atol=1)
-    for layer, head, column in ((6, MEAN, 4), (2, "head 3", 2)):
-        served = np.asarray(attention_view.selected_view(analysis, layer, head), dtype=float)
+    for layer, head, column in ((6, None, 4), (2, 2, 2)):
+        served = np.asarray(render.overlay(analysis.input, explain.cls_attention_map(analysis.attention, layer - 1,
+                                                                                      head), LARGE), dtype=float)
         from_numbers = np.asarray(render.overlay(image, maps[layer - 1, column], LARGE), dtype=float)
         assert np.abs(served - from_numbers).mean() < 1.0  # levels of 255: quantising the map to uint8
-    patch = attention_view.first_query_patch(analysis)
+    rollout = explain.attention_rollout(analysis.attention)
+    patch = explain.first_query_patch(rollout)
     assert answer["label"] == "7" and answer["patch"] == patch
     for prob, exact in zip(answer["probs"].values(), analysis.probs.values()):
         assert prob == pytest.approx(exact, abs=1e-5)
     np.testing.assert_allclose(read_live_map(answer["answers"]["rollout"]["map"]),
-                               analysis.rollout / analysis.rollout.max(), atol=1 / 255 + 1e-9)
+                               rollout / rollout.max(), atol=1 / 255 + 1e-9)
     # Where the first query patch looks: its maps' numbers, as render.attention_grid would show them.
     query = answer["answers"]["query"][str(patch)]
     np.testing.assert_allclose(read_live_grid(query, (6, 5, 7, 7)) * 255, map_levels(analysis.attention, 1 + patch),
@@ -111,15 +114,6 @@ def test_blank_and_cleared_canvas_guess_nothing(digit):
     assert digit["blank"] == {"message": described_prompt}  # (page_source's prompt: "")
     for name, why in (("not base64", "Can't read this image"), ("too short", "the drawing must be 112x112 bytes")):
         assert list(digit[name]) == ["message"] and why in digit[name]["message"], name
-
-
-def test_a_button_reads_the_image_back_from_the_page(digit):
-    """The export buttons send the tab's numbers back: the image they name is the one analysed."""
-    again = export_view.image_analysis("mnist", json.dumps(digit["stroke"]))
-    np.testing.assert_array_equal(again.input, drawn(SEVEN).input)
-    assert again.label == "7"
-    for nothing in ("", None, json.dumps({"message": "Draw a digit"}), "not JSON"):
-        assert export_view.image_analysis("mnist", nothing) is None
 
 
 def test_another_patch_from_the_pages_pixels(digit):
@@ -154,7 +148,8 @@ def test_the_training_slider_shows_the_model_as_it_was(digit):
     snapshot = run.snapshots[0]
     assert snapshot.temperature != 1.0
     with torch.no_grad():
-        said, attention = snapshot.model(service.classifier("mnist").batch([analysis.input]), return_attention=True)
+        found = snapshot.model.forward_activations(service.classifier("mnist").batch([analysis.input]), attention=True)
+        said, attention = found.logits, found.attention
     probs = calibration.probabilities(said[0], snapshot.temperature)
     assert f"({100 * float(probs.max()):.1f}%)" in first["note"]
     first_maps, later_maps = (read_live_grid(digit[name], (6, 5, 7, 7)) for name in ("snapshot 1", "snapshot 5"))
@@ -166,7 +161,7 @@ def test_the_training_slider_shows_the_model_as_it_was(digit):
 
 def test_a_tab_starts_with_its_example(digit):
     example = digit["example"]  # page_source's: the digit 2 of examples/
-    expected = service.analyse("mnist", PHOTOS.parent / "digits" / "2.png")
+    expected = service.classifier("mnist").predict(PHOTOS.parent / "digits" / "2.png")
     assert example["label"] == expected.label == "2" and example["info"].startswith("An example: <b>2</b>")
     np.testing.assert_allclose(read_live_payload(json.dumps(example))[0], expected.input, atol=1e-6)
 
@@ -176,7 +171,7 @@ def test_an_unfamiliar_photo_is_flagged_and_says_how_often_such_photos_read_righ
     Image.fromarray(dict(outside_photos())["moon.png"]).save(moon)
     flagged, ship = (page_source("cifar10", [("example", None)], tmp_path, example=path)["answers"][0]
                      for path in (moon, PHOTOS / "ship.png"))
-    analysis = service.analyse("cifar10", moon)
+    analysis = service.classifier("cifar10").predict(moon)
     report = read_calibration(WEIGHTS_ROOT / "cifar10")["unfamiliar"]
     assert "unlike the photos the model knows" in flagged["notice"]
     assert f"reads {100 * report['accuracy_on_flagged']:.0f}% right" in flagged["notice"]

@@ -82,8 +82,7 @@ def test_the_encoder_is_the_vit_itself():
     mae = MaskedAutoencoder(vit, mask_ratio=0.0, decoder_dim=16, decoder_depth=1, decoder_heads=2).eval()
     images = torch.rand(2, 3, 32, 32)
     latent, _, mask = mae.encode(images, torch.arange(64.0).expand(2, -1))
-    _, _, stream = vit._encode(images, need_weights=False, keep_stream=True)
-    torch.testing.assert_close(latent, vit.norm(stream[-1]))
+    torch.testing.assert_close(latent, vit.forward_features(images))
     assert mask.sum() == 0
     hidden = MaskedAutoencoder(vit, mask_ratio=0.75, decoder_dim=16, decoder_depth=1, decoder_heads=2)
     assert hidden.encode(images, torch.rand(2, 64))[0].shape == (2, 1 + 16, 32)  # [CLS] and a quarter of 64

@@ -47,7 +47,7 @@ def test_the_folder_holds_what_a_space_needs_and_nothing_else(bundle):
     files = files_in(bundle)
     assert not [f for f in files if "__pycache__" in f or f.endswith((".pyc", ".pyi"))]
     assert not [f for f in files if f.startswith("weights/") and f.endswith(".png")]  # pictures for people only
-    for needed in ("app.py", "vit_demo/app/demo.py", "vit_demo/app/assets/app.css", "weights/mnist/model.safetensors",
+    for needed in ("app.py", "vit_demo/app/demo.py", "vit_demo/page/assets/app.css", "weights/mnist/model.safetensors",
                    "weights/cifar10/model.safetensors", "examples/digits/7.png", "examples/photos/ship.png"):
         assert needed in files
     assert (bundle / "app.py").read_bytes() == (REPO / "app.py").read_bytes()

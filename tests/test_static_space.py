@@ -26,6 +26,7 @@ from conftest import (PHOTOS, assert_curves_drawn, draw, files_in, free_port, gi
                       map_levels, wait_for_label)
 from vit_demo.app.service import classifier
 from vit_demo.deploy import static_space
+from vit_demo.page.layout import EXAMPLES
 from vit_demo.deploy.space import front_matter, needs_lfs
 
 ZERO = [(0.5 + 0.28 * math.sin(2 * math.pi * i / 12), 0.5 - 0.36 * math.cos(2 * math.pi * i / 12)) for i in range(13)]
@@ -118,7 +119,7 @@ def test_folder_is_a_static_space(static_folder, tmp_path):
     filters = lfs_filters(static_folder, sorted(needing), git_dir / ".git")
     assert {f: filters[f] for f in needing if filters[f] != "lfs"} == {}
     # The vendored runtime is the one its checksums name (its WebAssembly binary once unpacked, as the page does).
-    vendor = static_folder / static_space.VENDOR
+    vendor = static_folder / "vendor" / "onnxruntime-web"
     for line in (vendor / "SHA256SUMS").read_text().splitlines():
         digest, name = line.split()
         packed = vendor / f"{name}.gz"
@@ -181,7 +182,7 @@ def test_views_and_photos_in_the_page(static_folder, browser, tmp_path):
 
     from vit_demo.data.outside_photos import outside_photos
 
-    photos = sorted((static_space.EXAMPLES / "photos").glob("*.png"))
+    photos = sorted((EXAMPLES / "photos").glob("*.png"))
     moon = tmp_path / "moon.png"  # the page's unfamiliar rule (numbers.js, the probe) flags it, as the server's does
     Image.fromarray(dict(outside_photos())["moon.png"]).save(moon)
     moon_label = classifier("cifar10").predict(moon)
@@ -226,7 +227,6 @@ def test_the_pages_answers_in_chromium_are_pythons(static_folder, browser):
     against Python's for the same pixels (tests/test_page_source.py holds the same under Node)."""
     import torch
 
-    from vit_demo.app.captions import read_image
     from vit_demo.app.service import classifier
     from vit_demo.interpret import heads
 
@@ -235,7 +235,7 @@ def test_the_pages_answers_in_chromium_are_pythons(static_folder, browser):
         clear_and_draw(page, SEVEN)
         wait_for_label(page, "7")
         numbers = page.evaluate("window.vdLive.digit.state.numbers")
-        image = read_image(numbers["image"], (28, 28))
+        image = np.frombuffer(base64.b64decode(numbers["image"]), np.uint8).reshape(28, 28).astype(np.float32) / 255
         ask = "(request) => window.vdLive.digit.ask[request.kind](request)"
         request = {"image": numbers["image"], "off": [[5, 0], [5, 2], [2, 1]], "mode": "mean"}
         off, means = [(5, 0), (5, 2), (2, 1)], heads.read_head_means(clf.info.folder, clf.model)
@@ -370,22 +370,27 @@ def test_talk_mode_fits_a_projector_and_answers_its_keys(static_folder, browser)
 
 def test_inside_the_model_in_the_page(static_folder, browser):
     """The Inside-the-model tab: the app's own pictures of both models, loaded once the tab opens; a click on the
-    position grid outlines that cell and shows that patch's map, as the app's tab does (vit_demo/app/inside_tab.py);
+    position grid outlines that cell and shows that patch's map (vit_demo/page/inside.py makes the pictures);
     after that, with the server gone, the other model's pictures are there too."""
     from PIL import Image
 
-    from vit_demo.app import inside_tab
+    from vit_demo.page import inside
+    from vit_demo.page.layout import INSIDE, INSIDE_MODELS
+    from vit_demo.pictures import render
+
+    def large_map(model: str, patch: int) -> Image.Image:
+        return render.position_similarity_large(inside.insides(model).similarity, patch, inside.LARGE)
 
     page_data = json.loads((static_folder / "index.html").read_text().split('id="vd-page">')[1].split("</script>")[0])
-    for model in inside_tab.MODELS.values():  # the files are the app's pictures
-        found, folder = inside_tab.insides(model), static_folder / static_space.INSIDE / model
+    for model in INSIDE_MODELS.values():
+        found, folder = inside.insides(model), static_folder / INSIDE / model
         for name in ("filters", "distance", "reliability", "importance"):
             shown = np.asarray(Image.open(folder / f"{name}.png").convert("RGB"))
             np.testing.assert_array_equal(shown, np.asarray(getattr(found, name).convert("RGB")))
         g = found.similarity.shape[0]
         every_map = np.asarray(Image.open(folder / "position.png").convert("RGB"))
         for patch in (0, g + 2, g * g - 1):  # each patch's map, in its place in the picture of them all
-            _, large, caption = inside_tab.position_views(model, patch)
+            large, caption = large_map(model, patch), inside.position_caption(patch, g)
             row, col = divmod(patch, g)
             tile = every_map[row * large.height : (row + 1) * large.height, col * large.width : (col + 1) * large.width]
             np.testing.assert_array_equal(tile, np.asarray(large.convert("RGB")))
@@ -407,7 +412,7 @@ def test_inside_the_model_in_the_page(static_folder, browser):
         assert caption.inner_text().startswith("Patch 24 ")
         left, top, right, bottom = page_data["inside"]["mnist"]["boxes"][9]
         grid.click(position={"x": (left + right) / 2 * frame["width"], "y": (top + bottom) / 2 * frame["height"]})
-        assert caption.inner_text() == inside_tab.position_caption(9, 7)
+        assert caption.inner_text() == inside.position_caption(9, 7)
         mark = block.locator(".vd-positions-mark").bounding_box()
         assert mark["x"] == pytest.approx(frame["x"] + left * frame["width"], abs=1)
         assert mark["y"] == pytest.approx(frame["y"] + top * frame["height"], abs=1)
@@ -415,7 +420,7 @@ def test_inside_the_model_in_the_page(static_folder, browser):
         large = block.locator(".vd-position-large")
         assert large.get_attribute("data-patch") == "9"
         shown = np.asarray(Image.open(io.BytesIO(large.screenshot())).convert("RGB")).astype(int)
-        expected = np.asarray(inside_tab.position_views("mnist", 9)[1].convert("RGB")).astype(int)
+        expected = np.asarray(large_map("mnist", 9).convert("RGB")).astype(int)
         assert abs(shown.shape[0] - expected.shape[0]) <= 1 and abs(shown.shape[1] - expected.shape[1]) <= 1
         shown = shown[: expected.shape[0], : expected.shape[1]]  # (the element may start between two pixels)
         assert np.abs(shown - expected).mean() < 2  # patch 9's map, at its size

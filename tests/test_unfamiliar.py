@@ -16,6 +16,7 @@ from vit_demo.data import outliers, sketches
 from vit_demo.data.datasets import load_split
 from vit_demo.interpret import calibration, unfamiliar
 from vit_demo.training.calibrate import data_for
+from vit_demo import unfamiliar_rule
 from vit_demo.weights import WEIGHTS_ROOT, read_calibration
 
 DIGIT_GOALS = {"pen digits flagged": 0.02, "non-digits flagged": 0.80, "accuracy": 0.995}
@@ -143,7 +144,7 @@ def test_mahalanobis_distance_by_hand_and_its_whitening_from_samples():
     means = torch.tensor([[0.0, 0.0], [10.0, 0.0]])
     whitening = torch.diag(torch.tensor([0.5, 1.0]))
     points = torch.tensor([[2.0, 0.0], [0.0, 1.0], [9.0, 2.0]])
-    assert calibration.nearest_class_distance(points, means, whitening).tolist() == [1.0, 1.0, 4.25]
+    assert unfamiliar_rule.nearest_class_distance(points, means, whitening).tolist() == [1.0, 1.0, 4.25]
     # Fitted from samples of those classes, in 3-D with a third direction of no variance (as LayerNorm leaves one).
     generator = torch.Generator().manual_seed(0)
     labels = torch.arange(20_000) % 2
@@ -151,14 +152,14 @@ def test_mahalanobis_distance_by_hand_and_its_whitening_from_samples():
     samples = torch.cat([samples, torch.full((20_000, 1), 3.0)], dim=1)
     fitted_means, fitted = unfamiliar.whitening(samples, labels, 2)
     assert fitted_means.dtype == fitted.dtype == np.float16
-    distance = calibration.nearest_class_distance(torch.tensor([[2.0, 0.0, 3.0], [0.0, 1.0, 3.0]]),
+    distance = unfamiliar_rule.nearest_class_distance(torch.tensor([[2.0, 0.0, 3.0], [0.0, 1.0, 3.0]]),
                                                   torch.from_numpy(fitted_means), torch.from_numpy(fitted))
     assert distance.tolist() == pytest.approx([1.0, 1.0], rel=0.05)
 
 
 def test_the_rule_keeps_its_numbers_through_config_json():
     rule = load_model("mnist", device="cpu").info.unfamiliar
-    again = calibration.UnfamiliarRule.from_dict(json.loads(json.dumps(rule.to_dict())))
+    again = unfamiliar_rule.UnfamiliarRule.from_dict(json.loads(json.dumps(rule.to_dict())))
     assert np.array_equal(again.means, rule.means) and np.array_equal(again.whitenings, rule.whitenings)
     features, logits = torch.randn(5, 6, 64), torch.randn(5, 10)
     assert torch.equal(again.scores(logits, 0.5, features), rule.scores(logits, 0.5, features))
@@ -166,7 +167,7 @@ def test_the_rule_keeps_its_numbers_through_config_json():
         rule.flags(logits, 0.5)
     broken = {**rule.to_dict(), "spread": rule.to_dict()["spread"][:-1]}
     with pytest.raises(ValueError, match="do not match"):
-        calibration.UnfamiliarRule.from_dict(broken)
+        unfamiliar_rule.UnfamiliarRule.from_dict(broken)
 
 
 def test_the_probe_learns_to_tell_outliers_apart_and_keeps_its_numbers_through_config_json():
@@ -189,13 +190,13 @@ def test_the_probe_learns_to_tell_outliers_apart_and_keeps_its_numbers_through_c
     threshold = calibration.flag_threshold(rule.scores(logits, 1.0, new_keep), 0.05)
     rule = dataclasses.replace(rule, threshold=threshold)
     assert rule.flags(logits, 1.0, new_flag).double().mean() > 0.9
-    again = calibration.UnfamiliarRule.from_dict(json.loads(json.dumps(rule.to_dict())))
+    again = unfamiliar_rule.UnfamiliarRule.from_dict(json.loads(json.dumps(rule.to_dict())))
     assert np.array_equal(again.weights, rule.weights) and again.layers == (0, 1)
     assert torch.equal(again.scores(logits, 1.0, new_flag), rule.scores(logits, 1.0, new_flag))
     with pytest.raises(ValueError, match="needs the \\[CLS\\] features"):
         rule.flags(logits, 1.0)
     with pytest.raises(ValueError, match="do not match"):
-        calibration.UnfamiliarRule.from_dict({**rule.to_dict(), "layers": [0]})
+        unfamiliar_rule.UnfamiliarRule.from_dict({**rule.to_dict(), "layers": [0]})
 
 
 def test_outliers_are_made_the_same_way_each_time_half_of_each_kind_grey():

@@ -11,9 +11,9 @@ import torch
 
 from vit_demo.data.preprocess import ImageInput, preprocess_drawing, preprocess_photo
 from vit_demo.device import resolve_device
-from vit_demo.interpret.calibration import FEATURE_SCORES, probabilities
 from vit_demo.interpret.explain import PREDICTED, relevance_forward
 from vit_demo.model import VisionTransformer
+from vit_demo.unfamiliar_rule import FEATURE_SCORES, probabilities
 from vit_demo.weights import WeightsError, WeightsInfo, load_weights, shown_path
 
 
@@ -25,7 +25,7 @@ class Prediction:
     input: np.ndarray  # what the model saw, in [0, 1]: (28, 28) for digits, (32, 32, 3) for photos
     relevance: np.ndarray | None = None  # (g, g) class-specific relevance for relevance_label, when asked for
     relevance_label: str | None = None
-    unfamiliar: bool = False  # the image looks unlike anything the model knows (the weights' rule; see calibration.py)
+    unfamiliar: bool = False  # the image looks unlike anything the model knows (the weights' rule: unfamiliar_rule.py)
 
     @property
     def confidence(self) -> float:
@@ -70,6 +70,11 @@ class Classifier:
         each, in one forward and backward pass: (B, g, g)."""
         return np.stack([p.relevance for p in self.predict_preprocessed(inputs, relevance_for=labels)])
 
+    def cls_features(self, stream: torch.Tensor) -> torch.Tensor:
+        """What the unfamiliar rule measures: [CLS] after each block through the final norm, from the residual stream
+        after each block (B, L, T, D): (B, L, D)."""
+        return self.model.norm(stream[:, :, 0])
+
     def batch(self, inputs: Sequence[np.ndarray]) -> torch.Tensor:
         """Preprocessed images -> one (B, C, H, W) float tensor on the model's device."""
         return torch.from_numpy(np.stack([to_chw(x) for x in inputs])).to(self.device)
@@ -96,16 +101,13 @@ class Classifier:
             logits, attn, relevance = relevance_forward(self.model, batch, classes)  # (B, cls), (B, L, H, T, T), (B, g, g)
             if needs_features:
                 with torch.inference_mode():
-                    features = self.model.forward_features(batch)[2]
+                    features = self.cls_features(self.model.forward_activations(batch, stream=True).stream)
         else:
             with torch.inference_mode():
-                if needs_features:
-                    logits, attn, features = self.model.forward_features(batch, need_weights=attention)
-                    attn = torch.stack(attn, dim=1) if attention else None  # (B, L, H, T, T)
-                elif attention:
-                    logits, attn = self.model(batch, return_attention=True)  # (B, classes), (B, L, H, T, T)
-                else:
-                    logits, attn = self.model(batch), None
+                found = self.model.forward_activations(batch, attention=attention, stream=needs_features)
+                logits = found.logits  # (B, classes)
+                attn = found.attention if attention else None  # (B, L, H, T, T)
+                features = self.cls_features(found.stream) if needs_features else None
         attn = None if attn is None else attn.float().cpu().numpy()
         probs = probabilities(logits, self.temperature).cpu().numpy()  # (B, classes)
         unfamiliar = ([False] * len(probs) if rule is None else

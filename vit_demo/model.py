@@ -66,9 +66,27 @@ class ViTConfig:
         return cls(**values)
 
 
-# Heads switched off in one layer: (off, values), off bool (B or 1, H), values (B or 1, H, T, head_dim); or across
-# the layers, off (B or 1, L, H) and values (B or 1, L, H, T, head_dim).
-HeadReplacement = tuple[torch.Tensor, torch.Tensor]
+@dataclasses.dataclass(frozen=True)
+class Edits:
+    """Changes to one forward pass (``VisionTransformer.forward_activations``); None: nothing changed there.
+
+    ``gates`` multiply each head's output (its attention-weighted values, before the output projection): head
+    importance. Where ``head_mask`` is set, that head outputs ``head_values`` at every token: knockout, patching. Where
+    ``resid_mask`` is set, the residual stream after that block, at that token, is ``resid_values``: patching. Every
+    tensor has a leading B, or 1 for every image of the batch; across the model a layer axis follows it, and
+    ``layer(l)`` gives one block's edits, without it.
+    """
+
+    gates: torch.Tensor | None = None  # (B, L, H) float; one block's (B, H)
+    head_mask: torch.Tensor | None = None  # (B, L, H) bool; one block's (B, H)
+    head_values: torch.Tensor | None = None  # (B, L, H, T, Dh); one block's (B, H, T, Dh)
+    resid_mask: torch.Tensor | None = None  # (B, L, T) bool; one block's (B, T)
+    resid_values: torch.Tensor | None = None  # (B, L, T, D); one block's (B, T, D)
+
+    def layer(self, index: int) -> Edits:
+        """Block ``index``'s edits (0-based): the layer axis taken out."""
+        found = (getattr(self, field.name) for field in dataclasses.fields(self))
+        return Edits(*(None if t is None else t[:, index] for t in found))
 
 
 class Attention(nn.Module):
@@ -84,16 +102,12 @@ class Attention(nn.Module):
         self.proj = nn.Linear(dim, dim)
         self.proj_drop = nn.Dropout(dropout)
 
-    def forward(self, x: torch.Tensor, need_weights: bool = False,
-                replace: HeadReplacement | None = None) -> tuple[torch.Tensor, torch.Tensor | None]:
-        """x (B, T, C) -> (B, T, C), and with ``need_weights`` the attention weights (B, H, T, T) from the explicit
-        path (else None, from the fused one).
-
-        ``replace``: (off, values), off bool (B or 1, H), values (B or 1, H, T, hd): where off is set, that head's
-        output (its attention-weighted values, before the output projection) is replaced by values at every token.
-        An explicit hook point that exporters trace (they drop forward hooks): vit_demo/onnx/export.py switches
-        heads off through it, as heads/hooks.py's hook on ``proj`` does in PyTorch. None: nothing replaced.
-        """
+    def forward(self, x: torch.Tensor, *, need_weights: bool = False, edit: Edits | None = None
+                ) -> tuple[torch.Tensor, torch.Tensor | None, torch.Tensor]:
+        """x (B, T, C) -> (B, T, C); with ``need_weights`` the attention weights (B, H, T, T) from the explicit path
+        (else None, from the fused one); and each head's output (B, H, T, hd), as used: after ``edit`` (one block's
+        ``Edits``: its gates, then its head replacements). Edits act here, in the forward pass itself, so that
+        exporters trace them (vit_demo/onnx/export.py switches heads off through them)."""
         B, T, C = x.shape
         qkv = self.qkv(x).reshape(B, T, 3, self.heads, self.head_dim).permute(2, 0, 3, 1, 4)  # (3, B, H, T, hd)
         q, k, v = qkv.unbind(0)  # each (B, H, T, hd)
@@ -105,11 +119,12 @@ class Attention(nn.Module):
         else:
             attn = None
             out = F.scaled_dot_product_attention(q, k, v, dropout_p=dropout_p)  # (B, H, T, hd)
-        if replace is not None:
-            off, values = replace
-            out = torch.where(off[:, :, None, None], values, out)  # (B, H, T, hd)
-        out = out.transpose(1, 2).reshape(B, T, C)  # (B, T, C)
-        return self.proj_drop(self.proj(out)), attn
+        if edit is not None and edit.gates is not None:
+            out = out * edit.gates[:, :, None, None]  # (B, H, T, hd)
+        if edit is not None and edit.head_mask is not None:
+            out = torch.where(edit.head_mask[:, :, None, None], edit.head_values, out)  # (B, H, T, hd)
+        merged = out.transpose(1, 2).reshape(B, T, C)  # (B, T, C)
+        return self.proj_drop(self.proj(merged)), attn, out
 
 
 class MLP(nn.Module):
@@ -154,12 +169,34 @@ class Block(nn.Module):
         self.mlp = MLP(config.dim, config.mlp_dim, config.dropout)
         self.drop_path = DropPath(drop_path)
 
-    def forward(self, x: torch.Tensor, need_weights: bool = False,
-                replace: HeadReplacement | None = None) -> tuple[torch.Tensor, torch.Tensor | None]:
-        attn_out, attn = self.attn(self.norm1(x), need_weights, replace)
+    def forward(self, x: torch.Tensor, *, need_weights: bool = False, edit: Edits | None = None
+                ) -> tuple[torch.Tensor, torch.Tensor | None, torch.Tensor]:
+        """x (B, T, D) -> the residual stream after the block (B, T, D), as ``edit`` (one block's ``Edits``) leaves it;
+        the attention weights (B, H, T, T) with ``need_weights``, else None; each head's output (B, H, T, hd)."""
+        attn_out, attn, heads = self.attn(self.norm1(x), need_weights=need_weights, edit=edit)
         x = x + self.drop_path(attn_out)
         x = x + self.drop_path(self.mlp(self.norm2(x)))
-        return x, attn
+        if edit is not None and edit.resid_mask is not None:
+            x = torch.where(edit.resid_mask[:, :, None], edit.resid_values, x)  # (B, T, D)
+        return x, attn, heads
+
+
+@dataclasses.dataclass(frozen=True)
+class Activations:
+    """What ``VisionTransformer.forward_activations`` found inside one forward pass, as its edits left it."""
+
+    logits: torch.Tensor  # (B, num_classes)
+    # Each layer's attention weights, L x (B, H, T, T), in the autograd graph (gradients with respect to them can be
+    # taken: class-specific relevance); empty without ``attention``.
+    attentions: tuple[torch.Tensor, ...] = ()
+    heads: torch.Tensor | None = None  # (B, L, H, T, Dh): each head's output (before the output projection)
+    stream: torch.Tensor | None = None  # (B, L, T, D): the residual stream after each block
+    embedded: torch.Tensor | None = None  # (B, T, D): the residual stream entering the first block
+
+    @property
+    def attention(self) -> torch.Tensor:
+        """Every layer's and head's attention weights, (B, L, H, T, T)."""
+        return torch.stack(self.attentions, dim=1)
 
 
 class VisionTransformer(nn.Module):
@@ -187,61 +224,48 @@ class VisionTransformer(nn.Module):
         nn.init.trunc_normal_(self.pos_embed, std=0.02)
         nn.init.trunc_normal_(self.cls_token, std=0.02)
 
-    def forward(
-        self, images: torch.Tensor, return_attention: bool = False
-    ) -> torch.Tensor | tuple[torch.Tensor, torch.Tensor]:
-        """Classify a batch of images with pixel values in [0, 1].
+    def forward(self, images: torch.Tensor) -> torch.Tensor:
+        """Classify a batch of images: (B, C, H, W) with values in [0, 1] -> logits (B, num_classes)."""
+        return self.forward_head(self.forward_features(images))
 
-        Args:
-            images: (B, C, H, W), values in [0, 1].
-            return_attention: also return every layer's and head's attention weights.
+    def forward_features(self, images: torch.Tensor) -> torch.Tensor:
+        """The tokens after the last block and the final norm: images (B, C, H, W) in [0, 1] -> (B, T, D), [CLS]
+        then the patches in row-major order (as timm's ``forward_features``)."""
+        x = self.embed(images)  # (B, T, D)
+        for block in self.blocks:
+            x = block(x)[0]  # (B, T, D)
+        return self.norm(x)
 
-        Returns:
-            logits (B, num_classes), and with ``return_attention`` the attention weights
-            (B, layers, heads, tokens, tokens), where token 0 is [CLS] and token 1 + i is patch i
-            in row-major order.
+    def forward_head(self, tokens: torch.Tensor, pre_logits: bool = False) -> torch.Tensor:
+        """The answer read from ``forward_features``' tokens (B, T, D): [CLS]'s logits (B, num_classes), or with
+        ``pre_logits`` [CLS] itself (B, D), what the head reads (as timm's ``forward_head``)."""
+        cls = tokens[:, 0]  # (B, D)
+        return cls if pre_logits else self.head(cls)
+
+    def forward_activations(self, images: torch.Tensor, *, attention: bool = False, stream: bool = False,
+                            edits: Edits | None = None) -> Activations:
+        """One forward pass of images (B, C, H, W) in [0, 1], with what the views read inside it: with ``attention``
+        every layer's attention weights (from the explicit path; else the fused one runs); with ``stream`` each
+        head's output, the residual stream after each block and the one entering the first. ``edits`` (across the
+        layers) change heads and the residual stream on the way; everything returned is as they leave it.
+
+        What the logit lens reads is ``self.head(self.norm(stream))``: [CLS] at token 0; ``self.norm(stream[:, :,
+        0])`` (B, L, D) are the [CLS] features the unfamiliar-image rule measures (vit_demo/interpret/unfamiliar.py).
         """
-        if return_attention:
-            logits, attentions = self.forward_attention(images)
-            return logits, torch.stack(attentions, dim=1)  # (B, L, H, T, T)
-        return self._encode(images, need_weights=False)[0]
-
-    def forward_attention(self, images: torch.Tensor) -> tuple[torch.Tensor, list[torch.Tensor]]:
-        """Logits (B, num_classes) and each layer's attention weights, a list of L tensors (B, H, T, T) that are
-        still in the autograd graph: gradients with respect to them can be taken (class-specific relevance)."""
-        logits, attentions, _ = self._encode(images, need_weights=True)
-        return logits, attentions
-
-    def forward_edited(self, images: torch.Tensor, off: torch.Tensor,
-                       values: torch.Tensor) -> tuple[torch.Tensor, list[torch.Tensor], list[torch.Tensor]]:
-        """The explicit path with heads switched off: where ``off`` (B or 1, L, H) bool is set, head h of layer l
-        outputs ``values`` (B or 1, L, H, T, Dh) at every token (see ``Attention.forward``'s ``replace``).
-
-        Returns logits (B, num_classes), each layer's attention weights (L x (B, H, T, T)) and the residual stream
-        after each block (L x (B, T, D)), as the replacements leave them.
-        """
-        return self._encode(images, need_weights=True, replace=(off, values), keep_stream=True)
-
-    def forward_features(self, images: torch.Tensor, need_weights: bool = False, patches: bool = False
-                         ) -> tuple[torch.Tensor, list[torch.Tensor | None], torch.Tensor]:
-        """Logits (B, num_classes), each layer's attention weights (L x (B, H, T, T); L x None without
-        ``need_weights``) and the [CLS] token after each block through the final norm, (B, L, D): what the logit lens
-        reads at [CLS], and what the unfamiliar-image rule measures (vit_demo/interpret/unfamiliar.py). With
-        ``patches``, the features go on with the mean of the patch tokens after each block through the final norm
-        (Lee et al.'s feature maps mean-pooled over space): (B, 2L, D), [CLS] rows first."""
-        logits, attentions, stream = self._encode(images, need_weights, keep_stream=True)
-        features = self.norm(torch.stack([x[:, 0] for x in stream], dim=1))  # (B, L, D)
-        if patches:
-            means = self.norm(torch.stack([x[:, 1:] for x in stream], dim=1)).mean(dim=2)  # (B, L, N, D) -> (B, L, D)
-            features = torch.cat([features, means], dim=1)  # (B, 2L, D)
-        return logits, attentions, features
-
-    def forward_head(self, x: torch.Tensor, all_tokens: bool = False) -> torch.Tensor:
-        """The final norm and the head on token features (..., T, D): the residual stream after the last block, or
-        after any block for the logit lens. Logits of [CLS] (..., num_classes), as the model reads its answer; with
-        ``all_tokens``, of every token (..., T, num_classes)."""
-        normed = self.norm(x)  # (..., T, D)
-        return self.head(normed if all_tokens else normed[..., 0, :])  # (..., T, classes) or (..., classes)
+        x = self.embed(images)  # (B, T, D)
+        embedded = x
+        attentions, heads, resid = [], [], []
+        for layer, block in enumerate(self.blocks):
+            x, attn, out = block(x, need_weights=attention, edit=None if edits is None else edits.layer(layer))
+            if attention:
+                attentions.append(attn)  # (B, H, T, T)
+            if stream:
+                heads.append(out)  # (B, H, T, Dh)
+                resid.append(x)  # (B, T, D)
+        logits = self.forward_head(self.norm(x))  # (B, num_classes)
+        if not stream:
+            return Activations(logits, tuple(attentions))
+        return Activations(logits, tuple(attentions), torch.stack(heads, 1), torch.stack(resid, 1), embedded)
 
     def embed(self, images: torch.Tensor) -> torch.Tensor:
         """The tokens the first block reads: images (B, C, H, W) in [0, 1] -> (B, T, D), [CLS] then the patches in
@@ -252,15 +276,3 @@ class VisionTransformer(nn.Module):
         cls = self.cls_token.expand(x.shape[0], -1, -1)  # (B, 1, D)
         x = torch.cat([cls, x], dim=1) + self.pos_embed  # (B, T, D), T = N + 1
         return self.pos_drop(x)
-
-    def _encode(self, images: torch.Tensor, need_weights: bool, replace: HeadReplacement | None = None,
-                keep_stream: bool = False) -> tuple[torch.Tensor, list[torch.Tensor], list[torch.Tensor]]:
-        x = self.embed(images)  # (B, T, D)
-        attentions, stream = [], []
-        for layer, block in enumerate(self.blocks):
-            x, attn = block(x, need_weights, None if replace is None else (replace[0][:, layer], replace[1][:, layer]))
-            attentions.append(attn)
-            if keep_stream:
-                stream.append(x)
-        # (B, num_classes), L x (B, H, T, T) or L x None, L x (B, T, D) or []
-        return self.forward_head(x), attentions, stream

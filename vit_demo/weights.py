@@ -20,8 +20,8 @@ from safetensors.torch import save as save_safetensors
 
 from vit_demo.atomic import atomic_write, atomic_write_text
 from vit_demo.data.datasets import DATASETS, DatasetSpec, dataset_spec
-from vit_demo.interpret.calibration import UnfamiliarRule
 from vit_demo.model import ViTConfig, VisionTransformer
+from vit_demo.unfamiliar_rule import UnfamiliarRule
 
 WEIGHTS_ROOT = Path(__file__).resolve().parent.parent / "weights"
 CONFIG_FILE = "config.json"
@@ -53,7 +53,7 @@ class WeightsInfo:
     folder: Path
     dataset: DatasetSpec
     config: ViTConfig
-    temperature: float = 1.0  # logits are divided by it before the softmax (calibration.py); 1: not calibrated
+    temperature: float = 1.0  # logits are divided by it before the softmax (interpret/calibration.py); 1: not calibrated
     unfamiliar: UnfamiliarRule | None = None  # when an image looks unlike anything the model knows; None: no rule
     pretrained: dict | None = None  # a pretrained encoder's record (train.py --pretrain): its head is untrained
 

@@ -20,7 +20,7 @@ from collections.abc import Callable
 import numpy as np
 import torch
 
-from vit_demo.app.service import ablation_means, classifier, training_run, weights_folder
+from vit_demo.app.service import ablation_means, classifier, model_problem, training_run, weights_folder
 from vit_demo.app.serving import SERVER_FUNCTION_SLOTS
 from vit_demo.app.zerogpu import model_work
 from vit_demo.onnx.export import INPUTS, OUTPUTS, RELEVANCE_INPUTS, RELEVANCE_OUTPUTS, PageGraph, expected_metadata
@@ -32,6 +32,7 @@ from vit_demo.weights import GRAPH_FILE, PATCHING_GRAPH_FILES, RELEVANCE_GRAPH_F
 MAX_BATCH = 512  # images in one call at most (the page's faithfulness scoring sends its masked images in batches)
 PATCHING = threading.BoundedSemaphore(1)  # one patching grid at a time: a photo's residual grid takes seconds
 PATCHING_WAIT_S = 15  # how long a patching call waits for the one before it, before it is told to retry
+MODELS = ("mnist", "cifar10")
 
 
 class Graph:
@@ -102,12 +103,18 @@ def run_graph(model: str, name: str, inputs: dict[str, torch.Tensor]) -> tuple[t
     return tuple(output.detach().cpu() for output in outputs)
 
 
-def forward(model: str, request: object) -> dict:
-    """``{"graph": a file name, "inputs": {name: tensor}, "outputs": [names] (optional: all)}`` -> ``{"outputs":
-    {name: tensor}}``, or ``{"error": why}`` for a request that can't be answered."""
+def forward(request: object) -> dict:
+    """The page's server function (``server.forward(request)``): ``{"model": "mnist" or "cifar10", "graph": a file
+    name, "inputs": {name: tensor}, "outputs": [names] (optional: all)}`` -> ``{"outputs": {name: tensor}}``, or
+    ``{"error": why}`` for a request that can't be answered."""
     try:
         if not isinstance(request, dict):
             raise ValueError("a request is a JSON object")
+        model = request.get("model")
+        if model not in MODELS:
+            raise ValueError(f"there is no model {model!r}: one of {', '.join(MODELS)}")
+        if model_problem(model):
+            raise ValueError(model_problem(model))
         name = request.get("graph")
         graph = graphs(model).get(name) if isinstance(name, str) else None
         if graph is None:
@@ -132,11 +139,3 @@ def forward(model: str, request: object) -> dict:
     except (ValueError, TypeError, WeightsError) as exc:
         return {"error": str(exc)}
 
-
-def forward_function(model: str) -> Callable[[dict], dict]:
-    """``forward`` of ``model`` as a page's server function (``server.forward(request)``)."""
-    def forward_pass(request: dict) -> dict:
-        return forward(model, request)
-
-    forward_pass.__name__ = "forward"
-    return forward_pass

@@ -1,6 +1,6 @@
-"""The models behind the app: each classifier loaded once per process, and one image's analysis.
-
-No Gradio here: these are the functions every view, the API and the benchmarks call.
+"""The models behind the app: each classifier loaded once per process, what its weights folder holds (calibration,
+snapshots, the heads' means), and the model work the API and the tests call (through ZeroGPU where it runs there).
+No Gradio here.
 """
 
 from __future__ import annotations
@@ -8,7 +8,6 @@ from __future__ import annotations
 import dataclasses
 import functools
 import os
-import time
 from pathlib import Path
 from typing import Any
 
@@ -17,8 +16,8 @@ import torch
 
 from vit_demo.app.zerogpu import app_device, model_work
 from vit_demo.classifier import Classifier, Prediction, load_model
-from vit_demo.data.preprocess import InputError
-from vit_demo.interpret import explain, heads
+from vit_demo.interpret import heads
+from vit_demo.interpret.faithfulness import RANDOM_RANKINGS, Curves, faithfulness
 from vit_demo.model import ViTConfig
 from vit_demo.training.recipes import RECIPES
 from vit_demo.weights import WEIGHTS_ROOT, Snapshot, WeightsError, load_snapshots, read_calibration, read_metrics
@@ -47,13 +46,6 @@ def calibration_report(name: str) -> dict | None:
 def model_config(name: str) -> ViTConfig:
     """The model's architecture; until its weights exist, the one train.py will give them."""
     return RECIPES[name].vit if model_problem(name) else classifier(name).info.config
-
-
-def input_shape(name: str) -> tuple[int, ...]:
-    """What the model reads: (H, W) for one channel, (H, W, C) for more."""
-    config = model_config(name)
-    side = (config.image_size, config.image_size)
-    return side if config.in_channels == 1 else (*side, config.in_channels)
 
 
 def model_problem(name: str) -> str | None:
@@ -106,81 +98,6 @@ def training_run(name: str) -> TrainingRun:
     return TrainingRun(snapshots, epochs, accuracy, None)
 
 
-@dataclasses.dataclass(frozen=True, eq=False)
-class Analysis:
-    """One image through the model: what it saw, what it said, its attention and its class-specific relevance.
-
-    Compared and hashed by identity (``eq=False``): each analysis is a new state, and Gradio hashes the state to
-    see whether it changed (its ``change`` event draws the views).
-    """
-
-    model: str  # mnist or cifar10
-    input: np.ndarray  # (28, 28) or (32, 32, 3), in [0, 1]
-    attention: np.ndarray  # (layers, heads, tokens, tokens)
-    probs: dict[str, float]
-    relevance: np.ndarray | None  # (g, g), for relevance_label; None where it was not asked for
-    relevance_label: str | None
-    model_ms: float
-    device: str
-    unfamiliar: bool = False  # looks unlike anything the model knows (the weights' rule)
-
-    @property
-    def label(self) -> str:
-        return max(self.probs, key=self.probs.get)
-
-    @property
-    def grid(self) -> int:
-        return explain.grid_size(self.attention)
-
-    @functools.cached_property
-    def rollout(self) -> np.ndarray:  # (g, g)
-        return explain.attention_rollout(self.attention)
-
-
-def analyse_batch(model: str, images: list[Any], explain_labels: list[str | None] | None = None
-                  ) -> list[Analysis | InputError]:
-    """Preprocess ``images`` for ``model`` and analyse them together (``analyse_inputs``), with the relevance of
-    ``explain_labels[i]`` (None or omitted: the predicted class).
-
-    An image that can't be read (or is blank) gets its ``InputError`` (``NothingDrawn``) in its place.
-    """
-    clf = classifier(model)
-    explain_labels = explain_labels or [None] * len(images)
-    inputs: dict[int, np.ndarray] = {}
-    results: list[Analysis | InputError | None] = [None] * len(images)
-    for i, image in enumerate(images):
-        try:
-            inputs[i] = clf.preprocess(image)
-        except InputError as exc:
-            results[i] = exc
-    if inputs:
-        analyses = analyse_inputs(model, list(inputs.values()), [explain_labels[i] for i in inputs])
-        for i, analysis in zip(inputs, analyses):
-            results[i] = analysis
-    return results
-
-
-@model_work
-def analyse_inputs(model: str, inputs: list[np.ndarray], explain_labels: list[str | None] | None) -> list[Analysis]:
-    """Already preprocessed images through ``model`` in one forward and one backward pass (for the relevance of
-    ``explain_labels[i]``, None: the predicted class), timing the model alone. ``explain_labels`` None: no relevance
-    (the forward pass alone).
-
-    Raises:
-        ValueError: a label that is not one of the model's classes.
-    """
-    clf = classifier(model)
-    if clf.device.type == "cuda":
-        torch.cuda.synchronize(clf.device)
-    started = time.perf_counter()
-    predictions = clf.predict_preprocessed(inputs, relevance_for=explain_labels)
-    model_ms = (time.perf_counter() - started) * 1000
-    return [Analysis(model=model, input=prediction.input, attention=prediction.attention, probs=prediction.probs,
-                     relevance=prediction.relevance, relevance_label=prediction.relevance_label, model_ms=model_ms,
-                     device=str(clf.device), unfamiliar=prediction.unfamiliar)
-            for prediction in predictions]
-
-
 @model_work
 def predict(model: str, inputs: list[np.ndarray], **options: Any) -> list[Prediction]:
     """``Classifier.predict_preprocessed`` of ``model``, as model work (on ZeroGPU's GPU, through ``@spaces.GPU``)."""
@@ -188,15 +105,9 @@ def predict(model: str, inputs: list[np.ndarray], **options: Any) -> list[Predic
 
 
 @model_work
-def relevance(model: str, inputs: list[np.ndarray], labels: list[str | None]) -> np.ndarray:
-    """``Classifier.relevance_preprocessed`` of ``model`` (B, g, g), as model work (on ZeroGPU's GPU, through
-    ``@spaces.GPU``)."""
-    return classifier(model).relevance_preprocessed(inputs, labels)
-
-
-def analyse(model: str, image: Any, explain_label: str | None = None) -> Analysis:
-    """Preprocess ``image`` for ``model`` and run it, timing the model alone."""
-    result = analyse_batch(model, [image], [explain_label])[0]
-    if isinstance(result, InputError):
-        raise result
-    return result
+def image_curves(model: str, image: np.ndarray) -> dict[str, Curves]:
+    """Each kind of map's deletion and insertion curves for one preprocessed image, random as the mean of several
+    rankings with their spread (some 240 forward passes)."""
+    clf = classifier(model)
+    return faithfulness(clf.model, clf.batch([image]), clf.info.dataset.name, temperature=clf.temperature,
+                        random_rankings=RANDOM_RANKINGS)

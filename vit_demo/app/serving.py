@@ -24,11 +24,9 @@ TORCH_THREADS = 1  # a 1 ms forward gains nothing from 2 threads, and they stall
 ONEDNN = False
 CACHE_SWEEP = (600, 600)  # every 10 min, delete the pictures and uploads Gradio cached more than 10 min ago
 SHARED_WORKERS = {"concurrency_id": "views", "concurrency_limit": WORKERS}  # for every event listener
-DIGIT_BATCH = 8  # /predict_digit serves up to this many waiting requests with one forward pass
 # The page's server functions (a pen stroke, a view's missing numbers) run outside Gradio's queue, on Gradio's
 # threads: at most WORKERS of them compute at once, the rest wait their turn.
 SERVER_FUNCTION_SLOTS = threading.BoundedSemaphore(WORKERS)
-PRIVATE = {"api_visibility": "private", "show_progress": "hidden", **SHARED_WORKERS}  # a view control's event
 
 GLIBC_M_MMAP_THRESHOLD = -3  # mallopt()'s parameter numbers, from glibc's malloc.h
 GLIBC_M_ARENA_MAX = -8
@@ -78,8 +76,8 @@ def tune_process() -> None:
     torch.backends.mkldnn.enabled = ONEDNN
 
 
-def serve(demo: gr.Blocks, css: str, js: str, queue_size: int = QUEUE_SIZE, **launch_args: Any) -> None:
-    """Queue and launch ``demo`` with its page's ``css`` and ``js`` (``launch_args`` go to ``Blocks.launch``)."""
+def serve(demo: gr.Blocks, css: str, queue_size: int = QUEUE_SIZE, **launch_args: Any) -> None:
+    """Queue and launch ``demo`` with its page's ``css`` (``launch_args`` go to ``Blocks.launch``)."""
     # A full queue answers at once: the page shows "This application is currently busy. Please try
     # again.", gradio_client raises QueueError("Queue is full! Please try again.").
     demo.queue(max_size=queue_size)
@@ -89,4 +87,4 @@ def serve(demo: gr.Blocks, css: str, js: str, queue_size: int = QUEUE_SIZE, **la
     # (docs/spaces.md); the header's share buttons and the API page's "Space" snippets go with it.
     demo.space_id = None
     # Uploads larger than our decoder accepts are refused while they stream in, before they reach the disk.
-    demo.launch(css=css, js=js, theme=gr.themes.Default(), max_file_size=MAX_FILE_BYTES, **launch_args)
+    demo.launch(css=css, theme=gr.themes.Default(), max_file_size=MAX_FILE_BYTES, **launch_args)

@@ -16,6 +16,7 @@ from vit_demo.data.datasets import SPLITS, DatasetNotFound
 from vit_demo.data.preprocess import InputError
 from vit_demo.deploy.space import write_space
 from vit_demo.interpret import heads
+from vit_demo.interpret.faithfulness import MAP_KINDS
 from vit_demo.interpret.inside import DISTANCE_IMAGES
 from vit_demo.pictures import slides
 from vit_demo.weights import HEAD_IMPORTANCE_FILE, HEAD_MEANS_FILE, WeightsError
@@ -79,7 +80,7 @@ def build_parser() -> argparse.ArgumentParser:
 
     faith = commands.add_parser(
         "faithfulness", parents=[model, data, split],
-        help="deletion and insertion AUC of each kind of map; one JSON line per kind",
+        help=f"deletion and insertion AUC of each kind of map ({', '.join(MAP_KINDS)}); a JSON line each",
         description="Rank patches by each kind of map, remove them (deletion) or add them to a blank image "
                     "(insertion) 10%% at a time, and average the area under the predicted class's probability "
                     "over N images spread evenly over a split: lower deletion and higher insertion AUC = more faithful.")

@@ -18,7 +18,7 @@ from vit_demo.classifier import Classifier, load_model
 from vit_demo.data.datasets import DatasetNotFound, load_split, spread
 from vit_demo.data.preprocess import InputError
 from vit_demo.device import resolve_device
-from vit_demo.interpret import explain, heads
+from vit_demo.interpret import heads
 from vit_demo.interpret.faithfulness import MAP_KINDS, faithfulness
 from vit_demo.interpret.inside import ATTENTION_DISTANCE_FILE, write_attention_distance
 from vit_demo.pictures import slides
@@ -192,29 +192,8 @@ def run_export(args: argparse.Namespace) -> dict:
     if args.out is not None and not Path(args.out).resolve().parent.is_dir():
         raise ValueError(f"--out {args.out}: its folder {Path(args.out).resolve().parent} does not exist")
     classifier = load_model(args.model, args.device)
-    layers, heads = classifier.model.config.depth, classifier.model.config.heads
-    layer = layers if args.layer is None else args.layer
-    if not 1 <= layer <= layers:
-        raise ValueError(f"--layer must be 1 to {layers}")
-    head = None  # the mean over heads
-    if args.head != "mean":
-        if not args.head.isdigit() or not 1 <= int(args.head) <= heads:
-            raise ValueError(f"--head must be 1 to {heads}, or mean")
-        head = int(args.head) - 1
-    image = classifier.preprocess(args.file)
-    prediction = classifier.predict_preprocessed([image], relevance_for=[args.label])[0]
-    patches = explain.grid_size(prediction.attention) ** 2
-    patch = (explain.first_query_patch(explain.attention_rollout(prediction.attention)) if args.patch is None
-             else args.patch)
-    if not 0 <= patch < patches:
-        raise ValueError(f"--patch must be 0 to {patches - 1}")
-    name = slides.slide_name(classifier.info.dataset.name, prediction.label, args.view, layer - 1, head,
-                             prediction.relevance_label, patch)
-    if args.view == slides.LAYERS_GIF:
-        data = slides.layers_gif(prediction.input, prediction.attention, head)
-    else:
-        data = slides.png_bytes(slides.view_slide(args.view, prediction.input, prediction.attention, layer - 1, head,
-                                                  prediction.relevance, patch, args.width))
+    name, data, prediction = slides.export_slide(classifier, classifier.preprocess(args.file), args.view, args.layer,
+                                                 args.head, args.label, args.patch, args.width)
     out = Path(args.out or name)
     atomic_write(out, lambda f: f.write(data))
     return {"file": args.file, "label": prediction.label, "view": args.view, "out": str(out), "bytes": len(data)}

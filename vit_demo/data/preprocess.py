@@ -37,7 +37,7 @@ DIGIT_CANVAS = 28  # ...centred by centre of mass in a 28x28 image
 STROKE_RANGE = (1.8, 2.9)
 WORK_SCALE = 4  # strokes are measured and adjusted at 4x MNIST's resolution
 
-# The drawing the app's canvas sends (app/canvas.py, app/assets/canvas.js), as data/sketches.py draws it too.
+# The drawing the app's canvas sends (app/canvas.py, page/assets/canvas.js), as data/sketches.py draws it too.
 CANVAS_SIZE = 112  # the side, in pixels, of the copy the browser sends (SMALL in canvas.js)
 DRAWING_PIXELS = 336  # the canvas' own resolution; CSS scales it to the page
 PENS = (("thin pen", 8), ("pen", 18), ("brush", 34))

@@ -1,10 +1,14 @@
 """Explanation maps over the patch grid: from attention weights (layers, heads, tokens, tokens), and
 class-specific relevance from attention and its gradients.
 
-Token 0 is [CLS]; token 1 + i is patch i in row-major order on a square grid.
+Token 0 is [CLS]; token 1 + i is patch i in row-major order on a square grid. ``MAPS`` holds every kind of map under
+one signature, ``fn(model, images, target) -> (B, g, g)`` (as Captum gives every attribution method one
+``attribute``): what faithfulness.py and the command line loop over.
 """
 
 from __future__ import annotations
+
+from collections.abc import Callable, Sequence
 
 import numpy as np
 import torch
@@ -74,7 +78,7 @@ def relevance_forward(model: nn.Module, images: torch.Tensor,
     layer; the map is R[CLS, patches]. As ``generate_relevance`` in the reference code
     (hila-chefer/Transformer-MM-Explainability, the ViT notebook). One forward and one backward pass for the
     whole batch: each image's class logit depends on that image alone, so their sum's gradient is each one's.
-    No hooks: the attention comes from ``forward_attention``, so two threads can share the model.
+    No hooks: the attention comes from ``forward_activations``, so two threads can share the model.
 
     Args:
         model: a ``VisionTransformer`` in eval mode.
@@ -88,7 +92,8 @@ def relevance_forward(model: nn.Module, images: torch.Tensor,
     with torch.enable_grad():
         # The graph starts at the images, so that a model whose weights need no gradient (a Classifier's) is not
         # made to track them.
-        logits, attentions = model.forward_attention(images.detach().requires_grad_(True))  # (B, cls), L x (B, H, T, T)
+        found = model.forward_activations(images.detach().requires_grad_(True), attention=True)
+        logits, attentions = found.logits, found.attentions  # (B, cls), L x (B, H, T, T)
         classes = classes.to(logits.device)
         classes = torch.where(classes == PREDICTED, logits.argmax(1), classes)  # (B,)
         chosen = logits.gather(1, classes.view(-1, 1)).sum()
@@ -96,10 +101,10 @@ def relevance_forward(model: nn.Module, images: torch.Tensor,
     B, _, T, _ = attentions[0].shape
     g = int(round((T - 1) ** 0.5))
     maps = accumulate_relevance(attentions, gradients)[:, 1:].reshape(B, g, g).float().cpu().numpy()
-    return logits.detach(), torch.stack(attentions, dim=1).detach(), maps
+    return logits.detach(), found.attention.detach(), maps
 
 
-def accumulate_relevance(attentions: list[torch.Tensor], gradients: list[torch.Tensor]) -> torch.Tensor:
+def accumulate_relevance(attentions: Sequence[torch.Tensor], gradients: Sequence[torch.Tensor]) -> torch.Tensor:
     """Chefer et al.'s rule (see ``relevance_forward``) from each layer's attention and the gradient of the class
     logit with respect to it, L x (B, H, T, T): R <- R + Abar_l R from R = I; [CLS]'s row of R, (B, T)."""
     B, _, T, _ = attentions[0].shape
@@ -113,3 +118,29 @@ def accumulate_relevance(attentions: list[torch.Tensor], gradients: list[torch.T
 def relevance_maps(model: nn.Module, images: torch.Tensor, classes: torch.Tensor) -> np.ndarray:
     """Class-specific relevance alone (see ``relevance_forward``): (B, g, g)."""
     return relevance_forward(model, images, classes)[2]
+
+
+@torch.no_grad()
+def attention_maps(model: nn.Module, images: torch.Tensor, classes: torch.Tensor) -> np.ndarray:
+    """Where [CLS] attends in the last layer, the mean over heads, for images (B, C, H, W) in [0, 1]: (B, g, g).
+    The same whatever the class (``classes`` is there for ``MAPS``' signature)."""
+    attention = model.forward_activations(images, attention=True).attentions[-1]  # (B, H, T, T)
+    return np.stack([token_attention_maps(a[None])[0].mean(0) for a in attention.float().cpu().numpy()])
+
+
+@torch.no_grad()
+def rollout_maps(model: nn.Module, images: torch.Tensor, classes: torch.Tensor) -> np.ndarray:
+    """Attention rollout (see ``attention_rollout``) for images (B, C, H, W) in [0, 1]: (B, g, g). The same whatever
+    the class (``classes`` is there for ``MAPS``' signature)."""
+    attention = model.forward_activations(images, attention=True).attention  # (B, L, H, T, T)
+    return np.stack([attention_rollout(a) for a in attention.float().cpu().numpy()])
+
+
+# Every kind of map, by name: fn(model, images (B, C, H, W) in [0, 1], classes (B,), PREDICTED allowed) -> (B, g, g).
+# attention: the last layer's [CLS] attention, mean over heads; rollout: attention rollout; relevance:
+# class-specific relevance.
+MAPS: dict[str, Callable[[nn.Module, torch.Tensor, torch.Tensor], np.ndarray]] = {
+    "attention": attention_maps,
+    "rollout": rollout_maps,
+    "relevance": relevance_maps,
+}

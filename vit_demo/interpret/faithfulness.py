@@ -26,7 +26,7 @@ from torch import nn
 from vit_demo.interpret import explain
 from vit_demo.interpret.calibration import probabilities
 
-MAP_KINDS = ("attention", "rollout", "relevance", "random")
+MAP_KINDS = (*explain.MAPS, "random")  # every kind of map, and the floor: random rankings
 STEPS = 10  # patches removed or added 10% at a time
 RANDOM_RANKINGS = 8  # random rankings per image in the app: their mean is the floor drawn, their spread the noise
 FLAT = 0.05  # curves that all stay within this band of probability are flat: no ranking moved the prediction
@@ -59,21 +59,10 @@ def area_under(curves: np.ndarray) -> np.ndarray:
 
 @torch.no_grad()
 def patch_maps(model: nn.Module, images: torch.Tensor) -> tuple[dict[str, np.ndarray], torch.Tensor]:
-    """Every kind of map but random for a batch, for the class the model predicts: ({kind: (B, g, g)}, predicted
-    (B,)).
-
-    attention: the last layer's [CLS] attention, mean over heads; rollout: attention rollout; relevance:
-    class-specific relevance.
-    """
-    predicted = torch.full((len(images),), explain.PREDICTED)
-    logits, attention, relevance = explain.relevance_forward(model, images, predicted)  # (B, cls), (B, L, H, T, T)
-    attention = attention.float().cpu().numpy()
-    maps = {
-        "attention": np.stack([explain.token_attention_maps(a)[-1].mean(0) for a in attention]),
-        "rollout": np.stack([explain.attention_rollout(a) for a in attention]),
-        "relevance": relevance,
-    }
-    return maps, logits.argmax(1)
+    """Every kind of map in ``explain.MAPS`` for a batch, for the class the model predicts: ({kind: (B, g, g)},
+    predicted (B,))."""
+    predicted = model(images).argmax(1)  # (B,)
+    return {kind: explain_map(model, images, predicted) for kind, explain_map in explain.MAPS.items()}, predicted
 
 
 @torch.no_grad()
@@ -127,7 +116,8 @@ def faithfulness(model: nn.Module, images: torch.Tensor, dataset: str, seed: int
     found = {kind: curves(model, images, kind_maps, predicted, blank, temperature=temperature)
              for kind, kind_maps in maps.items()}
     rng = np.random.default_rng(seed)
-    randoms = [curves(model, images, rng.random(maps["rollout"].shape), predicted, blank, temperature=temperature)
+    shape = next(iter(maps.values())).shape  # (B, g, g)
+    randoms = [curves(model, images, rng.random(shape), predicted, blank, temperature=temperature)
                for _ in range(random_rankings)]
     spread = random_rankings > 1
     found["random"] = Curves(

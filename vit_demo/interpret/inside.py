@@ -71,7 +71,8 @@ def mean_attention_distance(model: nn.Module, images: torch.Tensor, batch_size: 
     device = next(model.parameters()).device
     total = torch.zeros(model.config.depth, model.config.heads, dtype=torch.float64)
     for start in range(0, len(images), batch_size):
-        _, attention = model(images[start : start + batch_size].to(device), return_attention=True)  # (B, L, H, T, T)
+        x = images[start : start + batch_size].to(device)  # (B, C, H, W)
+        attention = model.forward_activations(x, attention=True).attention  # (B, L, H, T, T)
         to_patches = attention[..., 1:, 1:].float().cpu()  # (B, L, H, N, N): patch queries, patch keys
         to_patches = to_patches / to_patches.sum(-1, keepdim=True).clamp_min(1e-12)
         total += (to_patches * distances).sum(-1).mean(-1).sum(0).double()  # (L, H)

@@ -44,7 +44,7 @@ from vit_demo.data import outliers, preprocess
 from vit_demo.data.datasets import load_split
 from vit_demo.data.sketches import canvas_digits, drawing_set
 from vit_demo.interpret import calibration
-from vit_demo.interpret.calibration import UnfamiliarRule
+from vit_demo.unfamiliar_rule import FEATURE_SCORES, UnfamiliarRule, unfamiliarity_score
 
 FLAGGED_SHARE = {"mnist": 0.015, "cifar10": 0.04}  # goals: at most 2% of pen digits, 5% of CIFAR-10 test photos
 TRAIN_IMAGES = 10_000  # training images the class means and covariances are fitted on
@@ -88,7 +88,8 @@ CANDIDATES = (Candidate("max_probability", "max_probability"), Candidate("energy
 @dataclasses.dataclass(frozen=True)
 class Outputs:
     """What the model makes of a set of images: logits (N, K) and features after every layer, (N, 2L, D): [CLS]
-    after each of the L layers, then the mean patch token (``VisionTransformer.forward_features(patches=True)``)."""
+    after each of the L layers, then the mean patch token, each through the final norm (Lee et al.'s feature maps
+    mean-pooled over space)."""
 
     logits: torch.Tensor
     features: torch.Tensor
@@ -106,8 +107,10 @@ def outputs(model: torch.nn.Module, images: torch.Tensor, batch_size: int = 500)
     for i in range(0, len(images), batch_size):
         batch = images[i : i + batch_size].to(device)
         batch = batch.float().div_(255) if batch.dtype == torch.uint8 else batch.float()
-        z, _, f = model.forward_features(batch, patches=True)  # (B, K), (B, 2L, D)
-        logits.append(z.float().cpu())
+        found = model.forward_activations(batch, stream=True)
+        normed = model.norm(found.stream)  # (B, L, T, D)
+        f = torch.cat([normed[:, :, 0], normed[:, :, 1:].mean(2)], dim=1)  # (B, 2L, D)
+        logits.append(found.logits.float().cpu())  # (B, K)
         features.append(f.float().cpu())
     return Outputs(torch.cat(logits), torch.cat(features))
 
@@ -138,9 +141,9 @@ def fit(candidate: Candidate, train: Outputs, labels: torch.Tensor, familiar: Ou
             query = torch.nn.functional.normalize(found.features[:, last], dim=-1)  # (M, D)
             return torch.cat([(q @ bank.T).topk(KNN, dim=1).values[:, -1] for q in query.split(1000)]).double()
         return knn, calibration.flag_threshold(knn(familiar), share)
-    if candidate.score not in calibration.FEATURE_SCORES:
-        threshold = calibration.flag_threshold(calibration.unfamiliarity_score(familiar.logits, candidate.score,
-                                                                               temperature), share)
+    if candidate.score not in FEATURE_SCORES:
+        threshold = calibration.flag_threshold(unfamiliarity_score(familiar.logits, candidate.score, temperature),
+                                               share)
         return UnfamiliarRule(candidate.score, threshold)
     depth = train.depth
     within = {"first": (0,), "last": (depth - 1,), "every": tuple(range(depth))}[candidate.layers]

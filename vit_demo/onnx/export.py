@@ -14,13 +14,13 @@ Outputs
     ``logits``     float32 (B, K): the model's logits divided by the weights' temperature (calibration.py), so
                    softmax(logits) is the probability the app shows.
     ``attention``  float32 (B, L, H, T, T): every layer's and head's attention weights as the knockout leaves
-                   them (``heads.run(..., attention=True)`` under ``heads.switched_off``); token 0 is [CLS], token
-                   1 + i patch i in reading order.
+                   them (``VisionTransformer.forward_activations(..., attention=True)`` under
+                   ``heads.switched_off``); token 0 is [CLS], token 1 + i patch i in reading order.
     ``lens``       float32 (B, L, T, K): the final norm and head applied to the residual stream after each block, at
                    every token, raw (not divided by the temperature). Token 0 is [CLS]'s logit lens
                    (``heads.logit_lens``); the softmax of tokens 1.. gives ``heads.lens_maps``.
-    ``features``   float32 (B, L, D): [CLS] after each block through the final norm (what the lens reads at [CLS],
-                   ``VisionTransformer.forward_features``), for the unfamiliar-image rule (interpret/unfamiliar.py).
+    ``features``   float32 (B, L, D): [CLS] after each block through the final norm (what the lens reads at [CLS]),
+                   for the unfamiliar-image rule (interpret/unfamiliar.py).
                    The model's graph and its snapshots' record their outputs in the metadata (``outputs``).
 
 The relevance graph (``RELEVANCE_GRAPH_FILE``, beside the model's) gives what the page cannot get from the first: the
@@ -36,8 +36,8 @@ and give.
 
 Knockout is that of ``heads.switched_off`` and ``heads.knockout``: a head's output, its attention-weighted values
 before the output projection, is replaced at every token. The graph goes through the model's own forward pass
-(``VisionTransformer.forward_edited``, the explicit attention path) with the replacement at the hook point
-``Attention.forward(replace=...)``: forward hooks, which heads/hooks.py uses, are not traced by exporters.
+(``VisionTransformer.forward_activations`` with ``Edits``, the explicit attention path), which applies the
+replacement inside ``Attention.forward``, as ``heads.switched_off`` has it do for every forward pass in PyTorch.
 
 Metadata (the model's ``metadata_props``, all strings): ``vit_demo.interface`` ("1"), ``exporter`` (this module's
 version, torch's, the exporter and opset), ``weights_file`` (relative to the weights folder) and ``weights_sha256``
@@ -71,7 +71,7 @@ from torch import nn
 from vit_demo.atomic import atomic_write
 from vit_demo.interpret import explain
 from vit_demo.interpret.heads import read_head_means
-from vit_demo.model import VisionTransformer
+from vit_demo.model import Edits, VisionTransformer
 from vit_demo.onnx.graph import INTERFACE, OPSET, finish
 from vit_demo.onnx.patching import patching_onnx
 from vit_demo.weights import (GRAPH_FILE, HEAD_MEANS_FILE, PATCHING_GRAPH_FILES, RELEVANCE_GRAPH_FILE, SNAPSHOTS_DIR,
@@ -100,20 +100,20 @@ class PageGraph(nn.Module):
         self.register_buffer("means", means.float().contiguous())  # (L, H, T, Dh)
         self.temperature = float(temperature)
 
-    def edited(self, image: torch.Tensor, heads_off: torch.Tensor, mean_ablation: torch.Tensor):
-        """The model's forward pass with the heads ``heads_off`` replaced by their means or zeros: logits (B, K),
-        L x (B, H, T, T) attention, L x (B, T, D) residual stream."""
+    def edits_for(self, heads_off: torch.Tensor, mean_ablation: torch.Tensor) -> Edits:
+        """The edits that replace the heads ``heads_off`` by their means or zeros."""
         off = (heads_off != 0)[None]  # (1, L, H) bool
         values = (self.means * (mean_ablation != 0).to(self.means.dtype))[None]  # (1, L, H, T, Dh): means or zeros
-        return self.model.forward_edited(image, off, values)
+        return Edits(head_mask=off, head_values=values)
 
     def forward(self, image: torch.Tensor, heads_off: torch.Tensor,
                 mean_ablation: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor, torch.Tensor]:
-        logits, attentions, stream = self.edited(image, heads_off, mean_ablation)  # (B, K), L x (B, H, T, T), ...
-        normed = self.model.norm(torch.stack(stream, 1))  # (B, L, T, D)
-        lens = self.model.head(normed)  # (B, L, T, K): forward_head of every token
+        found = self.model.forward_activations(image, attention=True, stream=True,
+                                               edits=self.edits_for(heads_off, mean_ablation))
+        normed = self.model.norm(found.stream)  # (B, L, T, D)
+        lens = self.model.head(normed)  # (B, L, T, K): the head on every token after every block
         # (B, K), (B, L, H, T, T), (B, L, T, K), (B, L, D)
-        return logits / self.temperature, torch.stack(attentions, 1), lens, normed[:, :, 0]
+        return found.logits / self.temperature, found.attention, lens, normed[:, :, 0]
 
     def relevance(self, image: torch.Tensor, heads_off: torch.Tensor, mean_ablation: torch.Tensor,
                   target: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
@@ -121,9 +121,10 @@ class PageGraph(nn.Module):
         ``explain.relevance_forward`` computes it."""
         with torch.enable_grad():
             x = image.detach().requires_grad_(True)  # the graph starts at the image, as relevance_forward's
-            logits, attentions, _ = self.edited(x, heads_off, mean_ablation)
-            gradients = torch.autograd.grad((logits * target).sum(), attentions)  # L x (B, H, T, T)
-        return logits.detach() / self.temperature, explain.accumulate_relevance(attentions, gradients)[:, 1:]
+            found = self.model.forward_activations(x, attention=True, edits=self.edits_for(heads_off, mean_ablation))
+            gradients = torch.autograd.grad((found.logits * target).sum(), found.attentions)  # L x (B, H, T, T)
+        relevance = explain.accumulate_relevance(found.attentions, gradients)[:, 1:]  # (B, N)
+        return found.logits.detach() / self.temperature, relevance
 
 
 def to_onnx(model: VisionTransformer, means: torch.Tensor | None, temperature: float,

@@ -4,9 +4,8 @@ Activation patching (Heimersheim & Nanda, 2024, "How to use and interpret activa
 corrupt image; each head's output, and the residual stream after each layer at each token, is copied from one run into
 the other, one part at a time, and the logit difference (clean class against corrupt class) of each patched run is
 normalised as (patched - corrupt) / (clean - corrupt): 0 is the corrupt run, 1 the clean one. The graphs compute
-exactly what ``heads.patching_grid`` returns, by tracing its own code (``heads.patching_base`` and
-``heads.restored_fractions``, forward hooks included: the exporter runs them as Python while it traces) rather than a
-second copy of it.
+exactly what ``heads.patching_base`` and ``heads.restored_fractions`` compute for ``heads.patching_grid``, by
+tracing that very code (the patches are the model's own ``Edits``) rather than a second copy of it.
 
 Two graphs per weights folder, beside model.onnx (``onnx_export.PATCHING_GRAPH_FILES``):
 

@@ -86,3 +86,36 @@ def layers_gif(image: np.ndarray, attention: np.ndarray, head: int | None = None
     out = io.BytesIO()
     frames[0].save(out, format="GIF", save_all=True, append_images=frames[1:], duration=GIF_FRAME_MS, loop=0)
     return out.getvalue()
+
+
+def export_slide(classifier, image: np.ndarray, view: str, layer: int | None = None, head: str = "mean",
+                 label: str | None = None, patch: int | None = None, width: int = SLIDE_WIDTH):
+    """One view of a preprocessed ``image`` through ``classifier`` (vit_demo.classifier.Classifier) for a slide:
+    ``(file name, bytes, prediction)``; ``layer`` 1-based (None: the last), ``head`` "mean" or 1-based, ``label`` the
+    class the relevance explains (None: the predicted one), ``patch`` the query's (None: the one [CLS] draws on
+    most). Raises ValueError, naming the range, for a layer, head, patch, class or view the model has no such of.
+    ``python -m vit_demo export`` and the app's ``/export`` call it."""
+    if view not in (*PNG_VIEWS, LAYERS_GIF):
+        raise ValueError(f"there is no view {view!r}: one of {', '.join((*PNG_VIEWS, LAYERS_GIF))}")
+    layers, heads = classifier.model.config.depth, classifier.model.config.heads
+    layer = layers if layer is None else layer
+    if not 1 <= layer <= layers:
+        raise ValueError(f"the layer must be 1 to {layers}")
+    if str(head) != "mean" and not (str(head).isdigit() and 1 <= int(head) <= heads):
+        raise ValueError(f"the head must be 1 to {heads}, or mean")
+    head_index = None if str(head) == "mean" else int(head) - 1
+    if label is not None and label not in classifier.classes:
+        raise ValueError(f"there is no class {label!r}: one of {', '.join(classifier.classes)}")
+    prediction = classifier.predict_preprocessed([image], relevance_for=[label])[0]
+    patches = explain.grid_size(prediction.attention) ** 2
+    if patch is None:
+        patch = explain.first_query_patch(explain.attention_rollout(prediction.attention))
+    if not 0 <= patch < patches:
+        raise ValueError(f"the patch must be 0 to {patches - 1}")
+    name = slide_name(classifier.info.dataset.name, prediction.label, view, layer - 1, head_index,
+                      prediction.relevance_label, patch)
+    if view == LAYERS_GIF:
+        return name, layers_gif(prediction.input, prediction.attention, head_index), prediction
+    picture = view_slide(view, prediction.input, prediction.attention, layer - 1, head_index, prediction.relevance,
+                         patch, width)
+    return name, png_bytes(picture), prediction

@@ -31,15 +31,15 @@ def evaluate(
 @torch.no_grad()
 def encoder_features(model: nn.Module, images: torch.Tensor, batch_size: int = 500) -> torch.Tensor:
     """What a linear probe reads from a VisionTransformer: uint8 images (N, C, H, W) -> (N, D), the mean of the patch
-    tokens after the last block and the final norm (``forward_features``' last row with ``patches``); [CLS] is left
-    out: an MAE trains it only through its decoder."""
+    tokens after the last block and the final norm (``forward_features``); [CLS] is left out: an MAE trains it only
+    through its decoder."""
     device = next(model.parameters()).device
     was_training = model.training
     model.eval()
     out = []
     for start in range(0, len(images), batch_size):
         x = images[start : start + batch_size].to(device).float().div_(255)  # (B, C, H, W)
-        out.append(model.forward_features(x, patches=True)[2][:, -1].float())  # (B, 2L, D) -> (B, D)
+        out.append(model.forward_features(x)[:, 1:].mean(1).float())  # (B, T, D) -> (B, D)
     model.train(was_training)
     return torch.cat(out)
 

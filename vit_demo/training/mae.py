@@ -89,7 +89,7 @@ class MAEDecoder(nn.Module):
         patches = patches.gather(1, ids_restore[..., None].expand(-1, -1, x.shape[2]))  # (B, N, Dd), back in place
         x = torch.cat([x[:, :1], patches], dim=1) + self.pos_embed  # (B, T, Dd)
         for block in self.blocks:
-            x, _ = block(x)
+            x = block(x)[0]  # (B, T, Dd)
         return self.pred(self.norm(x)[:, 1:])  # (B, N, p*p*C), [CLS] dropped
 
 
@@ -114,7 +114,7 @@ class MaskedAutoencoder(nn.Module):
         kept = x[:, 1:].gather(1, ids_keep[..., None].expand(-1, -1, x.shape[2]))  # (B, K, D)
         x = torch.cat([x[:, :1], kept], dim=1)  # (B, 1 + K, D)
         for block in enc.blocks:
-            x, _ = block(x)
+            x = block(x)[0]  # (B, 1 + K, D)
         return enc.norm(x), ids_restore, mask
 
     def target(self, images: torch.Tensor) -> torch.Tensor:

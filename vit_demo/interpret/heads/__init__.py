@@ -1,6 +1,7 @@
 """What each attention head does, one tool a module:
 
-- ``hooks``: one forward pass with heads or the residual stream edited, and both captured (the others build on it);
+- ``edits``: which heads to switch off, as the model's own edits (``VisionTransformer.forward_activations``), and
+  ``switched_off``, which applies them to every forward pass for a while;
 - ``knockout``: switch heads off (mean- or zero-ablation), read as a logit difference; the heads' mean outputs;
 - ``lens``: the logit lens, what [CLS] and each patch would say after each layer;
 - ``patching``: two-image activation patching, head by head and position by position;
@@ -9,7 +10,7 @@
 The names the app, the command line and the exporter use are handed on here: ``heads.knockout(...)``.
 """
 
-from vit_demo.interpret.heads.hooks import Edits, head_mask, run, switched_off  # noqa: F401
+from vit_demo.interpret.heads.edits import head_mask, switched_off  # noqa: F401
 from vit_demo.interpret.heads.importance import (IMPORTANCE_IMAGES, RANDOM_ORDERS, accuracy,  # noqa: F401
                                                  head_importance, heads_report, pruning_curves,
                                                  read_head_importance, write_head_importance)

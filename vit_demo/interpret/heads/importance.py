@@ -13,8 +13,8 @@ import torch
 import torch.nn.functional as F
 
 from vit_demo.atomic import atomic_write_text
-from vit_demo.interpret.heads.hooks import Edits, Off, ablation, head_mask, model_input, run
-from vit_demo.model import VisionTransformer
+from vit_demo.interpret.heads.edits import Off, ablation, head_mask, model_input
+from vit_demo.model import Edits, VisionTransformer
 from vit_demo.weights import CONFIG_FILE, HEAD_IMPORTANCE_FILE, weights_sha256
 
 RANDOM_ORDERS = 5  # seeded random orders the random pruning curve averages
@@ -30,11 +30,11 @@ def head_importance(model: VisionTransformer, images: torch.Tensor, labels: torc
     device = next(model.parameters()).device
     total = torch.zeros(c.depth, c.heads, dtype=torch.float64, device=device)
     for start in range(0, len(images), batch_size):
-        x = images[start : start + batch_size]
+        x = model_input(model, images[start : start + batch_size])  # (B, C, H, W)
         y = labels[start : start + batch_size].to(device)
         gates = torch.ones(len(x), c.depth, c.heads, device=device, requires_grad=True)  # (B, L, H)
         with torch.enable_grad():
-            logits = run(model, x, Edits(gates=gates)).logits  # (B, classes)
+            logits = model.forward_activations(x, edits=Edits(gates=gates)).logits  # (B, classes)
             loss = F.cross_entropy(logits.float(), y, reduction="sum")  # image b's loss depends on its gates only
             (grad,) = torch.autograd.grad(loss, gates)  # (B, L, H)
         total += grad.abs().sum(0).double()
@@ -50,7 +50,8 @@ def accuracy(model: VisionTransformer, images: torch.Tensor, labels: torch.Tenso
     for start in range(0, len(images), batch_size):
         x = images[start : start + batch_size]
         if mask.any():
-            logits = run(model, x, ablation(model, mask, means, len(x))).logits
+            edits = ablation(model, mask, means, len(x))
+            logits = model.forward_activations(model_input(model, x), edits=edits).logits  # (B, classes)
         else:
             logits = model(model_input(model, x))  # (B, classes): the plain fast path
         correct += int((logits.argmax(-1).cpu() == labels[start : start + batch_size]).sum())
@@ -80,7 +81,7 @@ class _Accuracies:
             curve.append(self(mask))
         return curve
 
-    def curves(self, importance: torch.Tensor, seeds: int) -> dict[str, list[float]]:
+    def pruning_curves(self, importance: torch.Tensor, seeds: int) -> dict[str, list[float]]:
         shape = tuple(importance.shape)
         randoms = [self.curve(torch.randperm(importance.numel(), generator=torch.Generator().manual_seed(seed)), shape)
                    for seed in range(seeds)]
@@ -94,7 +95,7 @@ def pruning_curves(model: VisionTransformer, images: torch.Tensor, labels: torch
     """The pruning curves that test an importance score (L, H): the accuracy after switching off 0, 1, ..., L * H
     heads (ablated to ``means``, or zeros where None), most important first (``importance``), and the mean over
     ``seeds`` seeded random orders (``random``)."""
-    return _Accuracies(model, images, labels, means, batch_size).curves(importance, seeds)
+    return _Accuracies(model, images, labels, means, batch_size).pruning_curves(importance, seeds)
 
 
 def heads_report(model: VisionTransformer, images: torch.Tensor, labels: torch.Tensor,
@@ -107,7 +108,7 @@ def heads_report(model: VisionTransformer, images: torch.Tensor, labels: torch.T
                           for layer in range(c.depth)], dtype=torch.float64)  # (L, H)
     importance = head_importance(model, images, labels, min(batch_size, 250))  # (L, H)
     return {"baseline": measure(torch.zeros(c.depth, c.heads, dtype=torch.bool)), "accuracy": alone,
-            "importance": importance, "curves": measure.curves(importance, seeds)}
+            "importance": importance, "curves": measure.pruning_curves(importance, seeds)}
 
 
 def write_head_importance(folder: str | Path, model: VisionTransformer, images: torch.Tensor,

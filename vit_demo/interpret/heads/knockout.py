@@ -20,7 +20,7 @@ from safetensors.torch import save as save_safetensors
 
 from vit_demo.atomic import atomic_write
 from vit_demo.data.datasets import spread
-from vit_demo.interpret.heads.hooks import Off, ablation, head_mask, run
+from vit_demo.interpret.heads.edits import Off, ablation, head_mask, model_input
 from vit_demo.model import VisionTransformer
 from vit_demo.weights import CONFIG_FILE, HEAD_MEANS_FILE, weights_sha256
 
@@ -32,7 +32,8 @@ def head_means(model: VisionTransformer, images: torch.Tensor, batch_size: int =
     """Each head's mean output at each token over ``images`` (N, C, H, W): (L, H, T, Dh), float32."""
     total = None
     for start in range(0, len(images), batch_size):
-        heads = run(model, images[start : start + batch_size], capture=True).heads  # (B, L, H, T, Dh)
+        x = model_input(model, images[start : start + batch_size])  # (B, C, H, W)
+        heads = model.forward_activations(x, stream=True).heads  # (B, L, H, T, Dh)
         total = heads.double().sum(0) if total is None else total + heads.double().sum(0)  # (L, H, T, Dh)
     return (total / len(images)).float().cpu()
 
@@ -81,7 +82,8 @@ def ablated_logits(model: VisionTransformer, images: torch.Tensor, off: Off,
                    means: torch.Tensor | None = None) -> torch.Tensor:
     """Logits (B, classes) with the heads in ``off`` switched off: mean-ablated to ``means`` (L, H, T, Dh), or
     zero-ablated where ``means`` is None. One forward pass."""
-    return run(model, images, ablation(model, head_mask(model, off), means, len(images))).logits
+    edits = ablation(model, head_mask(model, off), means, len(images))
+    return model.forward_activations(model_input(model, images), edits=edits).logits
 
 
 def top_two(logits: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
@@ -125,8 +127,10 @@ def knockout(model: VisionTransformer, images: torch.Tensor, off: Off,
     B = len(images)
     mask = mask.expand(B, -1, -1) if mask.ndim == 2 else mask  # (B, L, H)
     both = torch.cat([torch.zeros_like(mask), mask])  # (2B, L, H): the first B rows intact
-    result = run(model, torch.cat([images, images]), ablation(model, both, means, 2 * B), attention=attention)
-    logits, weights = result.logits, result.attention  # (2B, classes), (2B, L, H, T, T) or None
+    x = model_input(model, torch.cat([images, images]))  # (2B, C, H, W)
+    result = model.forward_activations(x, attention=attention, edits=ablation(model, both, means, 2 * B))
+    logits = result.logits  # (2B, classes)
+    weights = result.attention if attention else None  # (2B, L, H, T, T)
     predicted, runner_up = top_two(logits[:B])
     if weights is None:
         return Knockout(logits[:B], logits[B:], predicted, runner_up)

@@ -6,15 +6,15 @@ from __future__ import annotations
 
 import torch
 
-from vit_demo.interpret.heads.hooks import run
+from vit_demo.interpret.heads.edits import model_input
 from vit_demo.model import VisionTransformer
 
 
 @torch.no_grad()
 def logit_lens(model: VisionTransformer, images: torch.Tensor) -> torch.Tensor:
     """What [CLS] would say after each layer: logits (B, L, classes). The last layer's are the model's own."""
-    resid = run(model, images, capture=True).resid  # (B, L, T, D)
-    return model.forward_head(resid)  # (B, L, classes)
+    stream = model.forward_activations(model_input(model, images), stream=True).stream  # (B, L, T, D)
+    return model.head(model.norm(stream[:, :, 0]))  # (B, L, classes)
 
 
 @torch.no_grad()
@@ -22,10 +22,10 @@ def lens_maps(model: VisionTransformer, images: torch.Tensor, classes: torch.Ten
     """The logit lens per patch: the probability of ``classes`` (B,) (default: the predicted one) read from each
     patch token after each layer, (B, L, g, g). Patch tokens are never read by the trained head, so this shows
     where the class is written, not what the model says."""
-    captured = run(model, images, capture=True)
+    found = model.forward_activations(model_input(model, images), stream=True)
     if classes is None:
-        classes = captured.logits.argmax(-1)  # (B,)
-    probs = model.forward_head(captured.resid[:, :, 1:], all_tokens=True).softmax(-1)  # (B, L, N, classes)
+        classes = found.logits.argmax(-1)  # (B,)
+    probs = model.head(model.norm(found.stream[:, :, 1:])).softmax(-1)  # (B, L, N, classes)
     g = model.config.grid_size
     picked = probs.gather(-1, classes.to(probs.device).view(-1, 1, 1, 1).expand(*probs.shape[:3], 1))  # (B, L, N, 1)
     return picked[..., 0].reshape(len(images), -1, g, g).cpu()

@@ -11,8 +11,9 @@ from collections.abc import Iterable
 
 import torch
 
-from vit_demo.interpret.heads.hooks import Edits, Off, Run, edited, head_mask, run
-from vit_demo.model import VisionTransformer
+from vit_demo.interpret.heads.edits import Off, head_mask, model_input
+from vit_demo.model import Activations, Edits, VisionTransformer
+
 
 def _resid_mask(model: VisionTransformer, residual: torch.Tensor | Iterable[int] | None) -> torch.Tensor:
     c = model.config
@@ -32,12 +33,12 @@ def patch(model: VisionTransformer, target: torch.Tensor, source: torch.Tensor, 
     in ``heads`` (as ``off`` in ``head_mask``), and the residual stream after block l at token t where the bool
     mask ``residual`` (L, T) is set (or, given layer numbers, at every token of those layers). Logits (B, classes)."""
     device = next(model.parameters()).device
-    captured = run(model, source, capture=True)
+    captured = model.forward_activations(model_input(model, source), stream=True)
     B = len(target)
     mask = head_mask(model, heads).to(device)
     edits = Edits(head_mask=mask.expand(B, -1, -1) if mask.ndim == 2 else mask, head_values=captured.heads,
-                  resid_mask=_resid_mask(model, residual).to(device).expand(B, -1, -1), resid_values=captured.resid)
-    return run(model, target, edits).logits
+                  resid_mask=_resid_mask(model, residual).to(device).expand(B, -1, -1), resid_values=captured.stream)
+    return model.forward_activations(model_input(model, target), edits=edits).logits
 
 
 @dataclasses.dataclass(frozen=True)
@@ -91,13 +92,13 @@ def patching_grid(model: VisionTransformer, clean: torch.Tensor, corrupt: torch.
     return PatchingGrid(classes=(a, b), logit_diff={"clean": diff_clean, "corrupt": diff_corrupt}, **on_cpu)
 
 
-def patching_base(model: VisionTransformer, clean: torch.Tensor, corrupt: torch.Tensor) -> Run:
+def patching_base(model: VisionTransformer, clean: torch.Tensor, corrupt: torch.Tensor) -> Activations:
     """The clean and the corrupt image (one each, (C, H, W) or (1, C, H, W)) in one forward pass, every head's output
     and the residual stream captured: what ``restored_fractions`` patches from."""
-    return run(model, torch.cat([_one(clean), _one(corrupt)]), capture=True)
+    return model.forward_activations(model_input(model, torch.cat([_one(clean), _one(corrupt)])), stream=True)
 
 
-def restored_fractions(model: VisionTransformer, base: Run, direction: torch.Tensor,
+def restored_fractions(model: VisionTransformer, base: Activations, direction: torch.Tensor,
                        kinds: tuple[str, ...] = ("heads", "residual")) -> dict[str, dict[str, torch.Tensor]]:
     """``patching_grid``'s patched runs, in tensors alone (no Python number is read from a tensor, so that an exporter
     traces it: vit_demo/onnx/patching.py exports this very function).
@@ -114,7 +115,7 @@ def restored_fractions(model: VisionTransformer, base: Run, direction: torch.Ten
 
     # Each patch runs only the blocks it can change: a head of block l from the stream entering block l, the residual
     # stream after block l from block l + 1 on. One batch per layer and kind: H rows (one per head), T (one per token).
-    entering = torch.cat([base.embedded[:, None], base.resid[:, :-1]], 1)  # (2, L, T, D): the stream entering block l
+    entering = torch.cat([base.embedded[:, None], base.stream[:, :-1]], 1)  # (2, L, T, D): the stream entering block l
     one_head = torch.eye(H, dtype=torch.bool, device=device)  # (H, H): row h patches head h
     one_token = torch.eye(T, dtype=torch.bool, device=device)[:, :, None]  # (T, T, 1): row t patches token t
     result = {}
@@ -122,22 +123,21 @@ def restored_fractions(model: VisionTransformer, base: Run, direction: torch.Ten
         diffs = {kind: [] for kind in kinds}
         for layer in range(L):
             if "heads" in diffs:
-                mask = torch.zeros(H, L, H, dtype=torch.bool, device=device)
-                mask[:, layer] = one_head
-                with edited(model, Edits(head_mask=mask, head_values=base.heads[source]), capture=False):
-                    logits = _blocks_from(model, entering[into, layer].expand(H, -1, -1), layer)  # (H, classes)
+                patched = base.heads[source : source + 1, layer]  # (1, H, T, Dh)
+                edit = Edits(head_mask=one_head, head_values=patched)  # row h: head h from the source run
+                logits = _blocks_from(model, entering[into, layer].expand(H, -1, -1), layer, edit)  # (H, classes)
                 diffs["heads"].append(logits @ direction)
             if "residual" in diffs:
-                x = torch.where(one_token, base.resid[source, layer], base.resid[into, layer])  # (T, T, D)
+                x = torch.where(one_token, base.stream[source, layer], base.stream[into, layer])  # (T, T, D)
                 diffs["residual"].append(_blocks_from(model, x, layer + 1) @ direction)  # (T,)
         result[name] = {kind: (torch.stack(values) - diff_corrupt) / (diff_clean - diff_corrupt)
                         for kind, values in diffs.items()}  # heads (L, H), residual (L, T)
     return result
 
 
-def _blocks_from(model: VisionTransformer, x: torch.Tensor, start: int) -> torch.Tensor:
-    """The rest of the model's forward pass from the residual stream ``x`` (B, T, D) entering block ``start``:
-    logits (B, classes)."""
-    for block in model.blocks[start:]:
-        x, _ = block(x)  # (B, T, D)
-    return model.forward_head(x)  # (B, classes)
+def _blocks_from(model: VisionTransformer, x: torch.Tensor, start: int, edit: Edits | None = None) -> torch.Tensor:
+    """The rest of the model's forward pass from the residual stream ``x`` (B, T, D) entering block ``start``, that
+    block's ``edit`` applied (one block's ``Edits``): logits (B, classes)."""
+    for layer, block in enumerate(model.blocks[start:], start):
+        x = block(x, edit=edit if layer == start else None)[0]  # (B, T, D)
+    return model.forward_head(model.norm(x))  # (B, classes)

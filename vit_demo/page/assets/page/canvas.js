@@ -1,0 +1,189 @@
+// A light drawing canvas: draws locally and hands the drawing, downsampled to SMALL x SMALL pixels (ink = 255), as
+// base64 to its tab's source (source.js: it preprocesses the drawing in the page and runs the model where model.js
+// chose, in the page or on the server), then hands the answer to its tab's views (store.js: live.receive).
+// A drawing is read while a stroke is in progress (as often as the pointer moves with the model in the page; at most
+// every THROTTLE_MS through the server), asking for the prediction alone, and when the stroke ends, asking for every
+// view's numbers too; one drawing at a time: one made while another is being answered waits for that answer, and
+// only the latest is sent.
+// At the start it shows an example, read once the source is ready; the pen's first touch clears it.
+import { tabStore } from "./store.js";
+
+export function mountCanvas(element, prefix, loaded) {
+  // The canvas in ``element`` for tab ``prefix``; ``loaded()``: a Promise of the tab's source, ready (it rejects
+  // where the model can't run: the drawing then says why, and the next one tries again).
+  const SMALL = 112;
+  const THROTTLE_MS = 333; // readings while the pen is down: three a second at most
+  const canvas = element.querySelector("canvas.vd-draw");
+  const ctx = canvas.getContext("2d", { willReadFrequently: true });
+  const small = document.createElement("canvas");
+  small.width = SMALL;
+  small.height = SMALL;
+  const smallCtx = small.getContext("2d", { willReadFrequently: true });
+  let drawing = false;
+  let last = null;
+  let lastSent = 0;
+  let pending = null;
+  let sending = false; // a request is under way
+  let waiting = null; // the drawing to send once it is answered (null: none)
+  let example = false; // the canvas shows the starting example, which the pen's first touch clears
+  let answerer = null; // what reads a drawing: the tab's source, once its forward pass is chosen and loaded
+  let loading = null; // Promise of it
+  let current = ""; // the drawing last read (base64; "" none)
+
+  function useSource() {
+    // The tab's source, ready (``loaded``: host.js), then the example's numbers, unless the pen came first.
+    return loaded().then(async (source) => {
+      answerer = source;
+      canvas.dataset.model = source.inPage ? "page" : "server"; // for tests and scripts: where drawings are read
+      if (example) {
+        const numbers = await source.example();
+        if (example && !current) deliver(numbers); // (unless the pen came first)
+      }
+      return source;
+    });
+  }
+
+  function reset() {
+    ctx.fillStyle = "#fff";
+    ctx.fillRect(0, 0, canvas.width, canvas.height);
+  }
+
+  function encode() {
+    smallCtx.imageSmoothingEnabled = true;
+    smallCtx.imageSmoothingQuality = "high";
+    smallCtx.drawImage(canvas, 0, 0, SMALL, SMALL);
+    const rgba = smallCtx.getImageData(0, 0, SMALL, SMALL).data;
+    let bytes = "";
+    for (let i = 0; i < SMALL * SMALL; i++) bytes += String.fromCharCode(255 - rgba[i * 4]);
+    return btoa(bytes);
+  }
+
+  function deliver(answer) {
+    // The tab's views take the answer; "" is a cleared canvas.
+    tabStore(prefix).receive(answer);
+  }
+
+  async function post(drawing, views) {
+    // views false (the pen is down): the prediction alone; the views follow when it lifts.
+    sending = true;
+    let answer;
+    try {
+      loading ??= useSource();
+      answer = await (await loading).stroke({ drawing, views });
+    } catch (error) {
+      console.warn("The drawing could not be read:", error);
+      loading = null; // the next drawing tries again
+      answer = { message: `The model could not run (${error.message ?? error}): draw again to retry.` };
+    }
+    sending = false;
+    if (waiting !== null) {
+      const next = waiting;
+      waiting = null;
+      return post(...next); // a later drawing: its answer is the one to show
+    }
+    if (current === drawing) deliver(answer); // not cleared meanwhile
+  }
+
+  function send() {
+    clearTimeout(pending);
+    pending = null;
+    lastSent = performance.now();
+    current = encode();
+    if (sending) waiting = [current, !drawing];
+    else post(current, !drawing);
+  }
+
+  function sendSoon() {
+    const wait = (answerer?.inPage ? 0 : THROTTLE_MS) - (performance.now() - lastSent);
+    if (wait <= 0) send();
+    else if (pending === null) pending = setTimeout(send, wait);
+  }
+
+  function position(event) {
+    const box = canvas.getBoundingClientRect();
+    return [(event.clientX - box.left) * canvas.width / box.width, (event.clientY - box.top) * canvas.height / box.height];
+  }
+
+  function setPen(button) {
+    for (const b of element.querySelectorAll("button.vd-pen")) b.setAttribute("aria-pressed", String(b === button));
+    ctx.lineWidth = Number(button.dataset.width);
+  }
+
+  canvas.addEventListener("pointerdown", (event) => {
+    event.preventDefault();
+    try {
+      canvas.setPointerCapture(event.pointerId); // keep the stroke when the pointer leaves the canvas
+    } catch (error) {
+      // a pointer the browser does not track (synthetic events) cannot be captured; drawing still works
+    }
+    drawing = true;
+    lastSent = performance.now(); // the first reading comes THROTTLE_MS into the stroke, not for its first dot
+    if (example) reset();
+    example = false;
+    last = position(event);
+    ctx.beginPath();
+    ctx.moveTo(last[0], last[1]);
+    ctx.lineTo(last[0] + 0.01, last[1]);
+    ctx.stroke();
+  });
+  canvas.addEventListener("pointermove", (event) => {
+    if (!drawing) return;
+    const events = event.getCoalescedEvents ? event.getCoalescedEvents() : [];
+    ctx.beginPath();
+    ctx.moveTo(last[0], last[1]);
+    for (const e of events.length ? events : [event]) {
+      last = position(e);
+      ctx.lineTo(last[0], last[1]);
+    }
+    ctx.stroke();
+    sendSoon();
+  });
+  function endStroke() {
+    if (!drawing) return;
+    drawing = false;
+    send();
+  }
+  canvas.addEventListener("pointerup", endStroke);
+  canvas.addEventListener("pointercancel", endStroke);
+
+  for (const button of element.querySelectorAll("button.vd-pen")) button.addEventListener("click", () => setPen(button));
+  element.querySelector("button.vd-clear").addEventListener("click", () => {
+    clearTimeout(pending);
+    pending = null;
+    reset();
+    example = false;
+    current = "";
+    waiting = null;
+    deliver("");
+  });
+
+  function drawExample(image) {
+    reset();
+    const margin = canvas.width * 0.1;
+    ctx.imageSmoothingEnabled = true;
+    ctx.drawImage(image, margin, margin, canvas.width - 2 * margin, canvas.height - 2 * margin);
+  }
+
+  for (const button of element.querySelectorAll(".vd-examples button")) {
+    button.addEventListener("click", () => {
+      drawExample(button.querySelector("img"));
+      example = false;
+      send();
+    });
+  }
+
+  reset();
+  const first = element.querySelector(".vd-examples button[data-first] img");
+  if (first) {
+    // Shown at once; its numbers follow once the source is ready (useSource), unless the pen came first.
+    example = true;
+    const show = () => { if (example) drawExample(first); };
+    if (first.complete) show(); else first.addEventListener("load", show, { once: true });
+  }
+  ctx.lineCap = "round";
+  ctx.lineJoin = "round";
+  ctx.strokeStyle = "#000";
+  setPen(element.querySelector("button.vd-pen[aria-pressed='true']"));
+  canvas.dataset.ready = "true";  // listening: tests and scripts wait for this before drawing
+  loading = useSource();
+}

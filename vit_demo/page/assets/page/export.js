@@ -1,0 +1,158 @@
+// Export for slides, made in the page (vit_demo/page/layout.py: export_section) as vit_demo/pictures/slides.py makes
+// it on the server: the chosen view of the image in hand as a PNG at least SLIDE_WIDTH pixels wide, or a GIF of where
+// [CLS] looks layer by layer, drawn afresh at that size from the tab's numbers with the views' drawing (picture.js),
+// named as slides.slide_name names it and offered as a download link. It shows the intact model, every head on.
+import { decode, overlay } from "./picture.js";
+import { answer, tabStore } from "./store.js";
+
+const SLIDE_WIDTH = 1600, GIF_SIZE = 720, GIF_FRAME_MS = 900, CAPTION_HEIGHT = 64; // slides.py's
+const TEXT = "rgb(20, 20, 20)", GRID_LINE = "rgb(0, 170, 255)"; // render.py's
+const NO_IMAGE = "Draw or upload an image first: the export is made from the image in hand.";
+// The GIF encoder, fetched with the page so that a GIF needs no network; without it the page runs, its GIF fails.
+const encoder = import("../vendor/gifenc/gifenc.esm.js");
+
+function sheet(width, height) {
+  // A white canvas to draw a slide on, and its context (kept in memory: it is drawn with putImageData and read back).
+  const canvas = Object.assign(document.createElement("canvas"), { width, height });
+  const context = canvas.getContext("2d", { willReadFrequently: true });
+  Object.assign(context, { fillStyle: "#fff" }).fillRect(0, 0, width, height);
+  Object.assign(context, { fillStyle: TEXT, textAlign: "center", textBaseline: "middle" });
+  return [canvas, context];
+}
+
+function grid(state, maps) {
+  // render.attention_grid at SLIDE_WIDTH: a tile per layer and head, then each layer's mean a gap apart, labelled.
+  const { layers, heads, grid: g } = state.numbers;
+  // render._grid_spacing: the gap, label column, header row and label size, in proportion above 96-pixel tiles
+  const spacing = (thumb) => [4, 64, 24, 15].map((n) => Math.round(n * Math.max(thumb / 96, 1)));
+  const width = (thumb) => spacing(thumb)[1] + (heads + 1) * (thumb + spacing(thumb)[0]) + spacing(thumb)[0];
+  let thumb = 96; // render.attention_grid_thumb: the smallest that makes the grid SLIDE_WIDTH wide
+  while (width(thumb) < SLIDE_WIDTH) thumb++;
+  const [gap, left, top, text] = spacing(thumb);
+  const origin = (layer, head) => [left + head * (thumb + gap) + (head === heads ? gap : 0), // render._tile_origin
+                                   top + layer * (thumb + gap)];
+  const [canvas, context] = sheet(width(thumb), top + layers * (thumb + gap));
+  context.font = `${text}px sans-serif`;
+  for (let head = 0; head <= heads; head++)
+    context.fillText(head === heads ? "mean" : `head ${head + 1}`, origin(0, head)[0] + thumb / 2, top / 2);
+  for (let layer = 0; layer < layers; layer++) {
+    context.fillText(`layer ${layer + 1}`, left / 2 - 2, origin(layer, 0)[1] + thumb / 2);
+    for (let head = 0; head <= heads; head++) {
+      const tile = layer * (heads + 1) + head;
+      overlay(context, state, maps.subarray(tile * g * g, (tile + 1) * g * g), g, thumb, ...origin(layer, head));
+    }
+  }
+  return canvas;
+}
+
+function single(state, map, g = state.numbers.grid) {
+  // One (g, g) map (null: none) over the input, SLIDE_WIDTH a side (render.overlay).
+  const [canvas, context] = sheet(SLIDE_WIDTH, SLIDE_WIDTH);
+  overlay(context, state, map, g, SLIDE_WIDTH, 0, 0);
+  return canvas;
+}
+
+function patchGrid(state) {
+  // render.patch_grid: the input cut into its patches, each numbered in reading order.
+  const canvas = single(state, null), context = canvas.getContext("2d");
+  const g = state.numbers.grid, step = SLIDE_WIDTH / g;
+  Object.assign(context, { strokeStyle: GRID_LINE, lineWidth: 2 });
+  context.beginPath();
+  for (let i = 1; i < g; i++) {
+    context.moveTo(i * step, 0), context.lineTo(i * step, SLIDE_WIDTH);
+    context.moveTo(0, i * step), context.lineTo(SLIDE_WIDTH, i * step);
+  }
+  context.stroke();
+  Object.assign(context, { font: `${Math.floor(step / 3.5)}px sans-serif`, textAlign: "left", textBaseline: "top",
+                           fillStyle: "#fff", strokeStyle: TEXT, lineWidth: 4, lineJoin: "round" });
+  for (let p = 0; p < g * g; p++) {
+    const x = (p % g) * step + 6, y = Math.floor(p / g) * step + 4;
+    context.strokeText(String(p), x, y), context.fillText(String(p), x, y);
+  }
+  return canvas;
+}
+
+function mapOf(state, layer, column) {
+  // Where [CLS] looks in a layer (0-based) and head (column: 0-based; heads: the mean of the heads).
+  const { heads, grid: g } = state.numbers, tile = layer * (heads + 1) + column;
+  return state.maps.subarray(tile * g * g, (tile + 1) * g * g);
+}
+
+async function asked(live, kind, which, request) {
+  // The intact model's answer for the image in hand: kept already (store.js), or asked of the tab's source now.
+  const reply = answer(live, kind, which) ?? await live.ask[kind]?.({ image: live.state.numbers.image, ...request });
+  if (!reply || reply.error) throw new Error(reply?.error ?? "the model is still loading: try again in a moment");
+  return reply;
+}
+
+async function slide(live, view, { layer, column, head, patch, explained }) {
+  // The chosen view: its name as slides.slide_name gives it (less the model and label), and its canvas.
+  const { state } = live, levels = (reply, key) => (reply.levels ??= decode(reply[key]));
+  if (view === "cls-grid") return ["cls-grid", grid(state, state.maps)];
+  if (view === "layer") return [`layer${layer + 1}-${head}`, single(state, mapOf(state, layer, column))];
+  if (view === "patches") return ["patches", patchGrid(state)];
+  if (view === "query")
+    return [`patch${patch}-grid`, grid(state, levels(await asked(live, "query", patch, { patch }), "maps"))];
+  const reply = view === "rollout" ? await asked(live, "rollout", "map")
+    : await asked(live, "relevance", explained, { label: explained });
+  return [view === "rollout" ? "rollout" : `relevance-${explained}`, single(state, levels(reply, "map"), reply.grid)];
+}
+
+async function gif(state, column) {
+  // slides.layers_gif: one GIF_SIZE frame a layer under its caption, GIF_FRAME_MS each, looping forever.
+  const { layers, heads, grid: g } = state.numbers, { GIFEncoder, applyPalette, quantize } = await encoder;
+  const out = GIFEncoder();
+  const which = column === heads ? `mean of ${heads} heads` : `head ${column + 1} of ${heads}`;
+  const [canvas, context] = sheet(GIF_SIZE, GIF_SIZE + CAPTION_HEIGHT);
+  context.font = `${CAPTION_HEIGHT / 2}px sans-serif`;
+  for (let layer = 0; layer < layers; layer++) {
+    Object.assign(context, { fillStyle: "#fff" }).fillRect(0, 0, GIF_SIZE, CAPTION_HEIGHT);
+    context.fillStyle = TEXT;
+    const caption = `[CLS] attention · layer ${layer + 1} of ${layers} · ${which}`;
+    context.fillText(caption, GIF_SIZE / 2, CAPTION_HEIGHT / 2);
+    overlay(context, state, mapOf(state, layer, column), g, GIF_SIZE, 0, CAPTION_HEIGHT);
+    const { data } = context.getImageData(0, 0, canvas.width, canvas.height), palette = quantize(data, 256);
+    out.writeFrame(applyPalette(data, palette), canvas.width, canvas.height, { palette, delay: GIF_FRAME_MS });
+  }
+  out.finish();
+  return new Blob([out.bytes()], { type: "image/gif" });
+}
+
+export function mountExport(element, prefix, model) {
+  // The export of tab ``prefix``, whose model is named ``model`` (as slides.slide_name names it: "mnist"); each
+  // button makes its file from the image in hand and the tab's controls (layer, head, class: outside ``element``).
+  const live = tabStore(prefix), control = (selector) => document.querySelector(`#${prefix}-${selector}`);
+  const box = element.querySelector(".vd-export-file"), patchBox = element.querySelector(`#${prefix}-export-patch`);
+  let typedFor = null, clicks = 0, url = null; // the image the patch was typed for; the clicks so far; the link's
+  patchBox.addEventListener("input", () => (typedFor = live.state?.key));
+
+  async function make(animated) {
+    const { state } = live, click = ++clicks;
+    if (!state) return (box.textContent = NO_IMAGE);
+    const { layers, heads, grid: g, label } = state.numbers, view = element.querySelector("select").value;
+    const layer = Math.min(Math.max(Math.round(Number(control("layer input[type=number]").value)), 1), layers) - 1;
+    const head = (control("head input:checked")?.value ?? "mean").replace(" ", ""); // "mean" or "headN"
+    const column = head === "mean" ? heads : Number(head.slice(4)) - 1;
+    if (typedFor !== state.key) patchBox.value = ""; // a patch typed for an earlier image
+    const typed = patchBox.value.trim(), patch = typed === "" ? live.patch : Number(typed);
+    if (!animated && view === "query" && !(typed === "" || (/^\d+$/.test(typed) && patch < g * g)))
+      return (box.textContent = `There is no patch ${typed}: the patches are numbered 0 to ${g * g - 1}.`);
+    box.textContent = "Making the file…";
+    try {
+      const explained = control("explain-class")?.selectedIndex > 0 ? control("explain-class").value : label;
+      const [name, made] = animated ? [`layers-${head}`, await gif(state, column)]
+        : await slide(live, view, { layer, column, head, patch, explained });
+      const blob = animated ? made : await new Promise((resolve) => made.toBlob(resolve, "image/png"));
+      if (click !== clicks) return; // a later click's file replaces this one
+      const file = `${model}-${label}-${name}.${animated ? "gif" : "png"}`;
+      if (url) URL.revokeObjectURL(url);
+      url = URL.createObjectURL(blob);
+      box.replaceChildren(Object.assign(document.createElement("a"), { href: url, download: file,
+                                                                       textContent: `Download ${file}` }));
+    } catch (error) {
+      if (click === clicks) box.textContent = `The file could not be made: ${error.message ?? error}`;
+    }
+  }
+  element.querySelector(`#${prefix}-export-png`).addEventListener("click", () => make(false));
+  element.querySelector(`#${prefix}-export-gif`).addEventListener("click", () => make(true));
+}

@@ -1,0 +1,174 @@
+// The page's host: it starts the page that vit_demo/page/layout.py writes, in the static Space (index.html) and in the
+// app (its gr.HTML, with the server's functions), from the page's data (vit_demo/page/site.py): each tab's source
+// (source.js), whose forward pass runs in the page or on the server (model.js: choose); the views (live.js); the
+// canvas (canvas.js); the photo input; the large view's controls, the class picker and the training slider; the
+// tabs; talk mode (talk.js); the Inside-the-model tab (inside.js); export for slides (export.js); and, where the
+// data names a service worker (the static Space), the copy of the site kept for offline use.
+import { mountCanvas } from "./canvas.js";
+import { mountExport } from "./export.js";
+import { mountInside } from "./inside.js";
+import { mount as mountView } from "./live.js";
+import { available } from "./model.js";
+import { readPhoto } from "./photo.js";
+import { answerFrom, setWaiting, tabStore } from "./store.js";
+import { tabSource } from "./source.js";
+import { mountTalk } from "./talk.js";
+
+function guarded(source) {
+  // A source whose every answer is an answer: a model that fails to load or run is said in place of a prediction
+  // (the canvas says so of a stroke itself).
+  const guard = (name, ask) => async (...args) => {
+    try {
+      return await ask(...args);
+    } catch (error) {
+      console.error(error);
+      const why = `The model could not run in this page (${error.message ?? error}). Reload the page to try again.`;
+      return name === "photo" || name === "example" ? { message: why } : { error: why }; // (in place of numbers)
+    }
+  };
+  return Object.fromEntries(Object.entries(Object.getOwnPropertyDescriptors(source)).map(([name, { value, get }]) =>
+    [name, get ? get.call(source) : typeof value === "function" && name !== "stroke" && name !== "ready" ?
+      guard(name, value) : value]));
+}
+
+export function start(root, page, server) {
+  // ``root``: the page's <main>; ``page``: its data ({models: {tab: description}, inside, offline?}); ``server``:
+  // the app's server functions (forward), or null.
+  const status = root.querySelector("#vd-status");
+  const forced = new URLSearchParams(window.location.search).get("model") === "server";
+  const model = (tab) => page.models[tab];
+  const call = (tab) => server && ((request) => server.forward({ model: model(tab).name, ...request }));
+  const source = (tab) => tabSource(tab, model(tab), document.baseURI, { server: call(tab), forced });
+  const live = (tab) => tabStore(tab);
+
+  if (!available() && !server) {
+    status.hidden = false;
+    status.textContent = "This browser cannot run WebAssembly, which this page runs the model with: use the Python app.";
+  }
+  for (const element of root.querySelectorAll("[data-view]")) {
+    try {
+      mountView(element, element.dataset.prefix, element.dataset.view);
+    } catch (error) {
+      console.error(`Error mounting #${element.id}:`, error);
+    }
+  }
+
+  const started = {}; // tab -> Promise of its source, ready, its views answered by it
+  let photoAsked = false; // a photo was uploaded or picked: the example the tab starts with is not shown over it
+  const loaded = (tab) => (started[tab] ??= source(tab).ready().then(() => {
+    answerFrom(tab, source(tab));
+    root.querySelector(`#tab-${tab}`).dataset.ready = "true"; // for tests and scripts: its model is loaded
+    return guarded(source(tab));
+  }).catch((error) => {
+    delete started[tab]; // the next try loads again
+    throw error;
+  }));
+  const inside = mountInside(root.querySelector("#tab-inside"), page.inside);
+  const warm = (tab) => {
+    if (tab === "inside") return inside.open();
+    if (!page.models[tab]) return; // no model: its tab says why
+    loaded(tab).then(async (ready) => {
+      if (tab !== "photo" || photoAsked) return;
+      const numbers = await ready.example();
+      if (!photoAsked) live(tab).receive(numbers); // (unless a photo came first)
+    }).catch(() => {}); // (a failure is said when a reading is asked for)
+  };
+  const pad = root.querySelector("#canvas");
+  if (pad && page.models.digit) mountCanvas(pad, "digit", () => loaded("digit"));
+
+  for (const prefix of Object.keys(page.models)) {
+    // The large view's layer and head, the class to explain, and the training slider.
+    const layer = root.querySelector(`#${prefix}-layer`);
+    const [number, range] = layer.querySelectorAll("input");
+    number.addEventListener("input", () => ((range.value = number.value), live(prefix).draw()));
+    range.addEventListener("input", () => ((number.value = range.value), live(prefix).draw()));
+    root.querySelector(`#${prefix}-head`).addEventListener("change", () => live(prefix).draw());
+    root.querySelector(`#${prefix}-training-position input`)
+      ?.addEventListener("input", (event) => live(prefix).train(Number(event.target.value)));
+    root.querySelector(`#${prefix}-explain-class`)
+      ?.addEventListener("change", (event) => live(prefix).explain(event.target.value));
+    const exporter = root.querySelector(`#${prefix}-export`);
+    if (exporter) mountExport(exporter, prefix, model(prefix).name);
+  }
+  mountTalk(root);
+
+  for (const button of root.querySelectorAll(".vd-tabs [data-tab]")) {
+    button.addEventListener("click", () => {
+      for (const other of root.querySelectorAll(".vd-tabs [data-tab]"))
+        other.setAttribute("aria-selected", String(other === button));
+      for (const section of root.querySelectorAll(".vd-tab")) section.hidden = section.dataset.panel !== button.dataset.tab;
+      warm(button.dataset.tab);
+    });
+  }
+  const first = loaded("digit");
+  if (page.offline) first.then(() => setTimeout(() => keepForOffline(root, page.offline), 1000), () => {});
+
+  // The photo tab: an upload or an example, decoded by the browser, preprocessed and classified where the model runs.
+  const photo = root.querySelector("#photo-input");
+  if (!photo || !page.models.photo) return;
+  const shown = photo.querySelector(".vd-photo-shown");
+  let latest = null; // the photo asked for last: an earlier one's answer is not shown over it
+  async function classifyPhoto(file) {
+    // ``file``: a Blob, or a Promise of one (an example on its way).
+    photoAsked = true;
+    const asked = (latest = file);
+    setWaiting(live("photo"), true); // the views dim until the new photo's numbers are in
+    try {
+      let answer, blob;
+      try {
+        blob = await file;
+        answer = await readPhoto(await loaded("photo"), blob, page.models.photo.texts.unreadable);
+      } catch (error) {
+        answer = { message: `The model could not run (${error.message ?? error}). Try again.` };
+      }
+      if (asked !== latest) return;
+      photo.dataset.model = source("photo").inPage ? "page" : "server"; // for tests and scripts
+      // The photo the views are of, shown beside them: none for a file that can't be read (or is too large to
+      // decode safely), since the views are cleared for it too.
+      if (shown.src.startsWith("blob:")) URL.revokeObjectURL(shown.src);
+      if (answer.refused || !blob) shown.removeAttribute("src");
+      else shown.src = URL.createObjectURL(blob);
+      live("photo").receive(answer);
+    } finally {
+      if (asked === latest) setWaiting(live("photo"), false); // (an answer ends it too; a failure must as well)
+    }
+  }
+  photo.querySelector("button.vd-clear").addEventListener("click", () => {
+    photoAsked = true;
+    latest = null; // (a photo still being read is not shown)
+    if (shown.src.startsWith("blob:")) URL.revokeObjectURL(shown.src);
+    shown.removeAttribute("src");
+    live("photo").receive("");
+  });
+  photo.querySelector("input[type=file]").addEventListener("change", (event) => {
+    const file = event.target.files?.[0];
+    if (file) classifyPhoto(file);
+  });
+  for (const button of photo.querySelectorAll(".vd-examples button"))  // (a file of some 2 KB)
+    button.addEventListener("click", () => classifyPhoto(fetch(button.dataset.src).then((answer) => answer.blob())));
+}
+
+async function keepForOffline(root, { worker, files, bytes }) {
+  // Every file of the site, kept in this browser (its Cache Storage, which the service worker, sw.js, answers from),
+  // one at a time, those kept already skipped; said under the header, from the start to "works offline". Where the
+  // page has no service worker (plain http on a LAN address, or a browser without one), nothing is kept.
+  if (!("serviceWorker" in navigator) || !globalThis.caches) return;
+  const offline = root.querySelector("#vd-offline");
+  try {
+    await navigator.serviceWorker.register(worker);
+    const cache = await caches.open("vit-demo"); // sw.js: KEPT
+    const missing = [];
+    for (const file of files) if (!(await cache.match(file))) missing.push(file);
+    offline.hidden = false;
+    for (const [i, file] of missing.entries()) {
+      offline.textContent = `Saving this page for offline use (${(bytes / 1e6).toFixed(0)} MB): ${i} of ` +
+        `${missing.length} files…`;
+      await cache.add(file);
+    }
+    offline.textContent = "Ready to go offline: this page is saved in your browser, and reloads and runs with the " +
+      "network gone.";
+    offline.dataset.ready = "true"; // for tests
+  } catch (error) {
+    offline.textContent = `Not saved for offline use (${error.message ?? error}): it runs while the network lasts.`;
+  }
+}

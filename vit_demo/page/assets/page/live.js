@@ -1,0 +1,44 @@
+// The views: a registry of every view the page draws (one module each, in views/), and ``mount``, which the host
+// (host.js) calls for each element of the page that names one (data-view: vit_demo/page/layout.py). Every view draws from its tab's store (store.js); a view's module
+// says whether it follows the heads switched off (``knockout``: a head toggle redraws those alone) and whether it is
+// the prediction (``prediction``: the one view redrawn while the pen is down).
+import board from "./views/board.js";
+import cls from "./views/cls.js";
+import faithfulness from "./views/faithfulness.js";
+import input from "./views/input.js";
+import lens from "./views/lens.js";
+import patches from "./views/patches.js";
+import patching from "./views/patching.js";
+import prediction from "./views/prediction.js";
+import query from "./views/query.js";
+import relevance from "./views/relevance.js";
+import rollout from "./views/rollout.js";
+import selected from "./views/selected.js";
+import training from "./views/training.js";
+import { redrawAll, tabStore } from "./store.js";
+import { View } from "./view.js";
+
+export const VIEWS = { board, cls, faithfulness, input, lens, patches, patching, prediction, query, relevance, rollout,
+                       selected, training };
+const ON_SCREEN_MARGIN = "100px"; // a view this close to the screen counts as on it: its numbers are asked for early
+
+export function mount(element, prefix, name) {
+  // View ``name`` of tab ``prefix`` in ``element``. What a view lacks it asks the tab's source (store.js: live.ask,
+  // which answerFrom fills).
+  const spec = VIEWS[name], live = tabStore(prefix), view = new View(element, live, prefix, name);
+  if (!spec) throw new Error(`there is no live view '${name}'`);
+  const entry = { element, name, draw: (...args) => spec.draw(view, ...args), prediction: Boolean(spec.prediction),
+                  knockout: Boolean(spec.knockout) };
+  view.draw = (...args) => entry.draw(...args); // through the entry, which scripts may wrap (benchmarks time it)
+  live.views.push(entry);
+  new IntersectionObserver(([seen]) => {
+    // Whether this view is on screen (or within ON_SCREEN_MARGIN of it): one that comes into view is drawn again.
+    if (seen.isIntersecting === live.onScreen.has(name)) return;
+    if (seen.isIntersecting) live.onScreen.add(name);
+    else live.onScreen.delete(name);
+    if (seen.isIntersecting) view.draw();
+  }, { rootMargin: ON_SCREEN_MARGIN }).observe(element);
+  spec.setup?.(view);
+  if (name === "selected") redrawAll(live); // the views that mounted before it, too
+  else view.draw();
+}

@@ -1,0 +1,247 @@
+// The numbers the page's views draw from, made here alone from the graphs' raw outputs: attention (L, H, T, T),
+// calibrated logits, [CLS] features. Pure functions on typed arrays, so they run in the browser and under Node
+// (tests/page_numbers.mjs and tests/page_source.mjs hold them to Python's).
+//
+// Ports, step for step: vit_demo/interpret/explain.py (token_attention_maps, attention_rollout, first_query_patch), each
+// map quantised to 0..255 of its own maximum (as render.overlays scales it); the calibrated probabilities of
+// vit_demo/interpret/calibration.py and its unfamiliar rule (UnfamiliarRule.scores).
+import { roundHalfEven } from "./arithmetic.js";
+
+export { roundHalfEven }; // (the views' numbers round as numpy does)
+
+export function gridMaps(attention, layers, heads, tokens, token = 0) {
+  // Where ``token`` attends (0: [CLS], 1 + i: patch i), per layer: every head, then the heads' mean, each over the
+  // patches alone, rescaled to sum to 1 (explain.token_attention_maps).
+  // attention (L, H, T, T) -> Float32Array (L, H + 1, g, g), in float32 as numpy computes it.
+  const g2 = tokens - 1, out = new Float32Array(layers * (heads + 1) * g2);
+  for (let l = 0; l < layers; l++) {
+    const mean = new Float64Array(g2);
+    for (let h = 0; h < heads; h++) {
+      const row = ((l * heads + h) * tokens + token) * tokens + 1; // attention[l, h, token, 1:]
+      let sum = 0;
+      for (let p = 0; p < g2; p++) sum = Math.fround(sum + attention[row + p]);
+      const at = (l * (heads + 1) + h) * g2;
+      for (let p = 0; p < g2; p++) out[at + p] = Math.fround(attention[row + p] / Math.max(sum, 1e-12));
+      for (let p = 0; p < g2; p++) mean[p] += out[at + p];
+    }
+    const at = (l * (heads + 1) + heads) * g2;
+    for (let p = 0; p < g2; p++) out[at + p] = Math.fround(mean[p] / heads);
+  }
+  return out;
+}
+
+export function quantise(maps, size) {
+  // Each map of ``size`` values scaled to its own maximum and rounded to 0..255: -> Uint8Array.
+  const out = new Uint8Array(maps.length);
+  for (let start = 0; start < maps.length; start += size) {
+    let peak = -Infinity;
+    for (let p = start; p < start + size; p++) peak = Math.max(peak, maps[p]);
+    const scale = Math.fround(255 / Math.fround(Math.max(peak, 1e-12)));
+    for (let p = start; p < start + size; p++) out[p] = roundHalfEven(Math.fround(maps[p] * scale));
+  }
+  return out;
+}
+
+export function rollout(attention, layers, heads, tokens) {
+  // Attention rollout (Abnar and Zuidema, 2020; explain.attention_rollout): each layer's head-averaged attention mixed
+  // half-and-half with the identity, rows renormalised, the layers multiplied in order; [CLS]'s row over the patches,
+  // summing to 1. (L, H, T, T) -> Float64Array (g * g). Only [CLS]'s row of the product is needed: it is carried from
+  // the last layer down (row 0 of M_L, times M_(L-1), ..., times M_1), T * T a layer where the whole product costs T^3.
+  const T = tokens;
+  let row = null;
+  for (let l = layers - 1; l >= 0; l--) {
+    const mixed = new Float64Array(T * T);
+    for (let h = 0; h < heads; h++) {
+      const at = (l * heads + h) * T * T;
+      for (let i = 0; i < T * T; i++) mixed[i] += attention[at + i];
+    }
+    for (let i = 0; i < T; i++) {
+      let sum = 0;
+      for (let j = 0; j < T; j++) {
+        mixed[i * T + j] = 0.5 * Math.fround(mixed[i * T + j] / heads) + (i === j ? 0.5 : 0);
+        sum += mixed[i * T + j];
+      }
+      for (let j = 0; j < T; j++) mixed[i * T + j] /= sum;
+    }
+    if (!row) row = mixed.slice(0, T); // row 0 of the last layer's
+    else {
+      const next = new Float64Array(T); // row @ mixed
+      for (let k = 0; k < T; k++) {
+        const r = row[k];
+        for (let j = 0; j < T; j++) next[j] += r * mixed[k * T + j];
+      }
+      row = next;
+    }
+  }
+  const map = row.slice(1, T);
+  const total = map.reduce((a, b) => a + b, 0);
+  return map.map((v) => v / total);
+}
+
+export function argmax(values) {
+  let best = 0;
+  for (let i = 1; i < values.length; i++) if (values[i] > values[best]) best = i;
+  return best;
+}
+
+export function softmax(logits) {
+  // Probabilities from logits (the graph's are calibrated already: divided by the temperature).
+  const peak = Math.max(...logits), exps = Array.from(logits, (z) => Math.exp(z - peak));
+  const total = exps.reduce((a, b) => a + b, 0);
+  return exps.map((e) => e / total);
+}
+
+export function logSumExp(values) {
+  const peak = Math.max(...values);
+  return peak + Math.log(Array.from(values).reduce((sum, v) => sum + Math.exp(v - peak), 0));
+}
+
+function float16(bits) {
+  const sign = bits & 0x8000 ? -1 : 1, exponent = (bits >> 10) & 0x1f, fraction = bits & 0x3ff;
+  if (exponent === 0) return sign * 2 ** -14 * (fraction / 1024);
+  if (exponent === 31) return fraction ? NaN : sign * Infinity;
+  return sign * 2 ** (exponent - 15) * (1 + fraction / 1024);
+}
+
+export function halves(text) {
+  // Base64 of little-endian float16 (calibration.py's arrays) -> Float64Array.
+  const raw = atob(text), out = new Float64Array(raw.length / 2);
+  for (let i = 0; i < out.length; i++) out[i] = float16(raw.charCodeAt(2 * i) | (raw.charCodeAt(2 * i + 1) << 8));
+  return out;
+}
+
+const decoded = new WeakMap(); // a rule -> its arrays, decoded once (whitenings and whitened means, or weights)
+
+function whitened(rule) {
+  // The rule's whitenings W (parts, D, D) and its class means whitened, m W (parts, K, D): |(x - m) W|^2 is then
+  // |x W - m W|^2, one (D, D) product an image and layer where the distances to K means cost K of them.
+  if (!decoded.has(rule)) {
+    const means = halves(rule.means), whitenings = halves(rule.whitenings), [P, K, D] = rule.shape;
+    const meansWhitened = new Float64Array(P * K * D);
+    for (let p = 0; p < P; p++)
+      for (let k = 0; k < K; k++)
+        for (let d = 0; d < D; d++) {
+          const m = means[(p * K + k) * D + d];
+          for (let j = 0; j < D; j++) meansWhitened[(p * K + k) * D + j] += m * whitenings[(p * D + d) * D + j];
+        }
+    decoded.set(rule, { whitenings, meansWhitened });
+  }
+  return decoded.get(rule);
+}
+
+function probeScore(rule, features) {
+  // The probe's weighted sum of the features of its layers, plus its bias.
+  if (!decoded.has(rule)) decoded.set(rule, halves(rule.weights));
+  const weights = decoded.get(rule), [, D] = rule.shape;
+  let sum = rule.bias;
+  rule.layers.forEach((layer, p) => {
+    for (let d = 0; d < D; d++) sum += features[layer * D + d] * weights[p * D + d];
+  });
+  return sum;
+}
+
+export function familiarity(calibrated, temperature, rule, features) {
+  // unfamiliar_rule.UnfamiliarRule.scores for one image, higher = more familiar: from its calibrated logits (K) and, for
+  // the mahalanobis and probe rules, its [CLS] features after every layer (L, D), the graph's ``features``.
+  const energy = () => logSumExp(Array.from(calibrated, (z) => z * temperature));
+  if (rule.score === "energy") return energy();
+  if (rule.score === "max_probability") return Math.max(...softmax(calibrated));
+  if (rule.score !== "mahalanobis" && rule.score !== "probe") throw new Error(`unknown unfamiliar score ${rule.score}`);
+  if (!features) throw new Error(`the ${rule.score} rule needs the graph's features`);
+  if (rule.score === "probe") return probeScore(rule, features);
+  const { whitenings, meansWhitened } = whitened(rule), [, K, D] = rule.shape, xw = new Float64Array(D);
+  const parts = rule.layers.map((layer, p) => { // minus the squared distance to the nearest class
+    xw.fill(0);
+    for (let d = 0; d < D; d++) {
+      const x = features[layer * D + d];
+      for (let j = 0; j < D; j++) xw[j] += x * whitenings[(p * D + d) * D + j];
+    }
+    let nearest = Infinity;
+    for (let k = 0; k < K; k++) {
+      let distance = 0;
+      for (let j = 0; j < D; j++) distance += (xw[j] - meansWhitened[(p * K + k) * D + j]) ** 2;
+      nearest = Math.min(nearest, distance);
+    }
+    return -nearest;
+  });
+  if (rule.energy) parts.push(energy());
+  return parts.reduce((sum, part, i) => sum + (part - rule.centre[i]) / rule.spread[i], 0);
+}
+
+export function unfamiliar(calibrated, temperature, rule, features = null) {
+  // unfamiliar_rule.UnfamiliarRule.flags: whether the image looks unlike anything the model knows (rule null: never).
+  return Boolean(rule) && familiarity(calibrated, temperature, rule, features) < rule.threshold;
+}
+
+export function base64(bytes) {
+  let text = "";
+  for (let i = 0; i < bytes.length; i += 0x8000) text += String.fromCharCode(...bytes.subarray(i, i + 0x8000));
+  return btoa(text);
+}
+
+export function fromBase64(text) {
+  // base64 -> bytes (atob refuses what is not base64).
+  const raw = atob(text);
+  const bytes = new Uint8Array(raw.length);
+  for (let i = 0; i < raw.length; i++) bytes[i] = raw.charCodeAt(i);
+  return bytes;
+}
+
+export function gridPayload(attention, model, token = 0, about = {}) {
+  // Every layer's maps of one token, quantised, with what they are (``about``).
+  const maps = gridMaps(attention, model.layers, model.heads, model.tokens, token);
+  return { ...about, maps: base64(quantise(maps, model.tokens - 1)) };
+}
+
+export function mapPayload(map, about = {}) {
+  // One (g, g) map, quantised, with what it is.
+  return { ...about, grid: Math.round(Math.sqrt(map.length)), map: base64(quantise(map, map.length)) };
+}
+
+export function fill(template, values) {
+  // A caption Python wrote with {name} fields (vit_demo/page/description.py's texts), filled in.
+  return template.replace(/\{(\w+)\}/g, (whole, name) => (name in values ? String(values[name]) : whole));
+}
+
+export const percent = (p) => (100 * p).toFixed(1);
+
+function classes(model, calibrated) {
+  // The label, its probability and every class' (calibrated logits: the graph's are divided by the temperature).
+  const probs = softmax(calibrated), top = argmax(probs);
+  return { label: model.classes[top], confidence: probs[top],
+           probs: Object.fromEntries(model.classes.map((name, i) => [name, probs[i]])) };
+}
+
+export function prediction(model, calibrated, features) {
+  // The prediction's numbers: the label, every class' probability, and the unfamiliar notice ("" none).
+  const flagged = unfamiliar(calibrated, model.temperature, model.unfamiliar, features);
+  return { ...classes(model, calibrated), notice: flagged ? model.texts.notice : "" };
+}
+
+export function payload(model, pixels, run, milliseconds, where) {
+  // A tab's numbers, for an image's 8-bit ``pixels`` (H, W, C) and the graph's ``run``
+  // ({logits, attention, features}): the prediction, the info line, every layer's [CLS] maps, and the answers for
+  // rollout and the first query patch (where rollout peaks).
+  const { layers, heads, tokens } = model;
+  const predicted = prediction(model, run.logits, run.features);
+  const roll = rollout(run.attention, layers, heads, tokens), patch = argmax(roll);
+  const answers = {
+    rollout: { map: mapPayload(roll) },
+    query: { [patch]: gridPayload(run.attention, model, 1 + patch, { patch, title: fill(model.texts.query, { patch }) }) },
+  };
+  const info = fill(model.texts.info, { label: predicted.label, percent: percent(predicted.confidence),
+                                        ms: milliseconds.toFixed(1), where });
+  return {
+    label: predicted.label, patch, answers, probs: predicted.probs, info, notice: predicted.notice,
+    size: model.large, layers, heads, grid: model.grid, height: model.height, width: model.width,
+    channels: model.channels, smooth: model.channels === 3, alpha: model.alpha,
+    image: base64(pixels), maps: gridPayload(run.attention, model).maps, colormap: model.colormap,
+  };
+}
+
+export function reading(model, calibrated) {
+  // The prediction alone, while the pen is down (no notice: it waits for the pen to lift).
+  const predicted = classes(model, calibrated);
+  return { reading: true, label: predicted.label, probs: predicted.probs, notice: "",
+           info: fill(model.texts.reading, { label: predicted.label, percent: percent(predicted.confidence) }) };
+}

@@ -1,0 +1,308 @@
+// Where a tab's numbers come from: every view's, made here alone from the raw outputs of the model's graphs, wherever
+// their forward pass ran (model.js: in the page, or on the server), and the page's own preprocessing (drawing.js,
+// preprocess.js). The canvas (canvas.js), the photo reader (photo.js) and the views (store.js: live.ask) ask it.
+//
+// ``model``: a tab's model as vit_demo/page/description.py describes it: its shape, classes, temperature, unfamiliar
+// rule, its weights folder's address (relative to ``base``) and graphs' names in it, and its captions with {fields}.
+import { preprocessDrawing } from "./drawing.js";
+import { InputError, NothingDrawn, preprocessPhoto } from "./preprocess.js";
+import { choose } from "./model.js";
+import { scoreMaps, verdictText } from "./faithfulness.js";
+
+export { answerFrom } from "./store.js"; // hand a tab's views this source's answers
+import { argmax, base64, fill, fromBase64 as decode, gridPayload, mapPayload, payload, percent, reading,
+         rollout, roundHalfEven, softmax } from "./numbers.js";
+
+const NUMBERS = ["logits", "attention", "features"]; // the graph's outputs a new image's numbers are made from
+const CANVAS = 112; // the canvas' copy of a drawing, pixels a side (canvas.js SMALL, data/preprocess.py CANVAS_SIZE)
+
+const WARM_UP_RUNS = 60, WARM_UP_MS = 500; // see warmUp
+const idle = (work) => (globalThis.requestIdleCallback ?? ((f) => setTimeout(f, 20)))(work);
+
+function warmUpImage(model) {
+  // An 8-bit input to warm the model up with: for digits, a stroke preprocessed as a drawing is (so preprocessing is
+  // warmed too); for photos, a gradient.
+  if (model.channels === 1) {
+    const ink = new Uint8Array(CANVAS * CANVAS);
+    for (let y = 20; y < 92; y++) ink.fill(255, y * CANVAS + 50, y * CANVAS + 58);
+    return preprocessDrawing(ink, CANVAS, CANVAS);
+  }
+  return Uint8Array.from({ length: model.height * model.width * model.channels }, (_, i) => i % 251);
+}
+
+const message = (html) => ({ message: html });
+
+function refusal(model, error) {
+  // What is said in place of a prediction for an input that can't be classified (captions.message_text).
+  if (error instanceof NothingDrawn) return message(model.texts.blank);
+  if (error instanceof InputError) return message(fill(model.texts.unreadable, { why: error.message }));
+  throw error;
+}
+
+const sources = new Map(); // tab prefix -> its source
+
+export function tabSource(prefix, model, base, where = {}) {
+  // A tab's one source: the canvas, the photo reader and the static page's host all ask for it here.
+  // (``model`` and the rest are needed the first time only.)
+  if (!sources.has(prefix)) sources.set(prefix, pageSource(model, base, where));
+  return sources.get(prefix);
+}
+
+export function pageSource(model, base, where = {}) {
+  // ``where``: {server: the app's server function "forward", forced: the server even where the page could run the
+  // model}, as model.js: choose takes them; the static page gives none.
+  let chosen = null, forward = null; // the forward pass: a Promise of it, then it
+  const forced = where.forced || model.pageGraphs === false; // (graphs missing or older than the weights)
+  const pass = () => (chosen ??= choose(new URL(model.folder, base).href, model.graph, { ...where, forced })
+    .then((found) => (forward = found))
+    .catch((error) => { chosen = null; throw error; })); // the next reading tries again
+  const graph = Object.fromEntries(["session", "run", "relevance", "patching", "logits"].map((name) =>
+    [name, async (...args) => (await pass())[name](...args)]));
+  const image = (request) => {
+    let pixels;
+    try {
+      pixels = decode(String(request.image ?? ""));
+    } catch {
+      throw new Error("the image is not base64"); // captions.read_image's words
+    }
+    if (pixels.length !== model.height * model.width * model.channels)
+      throw new Error(`the image has ${pixels.length} bytes where this model reads ${model.height * model.width * model.channels}`);
+    return pixels;
+  };
+  const offOf = (request) => ({ // the heads a request switches off, as layer * heads + head, in order
+    off: [...new Set((request.off ?? []).map(([l, h]) => l * model.heads + h))].sort((a, b) => a - b),
+    mode: request.mode ?? "mean" });
+  const answering = (answer) => async (request) => {
+    // A view's question: the answer, or {error: why}.
+    try {
+      return await answer(image(request), request);
+    } catch (error) {
+      return { error: String(error.message ?? error) };
+    }
+  };
+  let prefetched = null;
+  function prefetch() {
+    // Once a drawing has been read, the relevance graph and the snapshots' graphs (some 1.5 and 0.5 MB each for the
+    // digits) are loaded in the background, so that "why this class" and the training slider work once the network
+    // is gone; not before the first prediction, which waits for nothing but the model. (The photo tab, which reads
+    // no drawing, leaves its 11 and 6 MB ones to the views that ask.)
+    const graphs = [model.relevance, ...model.snapshots.map((snapshot) => snapshot.graph)];
+    prefetched ??= Promise.all(graphs.map((file) => graph.session(file))).catch(() => (prefetched = null));
+  }
+
+  async function analyse(pixels) {
+    // Every view's numbers for an 8-bit input, timing the model alone (its graph loaded first).
+    await graph.session(model.graph);
+    const start = performance.now();
+    const [run] = await graph.run(model.graph, model, [pixels], { outputs: NUMBERS });
+    return payload(model, pixels, run, performance.now() - start, forward.where);
+  }
+
+  let warmed = false;
+  function warmUp() {
+    // V8 runs WebAssembly (and JavaScript) as quickly made code until a function has run enough to be optimised: a
+    // fresh page's first ~50 readings of the digit model took 7-12 ms each in Chromium, then 2-3 ms. So once the
+    // graph is loaded the page reads an image of its own, one reading per idle moment (a stroke waits for one at
+    // most), WARM_UP_RUNS times or for WARM_UP_MS of runs, whichever comes first.
+    if (warmed || !forward.inPage) return; // (on the server, a warm-up would be requests for nothing)
+    warmed = true;
+    const pixels = warmUpImage(model), url = model.graph;
+    let runs = 0, spent = 0;
+    const next = () => idle(async () => {
+      const start = performance.now();
+      try {
+        payload(model, pixels, (await graph.run(url, model, [pixels], { outputs: NUMBERS }))[0], 0, forward.where);
+      } catch {
+        return; // a reading the user asks for says what went wrong
+      }
+      spent += performance.now() - start;
+      if (++runs < WARM_UP_RUNS && spent < WARM_UP_MS) next();
+    });
+    next();
+  }
+
+  return {
+    get inPage() { // the forward pass runs in the page: the canvas reads drawings as often as the pointer moves
+      return Boolean(forward?.inPage);
+    },
+    async ready() { // the forward pass chosen and its graph loaded, then warmed up in the background
+      const loaded = await graph.session(model.graph);
+      warmUp();
+      return loaded;
+    },
+
+    async example() {
+      // The numbers of the example the tab starts with (its 8-bit pixels as the model reads them, in the model's
+      // description), said to be an example.
+      const numbers = await analyse(decode(model.example));
+      return { ...numbers, info: fill(model.texts.example, { label: numbers.label,
+                                                             percent: percent(numbers.probs[numbers.label]) }) };
+    },
+
+    async stroke(request) {
+      // A drawing: {drawing: the canvas' 112 x 112 ink as base64, views: false while the pen is down}.
+      if (!request?.drawing) return message(model.texts.prompt);
+      let pixels;
+      try {
+        let ink;
+        try {
+          ink = decode(String(request.drawing));
+        } catch {
+          throw new InputError("the drawing is not valid base64");
+        }
+        if (ink.length !== CANVAS * CANVAS) throw new InputError(`the drawing must be ${CANVAS}x${CANVAS} bytes, not ${ink.length}`);
+        pixels = preprocessDrawing(ink, CANVAS, CANVAS);
+      } catch (error) {
+        return refusal(model, error);
+      }
+      if (request.views === false) {
+        const [run] = await graph.run(model.graph, model, [pixels], { outputs: ["logits"] });
+        return reading(model, run.logits);
+      }
+      const numbers = await analyse(pixels);
+      setTimeout(prefetch, 1000); // once this answer is drawn and the page is idle again
+      return numbers;
+    },
+
+    async photo(rgba, width, height) {
+      // A photo decoded by the browser (RGBA pixels).
+      let pixels;
+      try {
+        pixels = preprocessPhoto(rgba, width, height);
+      } catch (error) {
+        return refusal(model, error);
+      }
+      return analyse(pixels);
+    },
+
+    query: answering(async (pixels, request) => {
+      // Where a patch looks, in every layer and head.
+      const patch = request.patch, patches = model.grid * model.grid;
+      if (!Number.isInteger(patch) || patch < 0 || patch >= patches)
+        throw new Error(`There is no patch ${patch}: this image has ${patches} patches, numbered 0 to ${patches - 1}.`);
+      const [run] = await graph.run(model.graph, model, [pixels], { ...offOf(request), outputs: ["attention"] });
+      return gridPayload(run.attention, model, 1 + patch, { patch, title: fill(model.texts.query, { patch }) });
+    }),
+
+    knockout: answering(async (pixels, request) => {
+      // The prediction and [CLS] maps with the heads switched off, and the logit
+      // difference (the intact model's class against its runner-up) before and after.
+      const off = offOf(request), T = model.temperature;
+      if (!off.off.length) throw new Error("no head is switched off");
+      const [[intact], [ablated]] = await Promise.all([
+        graph.run(model.graph, model, [pixels], { outputs: ["logits"] }),
+        graph.run(model.graph, model, [pixels], { ...off, outputs: ["logits", "attention"] })]);
+      const raw = (run) => Array.from(run.logits, (z) => z * T); // the graph's logits are divided by T
+      const before = raw(intact), after = raw(ablated);
+      const order = [...before.keys()].sort((a, b) => before[b] - before[a]), [top, second] = order;
+      const intactProbs = softmax(intact.logits), probs = softmax(ablated.logits), label = model.classes[argmax(probs)];
+      const diff = (logits) => logits[top] - logits[second];
+      return {
+        off: off.off.map((i) => [Math.floor(i / model.heads), i % model.heads]), mode: off.mode, label,
+        probs: Object.fromEntries(model.classes.map((name, i) => [name, probs[i]])),
+        intact: { label: model.classes[top], probability: intactProbs[top] },
+        predicted: model.classes[top], runner_up: model.classes[second],
+        logit_diff: { intact: Number(diff(before).toFixed(4)), ablated: Number(diff(after).toFixed(4)) },
+        info: fill(model.texts.knockout, {
+          label, percent: percent(Math.max(...probs)), count: off.off.length, total: model.layers * model.heads,
+          mode: off.mode, intact: model.classes[top], intact_percent: percent(intactProbs[top]),
+          runner_up: model.classes[second], before: diff(before).toFixed(2), after: diff(after).toFixed(2) }),
+        maps: gridPayload(ablated.attention, model).maps,
+        rollout: mapPayload(rollout(ablated.attention, model.layers, model.heads, model.tokens)),
+      };
+    }),
+
+    lens: answering(async (pixels, request) => {
+      // The logit lens: what [CLS] would answer after each layer (calibrated), and per patch the
+      // probability of the final answer read from each patch token after each layer (not calibrated), 0..255.
+      const [run] = await graph.run(model.graph, model, [pixels], { ...offOf(request), outputs: ["logits", "lens"] });
+      const { layers: L, tokens: T, classes } = model, K = classes.length, g2 = T - 1;
+      const read = (l, t) => Array.from(run.lens.subarray((l * T + t) * K, (l * T + t + 1) * K));
+      const cls = [...Array(L).keys()].map((l) => softmax(read(l, 0).map((z) => z / model.temperature)));
+      const final = argmax(cls[L - 1]), predicted = argmax(run.logits);
+      const levels = new Uint8Array(L * g2);
+      for (let l = 0; l < L; l++)
+        for (let p = 0; p < g2; p++)
+          levels[l * g2 + p] = roundHalfEven(Math.min(Math.max(softmax(read(l, 1 + p))[predicted], 0), 1) * 255);
+      return {
+        label: classes[final], grid: model.grid, maps: base64(levels),
+        layers: cls.map((row) => ({ label: classes[argmax(row)], probability: Number(Math.max(...row).toFixed(4)),
+                                    answer: Number(row[final].toFixed(4)) })),
+      };
+    }),
+
+    relevance: answering(async (pixels, request) => {
+      // Why the model would say the class asked for (with the heads off), from the
+      // relevance graph, whose gradients were traced into it.
+      const label = request.label, target = model.classes.indexOf(label);
+      if (target < 0) throw new Error(`there is no class '${label}'`);
+      const run = await graph.relevance(model.relevance, model, pixels, target, offOf(request));
+      const probs = softmax(run.logits), predicted = model.classes[argmax(probs)];
+      const title = fill(label === predicted ? model.texts.why : model.texts.why_not,
+                         { label, percent: percent(probs[target]), predicted });
+      return mapPayload(run.relevance, { label, title });
+    }),
+
+    async patching(request) {
+      // {clean, corrupt: pixels as the page keeps them, residual} -> two-image
+      // activation patching (Heimersheim & Nanda, 2024) from the patching graphs, loaded when first asked: each head's
+      // and (with residual) each residual-stream position's share of the logit difference restored, both directions.
+      try {
+        if (typeof request !== "object" || request === null || Array.isArray(request))
+          throw new Error("a request is a JSON object");
+        const [clean, corrupt] = ["clean", "corrupt"].map((name) => image({ image: request[name] }));
+        const residual = request.residual ?? true;
+        if (typeof residual !== "boolean") throw new Error("'residual' is true or false");
+        const graphs = [model.patching.heads, ...(residual ? [model.patching.residual] : [])]
+        await Promise.all([model.graph, ...graphs].map((url) => graph.session(url))); // loaded, not timed
+        const start = performance.now();
+        const runs = await graph.run(model.graph, model, [clean, corrupt], { outputs: ["logits"] });
+        const classes = runs.map((run) => argmax(run.logits)); // what the model reads each image as
+        if (classes[0] === classes[1])
+          throw new Error(`the model reads both images as class ${classes[0]}: patching needs two images it tells ` +
+                          "apart (or name the two classes)");
+        const grids = [];
+        for (const url of graphs) grids.push(await graph.patching(url, model, clean, corrupt, classes));
+        const [diffClean, diffCorrupt] = grids[0].logitDiff;
+        if (diffClean === diffCorrupt)
+          throw new Error("the two images have the same logit difference: nothing to restore");
+        const rows = (values, width) => Array.from({ length: values.length / width }, (_, i) => // np.round(x, 3)
+          Array.from(values.subarray(i * width, (i + 1) * width), (v) => roundHalfEven(v * 1000) / 1000));
+        const direction = (name) => Object.fromEntries(grids.map((grid, i) =>
+          i === 0 ? ["heads", rows(grid[name], model.heads)] : ["residual", rows(grid[name], model.tokens)]));
+        return {
+          residual, classes: classes.map((c) => model.classes[c]),
+          logit_diff: { clean: Number(diffClean.toFixed(4)), corrupt: Number(diffCorrupt.toFixed(4)) },
+          clean_into_corrupt: direction("cleanIntoCorrupt"), corrupt_into_clean: direction("corruptIntoClean"),
+          ms: Number((performance.now() - start).toFixed(1)), where: forward.where,
+        };
+      } catch (error) {
+        return { error: String(error.message ?? error) };
+      }
+    },
+
+    snapshot: answering(async (pixels, request) => {
+      // Where [CLS] looked at an earlier point of training.
+      const position = request.position, snapshot = model.snapshots[position - 1];
+      if (!Number.isInteger(position) || !snapshot)
+        throw new Error(`there is no snapshot ${position}: they are numbered 1 to ${model.snapshots.length}`);
+      const [run] = await graph.run(snapshot.graph, model, [pixels], { outputs: ["logits", "attention"] });
+      const probs = softmax(run.logits), top = argmax(probs);
+      const note = fill(snapshot.note, { label: model.classes[top], percent: percent(probs[top]) });
+      return gridPayload(run.attention, model, 0, { position, note });
+    }),
+
+    faithfulness: answering(async (pixels) => {
+      // Each map's deletion and insertion curves, with every head on, and the
+      // verdict (faithfulness.js); its graphs loaded first, not timed.
+      const url = model.graph, relevance = model.relevance;
+      await Promise.all([url, relevance].map((file) => graph.session(file)));
+      const start = performance.now();
+      const [run] = await graph.run(url, model, [pixels], { outputs: ["logits", "attention"] });
+      const found = await scoreMaps({ model, pixels, run, logitsOf: (data, n) => graph.logits(url, model, data, n),
+        relevanceOf: async (target) => (await graph.relevance(relevance, model, pixels, target)).relevance });
+      return { ...found, text: verdictText(found, model.texts), ms: Number((performance.now() - start).toFixed(1)),
+               where: forward.where };
+    }),
+  };
+}
