@@ -128,6 +128,36 @@ def test_the_page_draws_the_large_view_as_the_server_draws_it(page):
     assert page.console_errors == []
 
 
+def test_with_the_model_on_the_server_every_view_reads_as_in_the_page(browser, app_url):
+    """?model=server (as in a browser without WebAssembly): the forward pass runs on the server, and every view of
+    the digit tab is drawn from numbers the page makes of its raw outputs, the same as with the model in the page."""
+    import numpy as np
+
+    views = {"digit-patches": "patch {patch}", "digit-selected": "6/mean", "digit-cls-grid": "grid",
+             "digit-rollout": "map", "digit-relevance": "relevance 3", "digit-query": "query {patch}",
+             "digit-training": "trained", "digit-lens": "lens"}
+    read = {}
+    for where in ("page", "server"):
+        with app_page(browser, app_url + ("?model=server" if where == "server" else "")) as page:
+            page.wait_for_selector(f"#canvas canvas.vd-draw[data-model={where}]", timeout=30000)
+            page.locator("#canvas .vd-examples button[title='example: 3']").click()
+            wait_for_label(page, "3")
+            settled(page)
+            patch = page.evaluate("() => window.vdLive.digit.patch")
+            for view, shows in views.items():
+                wait_for_live(page, view, shows.format(patch=patch))
+            read[where] = json.loads(page.evaluate("() => window.vdLive.digit.numbers()"))
+            assert page.console_errors == []
+    page_numbers, server_numbers = read["page"], read["server"]
+    assert "on the server" in server_numbers["info"] and "in this page" in page_numbers["info"]
+    assert server_numbers["label"] == page_numbers["label"] == "3" and server_numbers["patch"] == page_numbers["patch"]
+    for name, p in page_numbers["probs"].items():
+        assert server_numbers["probs"][name] == pytest.approx(p, abs=1e-5)
+    (image, maps), (server_image, server_maps) = (read_live_payload(json.dumps(n)) for n in read.values())
+    np.testing.assert_array_equal(image, server_image)
+    assert np.abs(maps - server_maps).max() <= 1 / 255 + 1e-9  # float32 on two runtimes: a level at most
+
+
 def test_the_prediction_follows_the_pen_and_clear_clears(page):
     box = page.locator("#canvas canvas.vd-draw").bounding_box()
     page.mouse.move(box["x"] + 0.5 * box["width"], box["y"] + 0.15 * box["height"])

@@ -364,6 +364,13 @@ def test_talk_mode_fits_a_projector_and_answers_its_keys(static_folder, browser)
         bottom = page.evaluate("Math.max(...['#digit-selected canvas', '#digit-head', '#canvas canvas.vd-draw']"
                                ".map((s) => document.querySelector(s).getBoundingClientRect().bottom))")
         assert bottom <= 720
+        page.click("[data-tab=photo]")  # the photo tab fits too: the photo, its examples, the answer, the large view
+        wait_for_label(page, "horse", panel="photo", timeout=60)
+        for part in ("#photo-input", "#photo-label", "#photo-selected canvas", "#photo-head",
+                     "#photo-input .vd-examples button >> nth=-1"):
+            box = page.locator(part).bounding_box()
+            assert box["y"] + box["height"] <= 720, part
+        page.click("[data-tab=digit]")
         page.uncheck("#talk-mode input")
         assert "view=talk" not in page.url and page.locator("#digit-cls-grid").is_visible()
 
