@@ -11,6 +11,7 @@ import pytest
 from conftest import HAS_SHARED_CIFAR, SHARED_DATA, mnist_test_digits, node_major, page_source
 from vit_demo.page import captions
 from vit_demo.page.captions import caption_html, image_text
+from vit_demo.app import service
 from vit_demo.app.service import classifier
 from vit_demo.interpret import faithfulness
 from vit_demo.interpret.faithfulness import FLAT, RANDOM_RANKINGS, STEPS, Curves

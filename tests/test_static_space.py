@@ -86,7 +86,7 @@ def static_page(browser, url: str, width: int = 1400, height: int = 1000, path: 
 
 
 def saved_for_offline(page) -> None:
-    """Wait until the page has kept the site in the browser (static.js: keepForOffline), as it says: a file server
+    """Wait until the page has kept the site in the browser (host.js: keepForOffline), as it says: a file server
     stopped before then fails the save under way (and the browser logs the failed request)."""
     page.wait_for_selector("#vd-offline[data-ready]", timeout=120_000)
     assert "Ready to go offline" in page.inner_text("#vd-offline")

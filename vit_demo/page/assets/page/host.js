@@ -14,23 +14,6 @@ import { answerFrom, setWaiting, tabStore } from "./store.js";
 import { tabSource } from "./source.js";
 import { mountTalk } from "./talk.js";
 
-function guarded(source) {
-  // A source whose every answer is an answer: a model that fails to load or run is said in place of a prediction
-  // (the canvas says so of a stroke itself).
-  const guard = (name, ask) => async (...args) => {
-    try {
-      return await ask(...args);
-    } catch (error) {
-      console.error(error);
-      const why = `The model could not run in this page (${error.message ?? error}). Reload the page to try again.`;
-      return name === "photo" || name === "example" ? { message: why } : { error: why }; // (in place of numbers)
-    }
-  };
-  return Object.fromEntries(Object.entries(Object.getOwnPropertyDescriptors(source)).map(([name, { value, get }]) =>
-    [name, get ? get.call(source) : typeof value === "function" && name !== "stroke" && name !== "ready" ?
-      guard(name, value) : value]));
-}
-
 export function start(root, page, server) {
   // ``root``: the page's <main>; ``page``: its data ({models: {tab: description}, inside, offline?}); ``server``:
   // the app's server functions (forward), or null.
@@ -53,12 +36,12 @@ export function start(root, page, server) {
     }
   }
 
-  const started = {}; // tab -> Promise of its source, ready, its views answered by it
+  const started = {}; // tab -> Promise of its source, ready, its views answered by it (a failure: said by a reading)
   let photoAsked = false; // a photo was uploaded or picked: the example the tab starts with is not shown over it
   const loaded = (tab) => (started[tab] ??= source(tab).ready().then(() => {
     answerFrom(tab, source(tab));
     root.querySelector(`#tab-${tab}`).dataset.ready = "true"; // for tests and scripts: its model is loaded
-    return guarded(source(tab));
+    return source(tab);
   }).catch((error) => {
     delete started[tab]; // the next try loads again
     throw error;

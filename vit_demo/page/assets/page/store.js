@@ -67,8 +67,7 @@ export function setWaiting(live, on) {
 }
 
 export function redrawAll(live, which = () => true, ...args) {
-  // Every view of the tab, or those ``which`` picks (a view Gradio took out of the page goes).
-  live.views = live.views.filter((v) => v.element.isConnected);
+  // Every view of the tab, or those ``which`` picks.
   for (const v of live.views.filter(which)) v.draw(...args);
 }
 

@@ -1,4 +1,4 @@
-// What a live view draws on: its element (the gr.HTML's, or the static page's mount point), the tab's store, and the
+// What a view draws on: its element (its place in the page: vit_demo/page/layout.py), the tab's store, and the
 // steps every view shares: its canvas, clearing it with a caption, and saying that heads are switched off.
 import { asking } from "./store.js";
 
@@ -13,7 +13,6 @@ export class View {
   }
 
   get canvas() {
-    // Looked up each time: a new value of the gr.HTML redraws its template.
     return this.element.querySelector("canvas.vd-live-canvas");
   }
 
