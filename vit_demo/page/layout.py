@@ -240,7 +240,8 @@ def pad(tab: Tab) -> str:
                    f"{name}</button>" for i, (name, width) in enumerate(PENS))
     thumbs = "".join(
         f'<button type="button" title="example: {html.escape(p.stem)}"{" data-first" if p == tab.first() else ""}>'
-        f'<img alt="example {html.escape(p.stem)}" src="data:image/png;base64,{base64.b64encode(p.read_bytes()).decode()}">'
+        f'<img alt="example {html.escape(p.stem)}" '
+        f'src="data:image/png;base64,{base64.b64encode(p.read_bytes()).decode()}">'
         "</button>" for p in tab.example_files())
     return (f'<div id="canvas" class="vd-canvas"><div class="vd-pad" data-panel="{tab.prefix}">'
             f'<canvas class="vd-draw" width="{DRAWING_PIXELS}" height="{DRAWING_PIXELS}" '
@@ -259,7 +260,8 @@ def photo_input(tab: Tab, address: Callable[[str], str]) -> str:
                      for p in tab.example_files())
     first = tab.first()
     shown = f' src="{src(first)}"' if first else ""
-    return (f'<div id="{tab.prefix}-input" class="vd-photo"><img class="vd-photo-shown" alt="the photo"{shown}>'
+    return (f'<div id="{tab.prefix}-input" class="vd-photo">'
+            f'<img class="vd-photo-shown" alt="the photo" loading="lazy"{shown}>'
             '<div class="vd-bar"><label class="vd-upload">Upload a photo <input type="file" accept="image/*"></label>'
             '<button type="button" class="vd-clear">Clear</button></div>'
             f'<div class="vd-examples"><span>Examples:</span>{thumbs}</div></div>')
@@ -324,7 +326,8 @@ def patching_template(config: ViTConfig) -> str:
     slots = "".join(f'<div class="vd-slot" data-slot="{slot}"><canvas class="vd-slot-image" width="96" height="96" '
                     f'role="img" aria-label="the {slot} image"></canvas><div><b>{slot.capitalize()}</b>'
                     f'<div class="vd-slot-label">none yet</div><button type="button" class="vd-use" '
-                    f'data-slot="{slot}">Use this image as {slot}</button></div></div>' for slot in ("clean", "corrupt"))
+                    f'data-slot="{slot}">Use this image as {slot}</button></div></div>'
+                    for slot in ("clean", "corrupt"))
     return (f'<div class="vd-patching" data-residual="{str(residual_at_once(config)).lower()}" '
             f'data-colours="{base64.b64encode(render.colormap(render.DIVERGING).tobytes()).decode()}">'
             f'<div class="vd-patching-pair">{slots}</div>'
