@@ -331,14 +331,11 @@ def busy_app(monkeypatch, tmp_path):
     import torch
     from gradio_client import Client, handle_file
 
-    from vit_demo.app import api, forward, serving
-    from vit_demo.app.demo import launch
+    from vit_demo.app import api, demo as app, serving
 
     seven = tmp_path / "seven.png"
     draw_digit("7", 300, (20, 20, 260), 0.08).save(seven)
     threads, onednn = torch.get_num_threads(), torch.backends.mkldnn.enabled  # the server's tuning, undone after
-    demo = launch(queue_size=2, server_name="127.0.0.1", server_port=free_port(), prevent_thread_lock=True,
-                  quiet=True)
     started, release, hold_views = threading.Semaphore(0), threading.Event(), threading.Event()
 
     def held(work):  # the model's work, in a worker that waits, as if every image took long
@@ -348,14 +345,16 @@ def busy_app(monkeypatch, tmp_path):
             return work(*args, **kwargs)
         return wait_then_work
 
-    monkeypatch.setattr(api, "predict", held(api.predict))  # the API's
-    run_forward, held_forward = forward.forward, held(forward.forward)
+    run_forward, held_forward = app.forward, held(app.forward)
 
-    def page_forward(request):  # the page's (?model=server): its views' numbers held, the pen's reading not
+    def forward(request):  # the page's server function (?model=server): its views' numbers held, the pen's not
         views = isinstance(request, dict) and "attention" in (request.get("outputs") or ["attention"])
         return (held_forward if views and hold_views.is_set() else run_forward)(request)
 
-    monkeypatch.setattr(forward, "forward", page_forward)
+    monkeypatch.setattr(app, "forward", forward)  # (before the page is built: it hands the page this function)
+    demo = app.launch(queue_size=2, server_name="127.0.0.1", server_port=free_port(), prevent_thread_lock=True,
+                      quiet=True)
+    monkeypatch.setattr(api, "predict", held(api.predict))  # the API's (after the warm-up, which it would hold)
     client = Client(demo.local_url, verbose=False)
     try:
         jobs = []
