@@ -14,14 +14,12 @@ import gradio as gr
 from gradio import processing_utils
 from gradio.utils import get_upload_folder
 
-from vit_demo.app.service import classifier, model_problem, predict
+from vit_demo.app.service import MODELS, classifier, model_problem, predict
 from vit_demo.app.serving import SHARED_WORKERS
 from vit_demo.app.zerogpu import model_work
 from vit_demo.atomic import atomic_write
 from vit_demo.data.preprocess import InputError, NothingDrawn
 from vit_demo.pictures import slides
-
-MODELS = ("mnist", "cifar10")
 
 
 class UndecodedImage(gr.Image):

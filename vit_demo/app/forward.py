@@ -20,7 +20,7 @@ from collections.abc import Callable
 import numpy as np
 import torch
 
-from vit_demo.app.service import ablation_means, classifier, model_problem, training_run, weights_folder
+from vit_demo.app.service import MODELS, ablation_means, classifier, model_problem, training_run, weights_folder
 from vit_demo.app.serving import SERVER_FUNCTION_SLOTS
 from vit_demo.app.zerogpu import model_work
 from vit_demo.onnx.export import INPUTS, OUTPUTS, RELEVANCE_INPUTS, RELEVANCE_OUTPUTS, PageGraph, expected_metadata
@@ -32,7 +32,6 @@ from vit_demo.weights import GRAPH_FILE, PATCHING_GRAPH_FILES, RELEVANCE_GRAPH_F
 MAX_BATCH = 512  # images in one call at most (the page's faithfulness scoring sends its masked images in batches)
 PATCHING = threading.BoundedSemaphore(1)  # one patching grid at a time: a photo's residual grid takes seconds
 PATCHING_WAIT_S = 15  # how long a patching call waits for the one before it, before it is told to retry
-MODELS = ("mnist", "cifar10")
 
 
 class Graph:
@@ -113,8 +112,9 @@ def forward(request: object) -> dict:
         model = request.get("model")
         if model not in MODELS:
             raise ValueError(f"there is no model {model!r}: one of {', '.join(MODELS)}")
-        if model_problem(model):
-            raise ValueError(model_problem(model))
+        problem = model_problem(model)
+        if problem:
+            raise ValueError(problem)
         name = request.get("graph")
         graph = graphs(model).get(name) if isinstance(name, str) else None
         if graph is None:

@@ -22,6 +22,7 @@ from vit_demo.model import ViTConfig
 from vit_demo.training.recipes import RECIPES
 from vit_demo.weights import WEIGHTS_ROOT, Snapshot, WeightsError, load_snapshots, read_calibration, read_metrics
 
+MODELS = ("mnist", "cifar10")  # the models the app serves, by the names its page and API take
 WEIGHTS_ENV = "VIT_DEMO_WEIGHTS"  # a folder holding mnist/ and cifar10/ weights folders, to serve weights of your own
 
 

@@ -88,7 +88,7 @@ anywhere: once loaded, the page works offline.
 def build(target: Path) -> None:
     """Write the static folder's contents into the empty folder ``target``."""
     site = build_site(target)  # (its Inside pictures written in place)
-    files = [name for name in STYLES] + [OFFLINE]
+    files = [*STYLES, OFFLINE]
     for folder in COPIED:
         files += [folder + p.relative_to(locate(site.roots, folder)).as_posix()
                   for p in sorted(locate(site.roots, folder).rglob("*")) if p.is_file()]

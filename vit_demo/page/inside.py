@@ -17,9 +17,9 @@ from PIL import Image
 
 from vit_demo.app.service import calibration_report, classifier
 from vit_demo.interpret import heads, inside
+from vit_demo.page.layout import LARGE
 from vit_demo.pictures import figures, render
 
-LARGE = 336  # pixels a side of the large views and of one patch's position map
 FILTERS = 28  # principal components shown, as in the ViT paper
 POSITION_CELL = 56  # pixels a side of each small map in the position-similarity grid
 

@@ -15,6 +15,7 @@ import html
 import json
 from collections.abc import Callable
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import numpy as np
 from PIL import Image
@@ -26,10 +27,11 @@ from vit_demo.data.preprocess import DRAWING_PIXELS, PENS
 from vit_demo.interpret import heads
 from vit_demo.model import ViTConfig
 from vit_demo.page.captions import caption_html, query_title, trained_note
-from vit_demo.page.inside import Insides
-from vit_demo.pictures import render
-from vit_demo.pictures.slides import png_bytes
+from vit_demo.pictures import render, slides
 from vit_demo.weights import WeightsError
+
+if TYPE_CHECKING:
+    from vit_demo.page.inside import Insides
 
 REPO = Path(__file__).resolve().parents[2]
 EXAMPLES = REPO / "examples"
@@ -165,7 +167,7 @@ def data_attributes(data: dict[str, str]) -> str:
 
 
 def png_data_url(picture: Image.Image) -> str:
-    return "data:image/png;base64," + base64.b64encode(png_bytes(picture)).decode()
+    return "data:image/png;base64," + base64.b64encode(slides.png_bytes(picture)).decode()
 
 
 def colour_scale(low: str = "none", high: str = "most (each map's own maximum)", cmap: str = render.HEAT,
@@ -377,9 +379,13 @@ def training_section(prefix: str, config: ViTConfig, run: TrainingRun) -> str:
 
 def export_section(prefix: str, config: ViTConfig) -> str:
     """Export for slides, made in the page (assets/page/export.js): the view, the patch for the query view, the two
-    buttons, and the file made (a download link) or why there is none."""
+    buttons, and the file made (a download link) or why there is none; the layer x head grid's geometry at slide
+    width (render.attention_grid_geometry), which the page draws it by."""
     patches = config.grid_size ** 2
-    return (f'<div id="{prefix}-export" class="vd-export" data-prefix="{prefix}">{section(EXPORT_TITLE)}'
+    grid = render.attention_grid_geometry(config.depth, config.heads,
+                                          render.attention_grid_thumb(config.heads, slides.SLIDE_WIDTH))
+    return (f'<div id="{prefix}-export" class="vd-export" data-grid="{html.escape(json.dumps(grid))}">'
+            f'{section(EXPORT_TITLE)}'
             f'<label class="vd-control">View <select id="{prefix}-export-view">{options(EXPORTS)}</select></label>'
             f'<label class="vd-control">Patch, for \'Where a patch looks\': 0 to {patches - 1} <input '
             f'id="{prefix}-export-patch" type="text" inputmode="numeric" placeholder="empty: the one shown above">'

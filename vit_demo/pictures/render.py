@@ -165,30 +165,37 @@ def _tile_origin(layer: int, head: int, heads: int, thumb: int) -> tuple[int, in
     return x, top + layer * (thumb + gap)
 
 
+def attention_grid_geometry(layers: int, heads: int, thumb: int = 96) -> dict:
+    """Where attention_grid puts everything, for a page that draws the grid itself: the picture's size, the
+    thumbnail's, each tile's top-left corner (layer by layer, and within a layer head by head then the mean), the
+    labels' font size, and the centre of each column's label (the heads, then "mean") and each row's ("layer N")."""
+    gap, left, top, text_size = _grid_spacing(thumb)
+    return {"size": [left + (heads + 1) * (thumb + gap) + gap, top + layers * (thumb + gap)], "thumb": thumb,
+            "origins": [_tile_origin(layer, head, heads, thumb)
+                        for layer in range(layers) for head in range(heads + 1)],
+            "font": text_size,
+            "columns": [(_tile_origin(0, head, heads, thumb)[0] + thumb // 2, top // 2) for head in range(heads + 1)],
+            "rows": [(left // 2 - 2, _tile_origin(layer, 0, heads, thumb)[1] + thumb // 2) for layer in range(layers)]}
+
+
 @functools.cache
 def _grid_frame(layers: int, heads: int, thumb: int) -> Image.Image:
     """The white frame of attention_grid with its row and column labels, drawn once per shape. Don't draw on it."""
-    gap, left, top, text_size = _grid_spacing(thumb)
-    width = left + (heads + 1) * (thumb + gap) + gap
-    height = top + layers * (thumb + gap)
-    frame = Image.new("RGB", (width, height), BACKGROUND)
+    geometry = attention_grid_geometry(layers, heads, thumb)
+    frame = Image.new("RGB", tuple(geometry["size"]), BACKGROUND)
     draw = ImageDraw.Draw(frame)
-    label_font = font(text_size)
-    for head in range(heads + 1):
-        x, _ = _tile_origin(0, head, heads, thumb)
-        draw.text((x + thumb // 2, top // 2), "mean" if head == heads else f"head {head + 1}", fill=TEXT,
-                  font=label_font, anchor="mm")
-    for layer in range(layers):
-        _, y = _tile_origin(layer, 0, heads, thumb)
-        draw.text((left // 2 - 2, y + thumb // 2), f"layer {layer + 1}", fill=TEXT, font=label_font, anchor="mm")
+    label_font = font(geometry["font"])
+    for head, centre in enumerate(geometry["columns"]):
+        draw.text(centre, "mean" if head == heads else f"head {head + 1}", fill=TEXT, font=label_font, anchor="mm")
+    for layer, centre in enumerate(geometry["rows"]):
+        draw.text(centre, f"layer {layer + 1}", fill=TEXT, font=label_font, anchor="mm")
     return frame
 
 
 def attention_grid_layout(layers: int, heads: int, thumb: int = 96) -> tuple[Image.Image, list[tuple[int, int]]]:
     """attention_grid's white frame with its labels, and each tile's top-left corner, layer by layer and within a
     layer head by head then the mean: what a page needs to draw the same grid from the maps."""
-    return (_grid_frame(layers, heads, thumb),
-            [_tile_origin(layer, head, heads, thumb) for layer in range(layers) for head in range(heads + 1)])
+    return _grid_frame(layers, heads, thumb), attention_grid_geometry(layers, heads, thumb)["origins"]
 
 
 def attention_grid_thumb(heads: int, width: int) -> int:

@@ -20,28 +20,16 @@ function sheet(width, height) {
   return [canvas, context];
 }
 
-function grid(state, maps) {
-  // render.attention_grid at SLIDE_WIDTH: a tile per layer and head, then each layer's mean a gap apart, labelled.
-  const { layers, heads, grid: g } = state.numbers;
-  // render._grid_spacing: the gap, label column, header row and label size, in proportion above 96-pixel tiles
-  const spacing = (thumb) => [4, 64, 24, 15].map((n) => Math.round(n * Math.max(thumb / 96, 1)));
-  const width = (thumb) => spacing(thumb)[1] + (heads + 1) * (thumb + spacing(thumb)[0]) + spacing(thumb)[0];
-  let thumb = 96; // render.attention_grid_thumb: the smallest that makes the grid SLIDE_WIDTH wide
-  while (width(thumb) < SLIDE_WIDTH) thumb++;
-  const [gap, left, top, text] = spacing(thumb);
-  const origin = (layer, head) => [left + head * (thumb + gap) + (head === heads ? gap : 0), // render._tile_origin
-                                   top + layer * (thumb + gap)];
-  const [canvas, context] = sheet(width(thumb), top + layers * (thumb + gap));
-  context.font = `${text}px sans-serif`;
-  for (let head = 0; head <= heads; head++)
-    context.fillText(head === heads ? "mean" : `head ${head + 1}`, origin(0, head)[0] + thumb / 2, top / 2);
-  for (let layer = 0; layer < layers; layer++) {
-    context.fillText(`layer ${layer + 1}`, left / 2 - 2, origin(layer, 0)[1] + thumb / 2);
-    for (let head = 0; head <= heads; head++) {
-      const tile = layer * (heads + 1) + head;
-      overlay(context, state, maps.subarray(tile * g * g, (tile + 1) * g * g), g, thumb, ...origin(layer, head));
-    }
-  }
+function grid(state, maps, { size: [width, height], thumb, origins, font, columns, rows }) {
+  // render.attention_grid at slide width, by its geometry (render.attention_grid_geometry, in the page's HTML): a
+  // tile per layer and head, then each layer's mean, labelled.
+  const { heads, grid: g } = state.numbers;
+  const [canvas, context] = sheet(width, height);
+  context.font = `${font}px sans-serif`;
+  columns.forEach(([x, y], head) => context.fillText(head === heads ? "mean" : `head ${head + 1}`, x, y));
+  rows.forEach(([x, y], layer) => context.fillText(`layer ${layer + 1}`, x, y));
+  origins.forEach(([x, y], tile) => overlay(context, state, maps.subarray(tile * g * g, (tile + 1) * g * g), g, thumb,
+                                            x, y));
   return canvas;
 }
 
@@ -85,14 +73,14 @@ async function asked(live, kind, which, request) {
   return reply;
 }
 
-async function slide(live, view, { layer, column, head, patch, explained }) {
+async function slide(live, view, geometry, { layer, column, head, patch, explained }) {
   // The chosen view: its name as slides.slide_name gives it (less the model and label), and its canvas.
   const { state } = live, levels = (reply, key) => (reply.levels ??= decode(reply[key]));
-  if (view === "cls-grid") return ["cls-grid", grid(state, state.maps)];
+  if (view === "cls-grid") return ["cls-grid", grid(state, state.maps, geometry)];
   if (view === "layer") return [`layer${layer + 1}-${head}`, single(state, mapOf(state, layer, column))];
   if (view === "patches") return ["patches", patchGrid(state)];
   if (view === "query")
-    return [`patch${patch}-grid`, grid(state, levels(await asked(live, "query", patch, { patch }), "maps"))];
+    return [`patch${patch}-grid`, grid(state, levels(await asked(live, "query", patch, { patch }), "maps"), geometry)];
   const reply = view === "rollout" ? await asked(live, "rollout", "map")
     : await asked(live, "relevance", explained, { label: explained });
   return [view === "rollout" ? "rollout" : `relevance-${explained}`, single(state, levels(reply, "map"), reply.grid)];
@@ -122,6 +110,7 @@ export function mountExport(element, prefix, model) {
   // The export of tab ``prefix``, whose model is named ``model`` (as slides.slide_name names it: "mnist"); each
   // button makes its file from the image in hand and the tab's controls (layer, head, class: outside ``element``).
   const live = tabStore(prefix), control = (selector) => document.querySelector(`#${prefix}-${selector}`);
+  const geometry = JSON.parse(element.dataset.grid); // the layer x head grid's, at slide width
   const box = element.querySelector(".vd-export-file"), patchBox = element.querySelector(`#${prefix}-export-patch`);
   let typedFor = null, clicks = 0, url = null; // the image the patch was typed for; the clicks so far; the link's
   patchBox.addEventListener("input", () => (typedFor = live.state?.key));
@@ -141,7 +130,7 @@ export function mountExport(element, prefix, model) {
     try {
       const explained = control("explain-class")?.selectedIndex > 0 ? control("explain-class").value : label;
       const [name, made] = animated ? [`layers-${head}`, await gif(state, column)]
-        : await slide(live, view, { layer, column, head, patch, explained });
+        : await slide(live, view, geometry, { layer, column, head, patch, explained });
       const blob = animated ? made : await new Promise((resolve) => made.toBlob(resolve, "image/png"));
       if (click !== clicks) return; // a later click's file replaces this one
       const file = `${model}-${label}-${name}.${animated ? "gif" : "png"}`;
