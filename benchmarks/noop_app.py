@@ -18,7 +18,8 @@ os.environ.setdefault("GRADIO_ANALYTICS_ENABLED", "False")
 
 import gradio as gr  # noqa: E402
 
-from vit_demo.app.api import MODELS, UndecodedImage, classify, export  # noqa: E402
+from vit_demo.app.api import UndecodedImage, classify, export  # noqa: E402
+from vit_demo.app.service import MODELS  # noqa: E402
 from vit_demo.page.layout import EXAMPLES  # noqa: E402
 from vit_demo.pictures import slides  # noqa: E402
 
