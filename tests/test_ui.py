@@ -2,6 +2,7 @@
 tests/test_browser.py (the app) and tests/test_static_space.py (the static Space)."""
 
 import contextlib
+import re
 import shutil
 from collections.abc import Iterator
 
@@ -20,8 +21,14 @@ def test_warm_up_runs_every_available_model():
     assert service.classifier.cache_info().currsize >= 1
 
 
+def page(insides: dict | None = None) -> str:
+    """The page's HTML, its files where the static site has them (the Inside tab without ``insides``)."""
+    return layout.page_html(insides or {}, lambda path: path)
+
+
 def test_the_photo_tab_says_what_the_model_knows():
-    assert all(name in layout.CLASSES_NOTE for name in ("airplane", "ship", "truck"))
+    classes = re.search(r'<p class="vd-note" id="photo-classes">(.*?)</p>', page()).group(1)
+    assert classes.startswith("<b>It knows ten classes:</b> airplane, automobile, bird") and "truck." in classes
 
 
 def test_the_photo_tab_shows_the_photo_through_the_shipped_models_snapshots():
@@ -31,7 +38,7 @@ def test_the_photo_tab_shows_the_photo_through_the_shipped_models_snapshots():
     assert captions.snapshot_note(run, 1, "ship", "12.3").startswith("**Epoch 1 of 300**: test accuracy then "
                                                                      "**27.33%**")
     assert "epoch 300" in captions.trained_note(run) and "91.21%" in captions.trained_note(run)
-    section = layout.training_section("photo", service.model_config("cifar10"), run)
+    section = page().split('id="photo-training-position"')[1]
     assert 'type="range" min="1" max="7" value="7"' in section and 'data-positions="7"' in section
 
 
@@ -61,8 +68,9 @@ def test_weights_without_snapshots_say_so_in_place_of_the_slider(tmp_path, monke
                            (service.classifier, service.training_run, service.calibration_report)):
         run = service.training_run("cifar10")
         assert "before snapshots were kept" in run.problem
-        section = layout.training_section("photo", service.model_config("cifar10"), run)
-        assert 'id="photo-training-note"' in section and "range" not in section and "data-view" not in section
+        html = page()
+        assert '<p class="vd-note" id="photo-training-note">This model was trained before snapshots' in html
+        assert "photo-training-position" not in html and 'id="photo-training"' not in html
 
 
 def test_inside_the_model_for_both_models(tmp_path):
@@ -116,6 +124,5 @@ def test_a_grid_of_more_heads_keeps_its_tiles_readable():
     for layers, heads, widest in ((6, 4, 480), (9, 6, 480), (9, 12, 855)):
         frame, _ = render.attention_grid_layout(layers, heads)
         config = ViTConfig(dim=12 * heads, depth=layers, heads=heads)
-        grid = layout.grid_view("photo", "cls", "grid", config, "a grid")
-        assert f"max-width: min(100%, {widest}px)" in grid
+        assert layout.grid_geometry(config)["widest"] == widest
         assert widest * layout.THUMB / frame.width >= layout.GRID_TILE  # tiles of 60 px where the column allows

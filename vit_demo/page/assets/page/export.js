@@ -1,4 +1,4 @@
-// Export for slides, made in the page (vit_demo/page/layout.py: export_section) as vit_demo/pictures/slides.py makes
+// Export for slides, made in the page (its section: vit_demo/page/page.html) as vit_demo/pictures/slides.py makes
 // it on the server: the chosen view of the image in hand as a PNG at least SLIDE_WIDTH pixels wide, or a GIF of where
 // [CLS] looks layer by layer, drawn afresh at that size from the tab's numbers with the views' drawing (picture.js),
 // named as slides.slide_name names it and offered as a download link. It shows the intact model, every head on.
