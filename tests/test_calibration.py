@@ -14,7 +14,6 @@ from vit_demo.interpret import calibration, faithfulness
 from vit_demo.training.calibrate import data_for, holdout_indices
 from vit_demo.interpret.faithfulness import STEPS, Curves
 from vit_demo.data.outside_photos import outside_photos
-from vit_demo.page import captions
 from vit_demo import unfamiliar_rule
 from vit_demo.weights import CALIBRATION_FILE, CONFIG_FILE, WEIGHTS_ROOT, read_calibration
 
@@ -189,24 +188,24 @@ def test_a_map_wins_only_where_it_leads_on_both_curves_by_more_than_the_noise():
     won = faithfulness.verdict(flat_curves({"attention": 0.3, "rollout": 0.2, "relevance": 0.1, "random": 0.6},
                                            {"attention": 0.7, "rollout": 0.8, "relevance": 0.9, "random": 0.6}, 0.03))
     assert won.winner == "relevance"
-    assert "**relevance** is the map to trust" in captions.verdict_text(won, "7")
+    assert "**relevance** is the map to trust" in faithfulness.verdict_text(won, "7")
     # Last issue's drawn 3: rollout best on deletion by 0.005, relevance clearly best on insertion: no winner.
     three = faithfulness.verdict(flat_curves({"attention": 0.3, "rollout": 0.150, "relevance": 0.155, "random": 0.6},
                                              {"attention": 0.7, "rollout": 0.77, "relevance": 0.86, "random": 0.6},
                                              0.03))
     assert three.winner is None and three.deletion_leader is None and three.insertion_leader == "relevance"
-    text = captions.verdict_text(three, "3")
+    text = faithfulness.verdict_text(three, "3")
     assert text.startswith("No map wins") and "**relevance** leads on insertion" in text and "deletion the maps tie" in text
     # A misread photo at the floor: 0.01 apart, within the noise: a tie.
     tie = faithfulness.verdict(flat_curves({"attention": 0.05, "rollout": 0.04, "relevance": 0.05, "random": 0.06},
                                            {"attention": 0.10, "rollout": 0.11, "relevance": 0.10, "random": 0.09},
                                            0.02))
-    assert tie.winner is None and captions.verdict_text(tie, "7").startswith("The maps tie")
+    assert tie.winner is None and faithfulness.verdict_text(tie, "7").startswith("The maps tie")
     # Each leads on its own curve.
     split = faithfulness.verdict(flat_curves({"attention": 0.3, "rollout": 0.1, "relevance": 0.2, "random": 0.6},
                                              {"attention": 0.7, "rollout": 0.8, "relevance": 0.9, "random": 0.6}, 0.03))
     assert (split.deletion_leader, split.insertion_leader, split.winner) == ("rollout", "relevance", None)
-    assert "**rollout** leads on deletion" in captions.verdict_text(split, "7")
+    assert "**rollout** leads on deletion" in faithfulness.verdict_text(split, "7")
 
 
 def test_flat_curves_say_the_maps_cant_be_told_apart():
@@ -219,7 +218,7 @@ def test_flat_curves_say_the_maps_cant_be_told_apart():
     found = faithfulness.verdict(one)
     assert found.deletion_flat and found.insertion_flat
     assert found.deletion_leader is found.insertion_leader is found.winner is None
-    text = captions.verdict_text(found, "1")
+    text = faithfulness.verdict_text(found, "1")
     assert text.startswith("The maps can't be told apart on this image") and "leads" not in text
     assert "the blank image still reads **1** at 99.8%" in text and "between 99.7% and 99.8%" in text
     # The same hair on curves that move (the prediction falls): then it is a lead, as before.
@@ -227,7 +226,7 @@ def test_flat_curves_say_the_maps_cant_be_told_apart():
                                               {"attention": 0.7, "rollout": 0.7, "relevance": 0.7, "random": 0.6},
                                               0.001))
     assert not moving.deletion_flat and moving.deletion_leader == "rollout"
-    assert "**rollout** leads on deletion" in captions.verdict_text(moving, "1")
+    assert "**rollout** leads on deletion" in faithfulness.verdict_text(moving, "1")
 
 
 def test_the_noise_is_the_spread_of_the_images_random_rankings():

@@ -1,5 +1,5 @@
 """How far to trust each map, in the page (vit_demo/page/assets/page/faithfulness.js through source.js, the graphs run by
-the page's onnxruntime-web under Node) against Python (vit_demo/interpret/faithfulness.py, and captions.py's
+the page's onnxruntime-web under Node) against Python (vit_demo/interpret/faithfulness.py, with verdict_text for the
 verdict in words): the same curves for the three maps on real test images of each dataset, and the same verdict in
 the same words for the same curves, whichever of its texts says it."""
 
@@ -9,7 +9,6 @@ import numpy as np
 import pytest
 
 from conftest import HAS_SHARED_CIFAR, SHARED_DATA, mnist_test_digits, node_major, page_source
-from vit_demo.page import captions
 from vit_demo.page.captions import caption_html, image_text
 from vit_demo.app import service
 from vit_demo.app.service import classifier
@@ -37,7 +36,7 @@ def python_answer(curves_of: dict[str, Curves], label: str) -> dict:
                     "flat": {"deletion": v.deletion_flat, "insertion": v.insertion_flat},
                     "band": {"deletion": list(v.deletion_band), "insertion": list(v.insertion_band)},
                     "whole": v.whole, "blank": v.blank},
-        "text": caption_html(captions.verdict_text(v, label)),
+        "text": caption_html(faithfulness.verdict_text(v, label)),
     }
 
 
@@ -96,7 +95,7 @@ def line(start: float, end: float, dip: float = 0.0) -> list[float]:
     return [start + (end - start) * k / STEPS - dip * (0 < k < STEPS) for k in range(STEPS + 1)]
 
 
-CASES = {  # one for each of the verdict's texts (captions.VERDICT_TEXTS)
+CASES = {  # one for each of the verdict's texts (faithfulness.VERDICT_TEXTS)
     "flat": ([line(0.998, 0.997, 0.0003), line(0.998, 0.997, 0.0005), line(0.998, 0.997, 0.0004), line(0.998, 0.997)],
              [line(0.997, 0.998)] * 4, (0.00001, 0.00001)),  # a drawn 1: a blank image still reads 1
     "winner": ([line(1, 0, 0.3), line(1, 0, 0.1), line(1, 0, 0.5), line(1, 0)],
@@ -120,7 +119,7 @@ def test_the_pages_verdict_is_pythons_in_the_same_words(tmp_path):
     for name, case in CASES.items():
         curves = curves_with(*case)
         answer = python_answer(curves, "1")
-        assert captions.verdict_parts(faithfulness.verdict(curves), "1")[0] == name  # each case is covered
+        assert faithfulness.verdict_parts(faithfulness.verdict(curves), "1")[0] == name  # each case is covered
         given.append({key: answer[key] for key in ("label", "rankings", "curves", "noise")})
         expected.append(answer)
     for name, python, page in zip(CASES, expected, page_source("mnist", [], tmp_path, verdicts=given)["texts"]):

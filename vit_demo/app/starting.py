@@ -12,40 +12,11 @@ import os
 import threading
 from http import HTTPStatus
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
 
 DEFAULT_HOST, DEFAULT_PORT = "127.0.0.1", 7860  # Gradio's, when GRADIO_SERVER_NAME / _PORT are not set
-POLL_MS = 500
 
-PAGE = f"""<!doctype html>
-<html lang="en"><head><meta charset="utf-8"><meta name="viewport" content="width=device-width, initial-scale=1">
-<title>Starting: what does a Vision Transformer look at?</title>
-<style>
-  body {{ font-family: system-ui, sans-serif; margin: 0; min-height: 100vh; display: grid; place-items: center;
-         background: #fff; color: #111; }}
-  main {{ max-width: 36rem; padding: 2rem; text-align: center; }}
-  h1 {{ font-size: 2rem; margin: 0 0 1rem; }}
-  p {{ font-size: 1.15rem; line-height: 1.5; }}
-  .dots::after {{ content: ""; animation: dots 1.5s steps(4) infinite; }}
-  @keyframes dots {{ 0% {{ content: ""; }} 25% {{ content: "."; }} 50% {{ content: ".."; }} 75% {{ content: "..."; }} }}
-</style></head>
-<body><main>
-  <h1>Starting<span class="dots"></span></h1>
-  <p>The app is loading its Vision Transformers and warming them up. This page opens it by itself as soon as it is
-  ready, usually within half a minute.</p>
-</main>
-<script>
-  // Ask again until the app itself answers (200); a refused connection is the moment the app takes the port over.
-  async function openWhenReady() {{
-    try {{
-      const answer = await fetch(window.location.href, {{ cache: "no-store" }});
-      if (answer.ok) {{ window.location.reload(); return; }}
-    }} catch (error) {{}}
-    setTimeout(openWhenReady, {POLL_MS});
-  }}
-  setTimeout(openWhenReady, {POLL_MS});
-</script>
-</body></html>
-""".encode()
+PAGE = (Path(__file__).parent / "starting.html").read_bytes()  # it asks again every half second
 
 
 class _StartingHandler(BaseHTTPRequestHandler):

@@ -23,6 +23,8 @@ import tempfile
 from collections.abc import Callable
 from pathlib import Path
 
+import jinja2
+
 REPO = Path(__file__).resolve().parents[2]
 APP_FILE = "app.py"
 PACKAGE = "vit_demo"
@@ -119,50 +121,27 @@ def space_requirements(requirements: str) -> str:
     return "\n".join(lines) + "\n"
 
 
+def card(template: str, **fields: str) -> str:
+    """A README of templates/ filled in with ``fields`` and the shipped models' accuracies (``mnist``, ``cifar10``)."""
+    text = (Path(__file__).parent / "templates" / template).read_text(encoding="utf-8")
+    return jinja2.Template(text, keep_trailing_newline=True).render(
+        mnist=accuracy_note("mnist"), cifar10=accuracy_note("cifar10"), **fields)
+
+
 def accuracy_note(model: str) -> str:
-    """A shipped model's test accuracy from its metrics.json, as "99.54%" ("" where it is not recorded)."""
+    """A shipped model's test accuracy from its metrics.json, as ", 99.54% on its test set" ("" where it is not
+    recorded)."""
     try:
         accuracy = json.loads((REPO / WEIGHTS / model / "metrics.json").read_text(encoding="utf-8"))["test_accuracy"]
     except (OSError, ValueError, KeyError, TypeError):
         return ""
-    return f" ({100 * accuracy:.2f}% on its test set)"
+    return f", {100 * accuracy:.2f}% on its test set"
 
 
 def space_readme(sdk_version: str) -> str:
     """The Space's README.md: its front matter, then a short card."""
-    return f"""---
-title: ViT demo
-emoji: 🔍
-colorFrom: indigo
-colorTo: yellow
-sdk: gradio
-sdk_version: {sdk_version}
-python_version: "{SPACE_PYTHON}"
-app_file: {APP_FILE}
-pinned: false
-short_description: "{SHORT_DESCRIPTION}"
----
-{MARKER}
-
-# What does a Vision Transformer look at?
-
-Draw a digit or upload a photo and watch a Vision Transformer, written from scratch in PyTorch, classify it while
-you draw, with what every layer and every attention head looks at: the patch grid the model reads, [CLS] attention
-per layer and head, attention rollout, where any patch you click looks, and why it chose its class.
-
-Two small models: one for handwritten digits (MNIST{accuracy_note("mnist")}), one for photos (CIFAR-10
-{accuracy_note("cifar10")}). They run on the Space's CPU, a few milliseconds per drawing, so a visit spends
-no GPU quota. The page loads nothing from any other server.
-
-Scripts can call the lean `/classify` endpoint (an image file and a model name in, one JSON object out):
-
-```python
-from gradio_client import Client, handle_file
-
-Client("USER/NAME").predict(handle_file("digit.png"), "mnist", api_name="/classify")
-# {{'label': '7', 'confidence': ..., 'probs': {{'0': ..., ..., '9': ...}}, 'unfamiliar': False}}
-```
-"""
+    return card("space_README.md", sdk_version=sdk_version, python=SPACE_PYTHON, app_file=APP_FILE,
+                short_description=SHORT_DESCRIPTION, marker=MARKER)
 
 
 def copy_tree(source: Path, target: Path, skipped_suffixes: set[str]) -> None:

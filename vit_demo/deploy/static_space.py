@@ -19,9 +19,9 @@ import dataclasses
 import shutil
 from pathlib import Path
 
-from vit_demo.app.service import model_problem
-from vit_demo.deploy.space import README, accuracy_note, needs_lfs, replace_folder, write_gitattributes
-from vit_demo.page import description as page_description
+from vit_demo.app.service import model_problem, weights_folder
+from vit_demo.deploy.space import README, card, needs_lfs, replace_folder, write_gitattributes
+from vit_demo.onnx.export import expected_metadata, stale_graphs
 from vit_demo.page.layout import TABS
 from vit_demo.page.site import HOST, STYLES, build_site, locate, models_folder
 from vit_demo.weights import WeightsError
@@ -60,29 +60,7 @@ def index_html(body: str, data: str, start: str) -> str:
 
 def space_readme() -> str:
     """The static Space's README.md: its front matter, then a short card."""
-    return f"""---
-title: ViT demo
-emoji: 🔍
-colorFrom: indigo
-colorTo: yellow
-sdk: static
-app_file: {PAGE}
-pinned: false
-short_description: "{SHORT_DESCRIPTION}"
----
-{MARKER}
-
-# What does a Vision Transformer look at?
-
-Draw a digit or upload a photo and watch a Vision Transformer, written from scratch in PyTorch, classify it in your
-browser, with what every layer and every attention head looks at: the patch grid the model reads, [CLS] attention
-per layer and head, attention rollout, where any patch you click looks, the model as it was during training, and
-what it has learnt inside (its filters, position embeddings, and which heads matter).
-
-Two small models: one for handwritten digits (MNIST{accuracy_note("mnist")}), one for photos (CIFAR-10
-{accuracy_note("cifar10")}), exported to ONNX and run by onnxruntime-web (WebAssembly) in the page. Nothing is sent
-anywhere: once loaded, the page works offline.
-"""
+    return card("static_README.md", app_file=PAGE, short_description=SHORT_DESCRIPTION, marker=MARKER)
 
 
 def build(target: Path) -> None:
@@ -94,8 +72,7 @@ def build(target: Path) -> None:
                   for p in sorted(locate(site.roots, folder).rglob("*")) if p.is_file()]
     for tab in TABS:
         folder = models_folder(tab.model)
-        files += [folder + p.relative_to(locate(site.roots, folder)).as_posix()
-                  for p in page_description.graph_files(tab.model)]
+        files += [folder + name for name in expected_metadata(weights_folder(tab.model))]
     for name in files:
         (target / name).parent.mkdir(parents=True, exist_ok=True)
         shutil.copy2(locate(site.roots, name), target / name)
@@ -115,11 +92,15 @@ def write_static(folder: Path | str, force: bool = False) -> dict:
     folder = Path(folder)
     for tab in TABS:
         problem = model_problem(tab.model)
+        stale = [] if problem else stale_graphs(weights_folder(tab.model))
+        if stale:
+            problem = (f"The {tab.model} graphs are missing or older than the weights ({', '.join(stale)}): make them "
+                       f"with `python -m vit_demo onnx --model {tab.model}`.")
         if problem:
             raise StaticError(f"{problem} Nothing was written.")
     try:
         replace_folder(folder, force, MARKER, build)
-    except (WeightsError, page_description.GraphsMissing) as exc:
+    except WeightsError as exc:
         raise StaticError(f"{exc} Nothing was written.") from None
     files = [p for p in folder.rglob("*") if p.is_file() and ".git" not in p.relative_to(folder).parts]
     return {"static": str(folder), "files": len(files), "bytes": sum(p.stat().st_size for p in files),

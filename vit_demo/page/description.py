@@ -13,27 +13,13 @@ import base64
 from pathlib import Path
 
 from vit_demo.page.captions import (EXAMPLE_TEXT, INFO_TEXT, KNOCKOUT_TEXT, READING_TEXT, RELEVANCE_WHY,
-                                    RELEVANCE_WHY_NOT, UNREADABLE_TEXT, VERDICT_TEXTS, caption_html, image_text,
+                                    RELEVANCE_WHY_NOT, UNREADABLE_TEXT, caption_html, image_text,
                                     query_title, snapshot_note, unfamiliar_text)
 from vit_demo.page.layout import LARGE
 from vit_demo.app.service import classifier, model_config, training_run, weights_folder
-from vit_demo.interpret.faithfulness import FLAT, RANDOM_RANKINGS, STEPS
+from vit_demo.interpret.faithfulness import FLAT, RANDOM_RANKINGS, STEPS, VERDICT_TEXTS
 from vit_demo.onnx.export import GRAPH_FILE, PATCHING_GRAPH_FILES, RELEVANCE_GRAPH_FILE, expected_metadata, stale_graphs
 from vit_demo.pictures import render
-
-class GraphsMissing(ValueError):
-    """A model's graphs are missing or older than its weights; the message says how to make them."""
-
-
-def graph_files(model: str) -> list[Path]:
-    """Every graph of a model's weights folder (the model's, relevance, patching, the snapshots'), checked to exist
-    and to match its weights."""
-    folder = weights_folder(model)
-    stale = stale_graphs(folder)
-    if stale:
-        raise GraphsMissing(f"The {model} graphs are missing or older than the weights ({', '.join(stale)}): make "
-                            f"them with `python -m vit_demo onnx --model {model}`.")
-    return [folder / name for name in expected_metadata(folder)]
 
 
 def snapshot_graphs(model: str) -> list[str]:
