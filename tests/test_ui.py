@@ -37,9 +37,10 @@ def test_the_photo_tab_shows_the_photo_through_the_shipped_models_snapshots():
     assert run.problem is None and [s.epoch for s in run.snapshots] == [1, 3, 7, 17, 45, 116] and run.positions == 7
     assert captions.snapshot_note(run, 1, "ship", "12.3").startswith("**Epoch 1 of 300**: test accuracy then "
                                                                      "**27.33%**")
-    assert "epoch 300" in captions.trained_note(run) and "91.21%" in captions.trained_note(run)
     section = page().split('id="photo-training-position"')[1]
     assert 'type="range" min="1" max="7" value="7"' in section and 'data-positions="7"' in section
+    assert ('data-note="&lt;b&gt;The trained model&lt;/b&gt; (epoch 300, test accuracy &lt;b&gt;91.21%&lt;/b&gt;): '
+            "the views above.") in section
 
 
 @contextlib.contextmanager
@@ -74,17 +75,22 @@ def test_weights_without_snapshots_say_so_in_place_of_the_slider(tmp_path, monke
 
 
 def test_inside_the_model_for_both_models(tmp_path):
+    insides = {model: inside.write_insides(model, tmp_path / model) for model in ("mnist", "cifar10")}
+    html = page(insides)
     for model, grid in (("mnist", 7), ("cifar10", 8)):
-        found, data = inside.write_insides(model, tmp_path / model)
-        assert "principal components" in found.filters_note and found.distance is not None
-        assert "pixels" in found.distance_note
+        found, data = insides[model]
+        notes = " ".join(re.findall(r'<p class="vd-note">(.*?)</p>', html.split(f'data-model="{model}"')[1]
+                                    .split("vd-inside-model")[0]))
+        assert "principal components" in notes and found.distance is not None and "pixels" in notes
         # The reliability diagram, and the numbers of the record it was drawn from.
         report = read_calibration(WEIGHTS_ROOT / model)
         assert found.reliability.width > 500
-        for shown in (f"**{report['temperature']:.2f}**", f"**{100 * report['before']['ece']:.1f}% → "
-                      f"{100 * report['after']['ece']:.1f}%**", f"{report['after']['nll']:.3f}",
+        for shown in (f"<b>{report['temperature']:.2f}</b>", f"<b>{100 * report['before']['ece']:.1f}% → "
+                      f"{100 * report['after']['ece']:.1f}%</b>", f"{report['after']['nll']:.3f}",
                       f"{100 * report['after']['accuracy_overall']:.2f}%"):
-            assert shown in found.reliability_note, shown
+            assert shown in notes, shown
+        # Which heads matter: the importance and the pruning curves' widest gap.
+        assert "Michel et al., 2019" in notes and "most important heads off" in notes
         centre = (grid // 2) * grid + grid // 2
         assert data["start"] == centre and data["captions"][centre].startswith(f"Patch {centre} ")
         assert sorted(p.stem for p in (tmp_path / model).glob("*.png")) == data["pictures"]
@@ -112,9 +118,10 @@ def test_inside_says_plainly_what_was_never_measured(tmp_path, monkeypatch):
         found = inside.insides("mnist")
         assert found.filters is not None and found.distance is None and found.reliability is None
         assert found.importance is None
-        notes = (found.distance_note, found.reliability_note, found.importance_note)
-        assert all("has not been measured" in n for n in notes)
-        assert "python" not in "".join(notes)  # words for the person using the page, not a command
+        html = page({"mnist": inside.write_insides("mnist", tmp_path / "pictures")})
+        notes = " ".join(re.findall(r'<p class="vd-note">(.*?)</p>', html.split('id="tab-inside"')[1]))
+        assert notes.count("has not been measured") == 3
+        assert "python" not in notes  # words for the person using the page, not a command
 
 
 def test_a_grid_of_more_heads_keeps_its_tiles_readable():

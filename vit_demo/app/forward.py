@@ -84,7 +84,8 @@ def read_tensor(name: str, value: object, shape: tuple[int | None, ...]) -> torc
     except (binascii.Error, ValueError):
         raise ValueError(f"input {name!r} is not base64") from None
     if len(data) != 4 * int(np.prod(dims)):
-        raise ValueError(f"input {name!r} has {len(data)} bytes where shape {dims} of float32 takes {4 * np.prod(dims)}")
+        raise ValueError(f"input {name!r} has {len(data)} bytes where shape {dims} of float32 takes "
+                         f"{4 * np.prod(dims)}")
     return torch.from_numpy(np.frombuffer(data, dtype="<f4").reshape(dims).copy())
 
 

@@ -110,8 +110,9 @@ def gradio_pin(requirements: str) -> str:
 def space_requirements(requirements: str) -> str:
     """The Space's requirements.txt from the repository's: torch pinned to the newest release ZeroGPU supports, and
     no torchvision (only training and dataset downloads import it); every other line as it is."""
-    lines = ["# What the Space installs (written by `python -m vit_demo space` from the repository's requirements.txt):",
-             f"# torch {SPACE_TORCH}, the newest release ZeroGPU supports; no torchvision, which the app never imports."]
+    lines = ["# What the Space installs (written by `python -m vit_demo space` from the repository's "
+             "requirements.txt):", f"# torch {SPACE_TORCH}, the newest release ZeroGPU supports; no torchvision, "
+             "which the app never imports."]
     for line in requirements.splitlines():
         name = requirement_name(line)
         if name == "torch":
@@ -121,8 +122,9 @@ def space_requirements(requirements: str) -> str:
     return "\n".join(lines) + "\n"
 
 
-def card(template: str, **fields: str) -> str:
-    """A README of templates/ filled in with ``fields`` and the shipped models' accuracies (``mnist``, ``cifar10``)."""
+def from_template(template: str, **fields: object) -> str:
+    """A file of templates/ (a README, the static page's index.html) filled in with ``fields`` and the shipped
+    models' accuracies (``mnist``, ``cifar10``), as written (no escaping)."""
     text = (Path(__file__).parent / "templates" / template).read_text(encoding="utf-8")
     return jinja2.Template(text, keep_trailing_newline=True).render(
         mnist=accuracy_note("mnist"), cifar10=accuracy_note("cifar10"), **fields)
@@ -136,12 +138,6 @@ def accuracy_note(model: str) -> str:
     except (OSError, ValueError, KeyError, TypeError):
         return ""
     return f", {100 * accuracy:.2f}% on its test set"
-
-
-def space_readme(sdk_version: str) -> str:
-    """The Space's README.md: its front matter, then a short card."""
-    return card("space_README.md", sdk_version=sdk_version, python=SPACE_PYTHON, app_file=APP_FILE,
-                short_description=SHORT_DESCRIPTION, marker=MARKER)
 
 
 def copy_tree(source: Path, target: Path, skipped_suffixes: set[str]) -> None:
@@ -165,7 +161,9 @@ def build(target: Path) -> None:
     copy_tree(REPO / WEIGHTS, target / WEIGHTS, SKIPPED_IN_WEIGHTS)
     copy_tree(REPO / EXAMPLES, target / EXAMPLES, set())
     (target / REQUIREMENTS).write_text(space_requirements(requirements), encoding="utf-8")
-    (target / README).write_text(space_readme(sdk_version), encoding="utf-8")
+    readme = from_template("space_README.md", sdk_version=sdk_version, python=SPACE_PYTHON, app_file=APP_FILE,
+                           short_description=SHORT_DESCRIPTION, marker=MARKER)  # front matter, then a short card
+    (target / README).write_text(readme, encoding="utf-8")
     write_gitattributes(target)
 
 

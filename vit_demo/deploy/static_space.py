@@ -20,7 +20,7 @@ import shutil
 from pathlib import Path
 
 from vit_demo.app.service import model_problem, weights_folder
-from vit_demo.deploy.space import README, card, needs_lfs, replace_folder, write_gitattributes
+from vit_demo.deploy.space import README, from_template, needs_lfs, replace_folder, write_gitattributes
 from vit_demo.onnx.export import expected_metadata, stale_graphs
 from vit_demo.page.layout import TABS
 from vit_demo.page.site import HOST, STYLES, build_site, locate, models_folder
@@ -35,32 +35,6 @@ COPIED = ("page/", "vendor/onnxruntime-web/", "vendor/gifenc/", "examples/photos
 
 class StaticError(ValueError):
     """The static folder can't be written; the message says why and what to do."""
-
-
-def index_html(body: str, data: str, start: str) -> str:
-    """The page: its styles, its layout (``body``), its data (JSON) and the script that starts it (``start``)."""
-    styles = "".join(f'<link rel="stylesheet" href="{name}">' for name in STYLES)
-    return f"""<!doctype html>
-<html lang="en">
-<head>
-<meta charset="utf-8">
-<meta name="viewport" content="width=device-width, initial-scale=1">
-<link rel="icon" href="data:,">
-<title>ViT demo: what a Vision Transformer looks at</title>
-{styles}
-</head>
-<body>
-{body}
-<script type="application/json" id="vd-page">{data}</script>
-<script type="module">{start}</script>
-</body>
-</html>
-"""
-
-
-def space_readme() -> str:
-    """The static Space's README.md: its front matter, then a short card."""
-    return card("static_README.md", app_file=PAGE, short_description=SHORT_DESCRIPTION, marker=MARKER)
 
 
 def build(target: Path) -> None:
@@ -81,8 +55,10 @@ def build(target: Path) -> None:
                                      "bytes": sum(p.stat().st_size for p in target.rglob("*") if p.is_file())}}
     site = dataclasses.replace(site, data=data)
     start = site.script(HOST, data="JSON.parse(document.getElementById('vd-page').textContent)")
-    (target / PAGE).write_text(index_html(site.html, site.data_json(), start), encoding="utf-8")
-    (target / README).write_text(space_readme(), encoding="utf-8")
+    page = from_template("index.html", styles=STYLES, body=site.html, data=site.data_json(), start=start)
+    (target / PAGE).write_text(page, encoding="utf-8")
+    readme = from_template("static_README.md", app_file=PAGE, short_description=SHORT_DESCRIPTION, marker=MARKER)
+    (target / README).write_text(readme, encoding="utf-8")  # front matter, then a short card
     write_gitattributes(target)
 
 

@@ -18,6 +18,8 @@ INFO_TEXT = "**{label}** ({percent}%) · model {ms} ms {where}"
 EXAMPLE_TEXT = "An example: **{label}** ({percent}%). {prompt}"  # the image a tab starts with
 READING_TEXT = "**{label}** ({percent}%) · the views follow when the pen lifts"
 UNREADABLE_TEXT = "Can't read this image: {why}"
+QUERY_TEXT = ("### Where patch {patch} looks\nIn every layer and head; click a patch in *What the model sees* to "
+              "choose another.")
 RELEVANCE_WHY = ("### Why {label}?\nThe patches whose attention pushed the model towards **{label}**, its answer "
                  "({percent}%): class-specific relevance (Chefer et al., 2021).")
 RELEVANCE_WHY_NOT = ("### Why not {label}?\nThe patches that speak for **{label}** ({percent}%); the model says "
@@ -41,13 +43,6 @@ def unfamiliar_text(model: str) -> str:
             f"guess.{odds}")
 
 
-def query_title(patch: int | str | None) -> str:
-    if patch is None:
-        return "### Where a patch looks"
-    return (f"### Where patch {patch} looks\nIn every layer and head; click a patch in "
-            "*What the model sees* to choose another.")
-
-
 def caption_html(markdown: str) -> str:
     """A view's note in the app's markdown (a ``###`` title, ``**bold**``, ``*italic*``) as HTML for its caption in
     the page: the title in bold, `code` as code, then the text."""
@@ -59,13 +54,6 @@ def caption_html(markdown: str) -> str:
 
 
 # ---- Training snapshots
-
-def trained_note(run: TrainingRun) -> str:
-    epochs = f"epoch {run.epochs}" if run.epochs else "the end of training"
-    accuracy = f", test accuracy **{100 * run.test_accuracy:.2f}%**" if run.test_accuracy is not None else ""
-    return (f"**The trained model** ({epochs}{accuracy}): the views above. Move the slider left to see the image "
-            "through the model earlier in training.")
-
 
 def snapshot_note(run: TrainingRun, position: int, label: str, percent: str) -> str:
     """What the training view says of the snapshot at slider ``position``, for an image it read as ``label`` with

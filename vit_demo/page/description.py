@@ -14,7 +14,7 @@ from pathlib import Path
 
 from vit_demo.page.captions import (EXAMPLE_TEXT, INFO_TEXT, KNOCKOUT_TEXT, READING_TEXT, RELEVANCE_WHY,
                                     RELEVANCE_WHY_NOT, UNREADABLE_TEXT, caption_html, image_text,
-                                    query_title, snapshot_note, unfamiliar_text)
+                                    QUERY_TEXT, snapshot_note, unfamiliar_text)
 from vit_demo.page.layout import LARGE
 from vit_demo.app.service import classifier, model_config, training_run, weights_folder
 from vit_demo.interpret.faithfulness import FLAT, RANDOM_RANKINGS, STEPS, VERDICT_TEXTS
@@ -51,7 +51,7 @@ def description(model: str, prompt: str, blank: str, folder: str, example: Path 
         "example": None if example is None else image_text(clf.preprocess(example)),
         "texts": {key: caption_html(text) for key, text in {
             "prompt": prompt, "blank": blank, "notice": unfamiliar_text(model),
-            "unreadable": UNREADABLE_TEXT, "query": query_title("{patch}"),
+            "unreadable": UNREADABLE_TEXT, "query": QUERY_TEXT,
             "info": INFO_TEXT, "example": EXAMPLE_TEXT.format(label="{label}", percent="{percent}", prompt=prompt),
             "reading": READING_TEXT, "knockout": KNOCKOUT_TEXT, "why": RELEVANCE_WHY, "why_not": RELEVANCE_WHY_NOT,
             **{f"verdict_{name}": text for name, text in VERDICT_TEXTS.items()},

@@ -26,73 +26,35 @@ POSITION_CELL = 56  # pixels a side of each small map in the position-similarity
 
 @dataclasses.dataclass(frozen=True)
 class Insides:
-    """What one model has learnt inside, as pictures (None: a chart the weights have no record for) and notes."""
+    """What one model has learnt inside, as pictures (None: a chart the weights have no record for) and the numbers
+    page.html words their notes with."""
 
     filters: Image.Image
-    filters_note: str
+    filters_shown: int  # how many of the patch filters' principal components are shown...
+    filters_share: float  # ...and the share of the filters' variance they explain together
     similarity: np.ndarray  # (g, g, g, g) cosine similarity of the patches' position embeddings
     distance: Image.Image | None
-    distance_note: str
     reliability: Image.Image | None
-    reliability_note: str
+    calibration: dict | None  # calibration.json, and the temperature (``temperature``)
     importance: Image.Image | None
-    importance_note: str
+    heads: dict | None  # head_importance.json, and where its curves differ most (``widest``: heads off)
 
 
 def insides(model: str) -> Insides:
     clf = classifier(model)
     components, share = inside.embedding_components(clf.model, FILTERS)  # (K, C, p, p), (K,)
-    config = clf.info.config
-    filters_note = (f"Each of the {config.dim} filters of the patch projection weighs a patch's "
-                    f"{config.in_channels * config.patch_size**2} pixel values; these are their top "
-                    f"{len(components)} principal components, with the share of the filters' variance each explains "
-                    f"(the top {len(components)} together: {100 * share.sum():.0f}%).")
     distance = inside.read_attention_distance(clf.info.folder)  # (L, H) pixels, or None
-    if distance is None:
-        distance_note = "How far each head looks has not been measured for this model's weights yet."
-    else:
-        distance_note = (f"For each head: how far, in pixels, a patch looks on average (the distance between patch "
-                         f"centres weighted by attention, over test images; [CLS] left out). The image is "
-                         f"{config.image_size} pixels wide: low heads look near, high ones across the image.")
-    return Insides(render.filter_components(components, share), filters_note, inside.position_similarity(clf.model),
-                   None if distance is None else figures.attention_distance_plot(distance), distance_note,
-                   *reliability_views(model), *importance_views(model))
-
-
-def importance_views(model: str) -> tuple[Image.Image | None, str]:
-    """Which heads matter: their importance beside the pruning curves that test it, and what it says (None and why,
-    for weights never measured)."""
-    record = heads.read_head_importance(classifier(model).info.folder)
-    if record is None:
-        return None, "Which heads matter has not been measured for this model's weights yet."
-    ranked, random = record["curves"]["importance"], record["curves"]["random"]
-    widest = max(range(len(ranked)), key=lambda n: random[n] - ranked[n])  # heads off where the curves differ most
-    gap = (f" With the {widest} most important heads off the accuracy is **{100 * ranked[widest]:.0f}%**; with "
-           f"{widest} picked at random, {100 * random[widest]:.0f}%." if random[widest] - ranked[widest] > 0.01
-           else " Here the importance order does no better than random orders.")
-    note = (f"Each head's **importance** is how much the loss moves when its output is scaled (the mean |d loss / d "
-            f"gate| of a gate on it, over {record['images']} {record['split']} images; Michel et al., 2019). The "
-            f"test of the score: switch heads off cumulatively ({record['ablation']}-ablation), most important "
-            f"first, against random orders. Accuracy with every head on: **{100 * record['baseline']:.1f}%**.{gap} "
-            "Try it on one image with *Switch heads off* in the other tabs.")
-    return figures.head_importance_plot(record), note
-
-
-def reliability_views(model: str) -> tuple[Image.Image | None, str]:
-    """How far to trust the model's probabilities: its reliability diagram before and after calibration, and
-    what it says (None and how to fit it, for weights never calibrated)."""
-    clf = classifier(model)
-    report = calibration_report(model)
-    if report is None:
-        return None, "How far to trust this model's probabilities has not been measured for its weights yet."
-    before, after = report["before"], report["after"]
-    note = (f"How often the model is right when it says a given probability, on {report['measured_on']}. Its "
-            f"logits are divided by a temperature of **{clf.temperature:.2f}** before the softmax (Guo et al., 2017; "
-            f"under 1 sharpens, over 1 softens), fitted on {report['fitted_on']}. Expected calibration error **{100 * before['ece']:.1f}% → "
-            f"{100 * after['ece']:.1f}%**, negative log-likelihood {before['nll']:.3f} → {after['nll']:.3f}; the "
-            f"accuracy stays {100 * after['accuracy_overall']:.2f}%. Where the bars meet the diagonal, a probability "
-            "means what it says.")
-    return figures.reliability_diagram(before, after, clf.temperature), note
+    report, record = calibration_report(model), heads.read_head_importance(clf.info.folder)
+    if record is not None:  # heads off where the importance order and random ones differ most
+        ranked, random = record["curves"]["importance"], record["curves"]["random"]
+        record = {**record, "widest": max(range(len(ranked)), key=lambda n: random[n] - ranked[n])}
+    return Insides(
+        render.filter_components(components, share), len(components), float(share.sum()),
+        inside.position_similarity(clf.model),
+        None if distance is None else figures.attention_distance_plot(distance),
+        None if report is None else figures.reliability_diagram(report["before"], report["after"], clf.temperature),
+        None if report is None else {**report, "temperature": clf.temperature},
+        None if record is None else figures.head_importance_plot(record), record)
 
 
 def centre_patch(grid: int) -> int:

@@ -28,7 +28,7 @@ from vit_demo.app.service import ablation_means, classifier, model_config, model
 from vit_demo.data.preprocess import DRAWING_PIXELS, PENS
 from vit_demo.interpret import heads
 from vit_demo.model import ViTConfig
-from vit_demo.page.captions import caption_html, trained_note
+from vit_demo.page.captions import caption_html
 from vit_demo.pictures import render, slides
 from vit_demo.weights import WeightsError
 
@@ -161,7 +161,6 @@ def tab_data(tab: Tab, address: Callable[[str], str]) -> dict:
         "examples": [{"name": p.stem, "src": src(p), "first": p == first} for p in tab.example_files()],
         "first": src(first) if first else None, "grid": grid_geometry(config),
         "patch_layer": png_data_url(render.patch_grid_layer(config.grid_size, LARGE)),
-        "trained_note": "" if run.problem else caption_html(trained_note(run)),
         "means": has_means(tab.model), "matter": json.dumps(matter) if matter else None,
         "residual_at_once": residual_at_once(config),
         "export_grid": json.dumps(render.attention_grid_geometry(config.depth, config.heads, export_thumb))}
@@ -170,7 +169,8 @@ def tab_data(tab: Tab, address: Callable[[str], str]) -> dict:
 def inside_data(model: str, found: Insides, data: dict, address: Callable[[str], str]) -> dict:
     """What page.html needs of one model's Inside views (``data``: inside.write_insides')."""
     choice = next(choice for choice, name in INSIDE_MODELS.items() if name == model)
-    return {"name": model, "choice": choice, "found": found, "pictures": data["pictures"], "grid": data["grid"],
+    return {"name": model, "choice": choice, "found": found, "config": model_config(model),
+            "pictures": data["pictures"], "grid": data["grid"],
             "size": data["size"], "src": lambda name: address(f"{INSIDE}/{model}/{name}.png")}
 
 
