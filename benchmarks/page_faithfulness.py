@@ -80,7 +80,7 @@ def chromium_times(repeat: int) -> dict[str, tuple[list[float], list[float]]]:
                 page.wait_for_function(f"() => ({key})() !== {json.dumps(before)}", timeout=60_000)
                 time.sleep(1)  # the example's last answer in (the canvas reads a drawn example more than once)
                 times = page.evaluate(f"""async (n) => {{ const live = window.vdLive.{prefix}, times = [];
-                    for (let i = 0; i <= n; i++) times.push((await live.ask.faithfulness(
+                    for (let i = 0; i <= n; i++) times.push((await live.source.faithfulness(
                         {{ image: live.state.numbers.image }})).ms);
                     return times; }}""", repeat)
                 first.append(times[0])

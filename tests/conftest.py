@@ -187,36 +187,42 @@ def map_levels(attention: np.ndarray, token: int = 0) -> np.ndarray:
     return np.round(maps * (255 / peaks)).astype(np.uint8)
 
 
+def as_drawn(maps: np.ndarray) -> np.ndarray:
+    """Maps (..., g, g) as the page draws them (assets/page/picture.js: levels): each scaled to its own maximum in
+    float32 and rounded to 0..255, here / 255 (in [0, 1])."""
+    peaks = np.maximum(maps.max(axis=(-2, -1), keepdims=True), 1e-12).astype(np.float32)
+    return np.round((maps * (np.float32(255) / peaks)).astype(np.float32)) / 255
+
+
 def read_live_payload(text: str) -> tuple[np.ndarray, np.ndarray]:
-    """A tab's numbers (assets/page/numbers.js: payload) read back: the image in [0, 1] ((H, W) or (H, W, 3)) and
-    the maps (L, H + 1, g, g) in [0, 1], each scaled to its own maximum."""
-    import base64
+    """A tab's numbers (assets/page/numbers.js: imageNumbers, as the store's numbers() writes them: typed arrays as
+    lists) read back: the image in [0, 1] ((H, W) or (H, W, 3)) and the maps (L, H + 1, g, g) as the page draws
+    them (as_drawn)."""
     import json
 
     numbers = json.loads(text)
     shape = (numbers["height"], numbers["width"]) + ((3,) if numbers["channels"] == 3 else ())
-    image = np.frombuffer(base64.b64decode(numbers["image"]), np.uint8).reshape(shape) / 255
-    maps = np.frombuffer(base64.b64decode(numbers["maps"]), np.uint8)
-    return image, maps.reshape(numbers["layers"], numbers["heads"] + 1, numbers["grid"], numbers["grid"]) / 255
+    image = np.asarray(numbers["image"], np.uint8).reshape(shape) / 255
+    maps = np.asarray(numbers["maps"], np.float32)
+    return image, as_drawn(maps.reshape(numbers["layers"], numbers["heads"] + 1, numbers["grid"], numbers["grid"]))
 
 
-def read_live_map(numbers: dict | str) -> np.ndarray:
-    """A single map's numbers for a live view (assets/page/numbers.js: mapPayload, as JSON) read back: (g, g) in
-    [0, 1]."""
-    import base64
+def read_live_map(numbers: dict | str | list) -> np.ndarray:
+    """A single map of a live view (a list, or {"map": list}, as JSON or not) read back: (g, g) as the page draws it
+    (as_drawn)."""
     import json
+    import math
 
     numbers = json.loads(numbers) if isinstance(numbers, str) else numbers
-    levels = np.frombuffer(base64.b64decode(numbers["map"]), np.uint8)
-    return levels.reshape(numbers["grid"], numbers["grid"]) / 255
+    values = np.asarray(numbers["map"] if isinstance(numbers, dict) else numbers, np.float64)
+    g = math.isqrt(len(values))
+    return as_drawn(values.reshape(g, g))
 
 
 def read_live_grid(numbers: dict, shape: tuple[int, ...]) -> np.ndarray:
-    """A grid's numbers for a live view (assets/page/numbers.js: gridPayload, as JSON) read back: ``shape``
-    (L, H + 1, g, g) in [0, 1], each map scaled to its own maximum."""
-    import base64
-
-    return np.frombuffer(base64.b64decode(numbers["maps"]), np.uint8).reshape(shape) / 255
+    """A grid's numbers for a live view (source.js: query, snapshot) read back: ``shape`` (L, H + 1, g, g) as the
+    page draws them (as_drawn)."""
+    return as_drawn(np.asarray(numbers["maps"], np.float32).reshape(shape))
 
 
 def run_cli(*args: str) -> subprocess.CompletedProcess:

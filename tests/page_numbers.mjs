@@ -1,12 +1,12 @@
 // Node runner for tests/test_page_numbers.py: the page's numbers (vit_demo/page/assets/page/numbers.js) for attention
 // tensors and pixels that Python wrote, so that the test can hold them against Python's (interpret/explain.py).
 // Usage: node tests/page_numbers.mjs IN.json OUT.json, IN: [{attention: base64 float32 (L, H, T, T), layers, heads,
-// tokens}], OUT: [{maps: base64 (L, H + 1, g, g) levels, rollout: [...], patch}]. A case
-// with a ``rule`` (the unfamiliar rule as config.json keeps it), ``calibrated`` (base64 float32 (K)), ``features``
-// (base64 float32 (L, D)) and ``temperature`` gets {familiarity, unfamiliar} instead.
+// tokens}], OUT: [{maps: base64 (L, H + 1, g, g) levels, as the views draw them (picture.js: levels), rollout: [...],
+// patch}]. A case with a ``rule`` (the unfamiliar rule as config.json keeps it), ``calibrated`` (base64 float32 (K)),
+// ``features`` (base64 float32 (L, D)) and ``temperature`` gets {familiarity, unfamiliar} instead.
 import { readFileSync, writeFileSync } from "node:fs";
-import { argmax, familiarity, gridMaps, quantise, rollout, unfamiliar }
-  from "../vit_demo/page/assets/page/numbers.js";
+import { argmax, familiarity, gridMaps, rollout, unfamiliar } from "../vit_demo/page/assets/page/numbers.js";
+import { levels } from "../vit_demo/page/assets/page/picture.js";
 
 const bytes = (text) => Uint8Array.from(Buffer.from(text, "base64"));
 const floats = (text) => {
@@ -21,9 +21,11 @@ const out = cases.map(({ attention, layers, heads, tokens, rule, calibrated, fea
   }
   const raw = bytes(attention);
   const weights = new Float32Array(raw.buffer, raw.byteOffset, raw.byteLength / 4);
-  const roll = rollout(weights, layers, heads, tokens);
+  const roll = rollout(weights, layers, heads, tokens), maps = gridMaps(weights, layers, heads, tokens);
+  const drawn = new Uint8Array(maps.length), g2 = tokens - 1;
+  for (let at = 0; at < maps.length; at += g2) drawn.set(levels(maps.subarray(at, at + g2)), at);
   return {
-    maps: Buffer.from(quantise(gridMaps(weights, layers, heads, tokens), tokens - 1)).toString("base64"),
+    maps: Buffer.from(drawn).toString("base64"),
     rollout: Array.from(roll), patch: argmax(roll),
   };
 });

@@ -151,8 +151,7 @@ def test_with_the_model_on_the_server_every_view_reads_as_in_the_page(browser, a
     page_numbers, server_numbers = read["page"], read["server"]
     assert "on the server" in server_numbers["info"] and "in this page" in page_numbers["info"]
     assert server_numbers["label"] == page_numbers["label"] == "3" and server_numbers["patch"] == page_numbers["patch"]
-    for name, p in page_numbers["probs"].items():
-        assert server_numbers["probs"][name] == pytest.approx(p, abs=1e-5)
+    np.testing.assert_allclose(server_numbers["probs"], page_numbers["probs"], atol=1e-5)
     (image, maps), (server_image, server_maps) = (read_live_payload(json.dumps(n)) for n in read.values())
     np.testing.assert_array_equal(image, server_image)
     assert np.abs(maps - server_maps).max() <= 1 / 255 + 1e-9  # float32 on two runtimes: a level at most
@@ -474,7 +473,7 @@ def test_the_training_slider_shows_the_drawing_through_earlier_models(browser, s
         key = settled(page)
         wait_for_live(page, "digit-training", "snapshot 1")
         assert "Epoch 1 of 4" in page.locator("#digit-training").inner_text()
-        assert page.evaluate("(key) => Boolean(window.vdLive.digit.kept.get(`${key}/snapshot/1`)?.value)", key)
+        assert page.evaluate("(key) => Boolean(window.vdLive.digit.kept.get(`snapshot/${key}/1`)?.value)", key)
         assert (live_pixels(page, "digit-training") != trained).any()  # the grid of the model at epoch 1
         # Back to the trained model: drawn from the tab's own numbers, no request.
         before = len(page.requests_made)
@@ -821,12 +820,13 @@ def test_switch_heads_off_and_every_view_follows(page):
     means = heads.read_head_means(classifier.info.folder, classifier.model)
     expected = heads.knockout(classifier.model, torch.from_numpy(image).float()[None, None],
                               [(2, None), (4, 1)], means)
-    shown = page.evaluate(f"() => window.vdLive.digit.kept.get({key + '/knockout/' + off!r}).value.logit_diff")
+    held = f"window.vdLive.digit.kept.get({'knockout/' + key + '/' + off!r}).value"  # the board's answer
+    shown = page.evaluate(f"() => {held}.logit_diff")
     assert shown["intact"] == pytest.approx(float(expected.logit_diff[0]), abs=1e-3)
     assert shown["ablated"] == pytest.approx(float(expected.ablated_logit_diff[0]), abs=1e-3)
     bars = page.locator("#digit-board .vd-logit-diff").inner_text()
     assert f"{shown['intact']:.2f}" in bars and f"{shown['ablated']:.2f}" in bars
-    holds = page.evaluate(f"() => window.vdLive.digit.kept.get({key + '/knockout/' + off!r}).value")
+    holds = page.evaluate(f"() => ({{ label: {held}.label, intact: {held}.intact }})")
     says = "The answer holds without them" in page.locator("#digit-board .vd-board-status").inner_text()
     assert says == (holds["label"] == holds["intact"]["label"] and shown["ablated"] >= 0.8 * shown["intact"])
     # All heads on, from the notice over the prediction: the intact views again, drawn from the page's own numbers.

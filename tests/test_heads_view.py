@@ -8,7 +8,7 @@ import shutil
 import numpy as np
 import pytest
 import torch
-from conftest import map_levels, node_major, own_maximum, page_source, read_live_map
+from conftest import as_drawn, map_levels, node_major, page_source, read_live_map
 
 from vit_demo import cli
 from vit_demo.app import service
@@ -72,7 +72,7 @@ def page(three, eight, tmp_path_factory):
 
 def levels(maps: list, shape: tuple[int, ...]) -> np.ndarray:
     """An answer's maps as the page draws them: each scaled to its own maximum, levels 0..255."""
-    return np.round(own_maximum(np.asarray(maps, np.float32).reshape(shape)) * 255)
+    return np.round(as_drawn(np.asarray(maps, np.float32).reshape(shape)) * 255)
 
 
 def test_nothing_off_is_no_knockout(page):

@@ -1,6 +1,6 @@
-// A light drawing canvas: draws locally and hands the drawing, downsampled to SMALL x SMALL pixels (ink = 255), as
-// base64 to its tab's source (source.js: it preprocesses the drawing in the page and runs the model where model.js
-// chose, in the page or on the server), then hands the answer to its tab's views (store.js: live.receive).
+// A light drawing canvas: draws locally and hands the drawing, downsampled to SMALL x SMALL pixels (a Uint8Array,
+// ink = 255), to its tab's source (source.js: it preprocesses the drawing in the page and runs the model where
+// model.js chose, in the page or on the server), then hands the answer to its tab's views (store.js: live.receive).
 // A drawing is read while a stroke is in progress (as often as the pointer moves with the model in the page; at most
 // every THROTTLE_MS through the server), asking for the prediction alone, and when the stroke ends, asking for every
 // view's numbers too; one drawing at a time: one made while another is being answered waits for that answer, and
@@ -28,7 +28,7 @@ export function mountCanvas(element, prefix, loaded) {
   let example = false; // the canvas shows the starting example, which the pen's first touch clears
   let answerer = null; // what reads a drawing: the tab's source, once its forward pass is chosen and loaded
   let loading = null; // Promise of it
-  let current = ""; // the drawing last read (base64; "" none)
+  let current = null; // the drawing last read (null: none)
 
   function useSource() {
     // The tab's source, ready (``loaded``: host.js), then the example's numbers, unless the pen came first.
@@ -48,14 +48,14 @@ export function mountCanvas(element, prefix, loaded) {
     ctx.fillRect(0, 0, canvas.width, canvas.height);
   }
 
-  function encode() {
+  function grab() {
+    // The drawing as the source reads it: Uint8Array (SMALL * SMALL), ink 255 on 0.
     smallCtx.imageSmoothingEnabled = true;
     smallCtx.imageSmoothingQuality = "high";
     smallCtx.drawImage(canvas, 0, 0, SMALL, SMALL);
-    const rgba = smallCtx.getImageData(0, 0, SMALL, SMALL).data;
-    let bytes = "";
-    for (let i = 0; i < SMALL * SMALL; i++) bytes += String.fromCharCode(255 - rgba[i * 4]);
-    return btoa(bytes);
+    const rgba = smallCtx.getImageData(0, 0, SMALL, SMALL).data, ink = new Uint8Array(SMALL * SMALL);
+    for (let i = 0; i < ink.length; i++) ink[i] = 255 - rgba[i * 4];
+    return ink;
   }
 
   function deliver(answer) {
@@ -88,7 +88,7 @@ export function mountCanvas(element, prefix, loaded) {
     clearTimeout(pending);
     pending = null;
     lastSent = performance.now();
-    current = encode();
+    current = grab();
     if (sending) waiting = [current, !drawing];
     else post(current, !drawing);
   }
@@ -152,7 +152,7 @@ export function mountCanvas(element, prefix, loaded) {
     pending = null;
     reset();
     example = false;
-    current = "";
+    current = null;
     waiting = null;
     deliver("");
   });

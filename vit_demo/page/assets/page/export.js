@@ -2,7 +2,7 @@
 // it on the server: the chosen view of the image in hand as a PNG at least SLIDE_WIDTH pixels wide, or a GIF of where
 // [CLS] looks layer by layer, drawn afresh at that size from the tab's numbers with the views' drawing (picture.js),
 // named as slides.slide_name names it and offered as a download link. It shows the intact model, every head on.
-import { decode, overlay } from "./picture.js";
+import { overlay } from "./picture.js";
 import { answer, tabStore } from "./store.js";
 
 const SLIDE_WIDTH = 1600, GIF_SIZE = 720, GIF_FRAME_MS = 900, CAPTION_HEIGHT = 64; // slides.py's
@@ -28,15 +28,15 @@ function grid(state, maps, { size: [width, height], thumb, origins, font, column
   context.font = `${font}px sans-serif`;
   columns.forEach(([x, y], head) => context.fillText(head === heads ? "mean" : `head ${head + 1}`, x, y));
   rows.forEach(([x, y], layer) => context.fillText(`layer ${layer + 1}`, x, y));
-  origins.forEach(([x, y], tile) => overlay(context, state, maps.subarray(tile * g * g, (tile + 1) * g * g), g, thumb,
+  origins.forEach(([x, y], tile) => overlay(context, state, maps.subarray(tile * g * g, (tile + 1) * g * g), thumb,
                                             x, y));
   return canvas;
 }
 
-function single(state, map, g = state.numbers.grid) {
+function single(state, map) {
   // One (g, g) map (null: none) over the input, SLIDE_WIDTH a side (render.overlay).
   const [canvas, context] = sheet(SLIDE_WIDTH, SLIDE_WIDTH);
-  overlay(context, state, map, g, SLIDE_WIDTH, 0, 0);
+  overlay(context, state, map, SLIDE_WIDTH);
   return canvas;
 }
 
@@ -63,32 +63,31 @@ function patchGrid(state) {
 function mapOf(state, layer, column) {
   // Where [CLS] looks in a layer (0-based) and head (column: 0-based; heads: the mean of the heads).
   const { heads, grid: g } = state.numbers, tile = layer * (heads + 1) + column;
-  return state.maps.subarray(tile * g * g, (tile + 1) * g * g);
+  return state.numbers.maps.subarray(tile * g * g, (tile + 1) * g * g);
 }
 
-async function asked(live, kind, which, request) {
+async function intact(live, kind, which, request) {
   // The intact model's answer for the image in hand: kept already (store.js), or asked of the tab's source now.
-  const reply = answer(live, kind, which) ?? await live.ask[kind]?.({ image: live.state.numbers.image, ...request });
-  if (!reply || reply.error) throw new Error(reply?.error ?? "the model is still loading: try again in a moment");
-  return reply;
+  if (!live.source) throw new Error("the model is still loading: try again in a moment");
+  return answer(live, kind, which) ?? live.source[kind]({ image: live.state.numbers.image, ...request });
 }
 
 async function slide(live, view, geometry, { layer, column, head, patch, explained }) {
   // The chosen view: its name as slides.slide_name gives it (less the model and label), and its canvas.
-  const { state } = live, levels = (reply, key) => (reply.levels ??= decode(reply[key]));
-  if (view === "cls-grid") return ["cls-grid", grid(state, state.maps, geometry)];
+  const { state } = live;
+  if (view === "cls-grid") return ["cls-grid", grid(state, state.numbers.maps, geometry)];
   if (view === "layer") return [`layer${layer + 1}-${head}`, single(state, mapOf(state, layer, column))];
   if (view === "patches") return ["patches", patchGrid(state)];
   if (view === "query")
-    return [`patch${patch}-grid`, grid(state, levels(await asked(live, "query", patch, { patch }), "maps"), geometry)];
-  const reply = view === "rollout" ? await asked(live, "rollout", "map")
-    : await asked(live, "relevance", explained, { label: explained });
-  return [view === "rollout" ? "rollout" : `relevance-${explained}`, single(state, levels(reply, "map"), reply.grid)];
+    return [`patch${patch}-grid`, grid(state, (await intact(live, "query", patch, { patch })).maps, geometry)];
+  if (view === "rollout") return ["rollout", single(state, state.numbers.rollout)];
+  const reply = await intact(live, "relevance", explained, { label: explained });
+  return [`relevance-${explained}`, single(state, reply.map)];
 }
 
 async function gif(state, column) {
   // slides.layers_gif: one GIF_SIZE frame a layer under its caption, GIF_FRAME_MS each, looping forever.
-  const { layers, heads, grid: g } = state.numbers, { GIFEncoder, applyPalette, quantize } = await encoder;
+  const { layers, heads } = state.numbers, { GIFEncoder, applyPalette, quantize } = await encoder;
   const out = GIFEncoder();
   const which = column === heads ? `mean of ${heads} heads` : `head ${column + 1} of ${heads}`;
   const [canvas, context] = sheet(GIF_SIZE, GIF_SIZE + CAPTION_HEIGHT);
@@ -98,7 +97,7 @@ async function gif(state, column) {
     context.fillStyle = TEXT;
     const caption = `[CLS] attention · layer ${layer + 1} of ${layers} · ${which}`;
     context.fillText(caption, GIF_SIZE / 2, CAPTION_HEIGHT / 2);
-    overlay(context, state, mapOf(state, layer, column), g, GIF_SIZE, 0, CAPTION_HEIGHT);
+    overlay(context, state, mapOf(state, layer, column), GIF_SIZE, 0, CAPTION_HEIGHT);
     const { data } = context.getImageData(0, 0, canvas.width, canvas.height), palette = quantize(data, 256);
     out.writeFrame(applyPalette(data, palette), canvas.width, canvas.height, { palette, delay: GIF_FRAME_MS });
   }

@@ -6,7 +6,8 @@
 // at a time, and the predicted class's calibrated probability is followed, the images run through the model in
 // batches. source.js answers the view's "faithfulness" with ``scoreMaps``; tests/page_faithfulness.mjs runs it
 // under Node against Python's.
-import { argmax, fill, gridMaps, rollout, roundHalfEven, softmax } from "./numbers.js";
+import { roundHalfEven } from "./arithmetic.js";
+import { argmax, fill, gridMaps, rollout, softmax } from "./numbers.js";
 
 const KINDS = ["attention", "rollout", "relevance", "random"]; // faithfulness.MAP_KINDS
 const BATCH = 50; // images per run of the graph: the photos' model keeps every layer's attention of each

@@ -10,7 +10,7 @@ import { mountInside } from "./inside.js";
 import { mount as mountView } from "./live.js";
 import { available } from "./model.js";
 import { readPhoto } from "./photo.js";
-import { answerFrom, setWaiting, tabStore } from "./store.js";
+import { setWaiting, tabStore } from "./store.js";
 import { tabSource } from "./source.js";
 import { mountTalk } from "./talk.js";
 
@@ -39,7 +39,7 @@ export function start(root, page, server) {
   const started = {}; // tab -> Promise of its source, ready, its views answered by it (a failure: said by a reading)
   let photoAsked = false; // a photo was uploaded or picked: the example the tab starts with is not shown over it
   const loaded = (tab) => (started[tab] ??= source(tab).ready().then(() => {
-    answerFrom(tab, source(tab));
+    live(tab).source = source(tab); // the tab's views ask it what they lack (store.js: need)
     root.querySelector(`#tab-${tab}`).dataset.ready = "true"; // for tests and scripts: its model is loaded
     return source(tab);
   }).catch((error) => {
@@ -51,7 +51,7 @@ export function start(root, page, server) {
     if (tab === "inside") return inside.open();
     if (!page.models[tab]) return; // no model: its tab says why
     loaded(tab).then(async (ready) => {
-      if (tab !== "photo" || photoAsked) return;
+      if (tab !== "photo" || photoAsked || live(tab).state) return; // (the example shown already)
       const numbers = await ready.example();
       if (!photoAsked) live(tab).receive(numbers); // (unless a photo came first)
     }).catch(() => {}); // (a failure is said when a reading is asked for)

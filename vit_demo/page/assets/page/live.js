@@ -23,8 +23,8 @@ export const VIEWS = { board, cls, faithfulness, input, lens, patches, patching,
 const ON_SCREEN_MARGIN = "100px"; // a view this close to the screen counts as on it: its numbers are asked for early
 
 export function mount(element, prefix, name) {
-  // View ``name`` of tab ``prefix`` in ``element``. What a view lacks it asks the tab's source (store.js: live.ask,
-  // which answerFrom fills).
+  // View ``name`` of tab ``prefix`` in ``element``. What a view lacks it asks the tab's source (store.js: need, of
+  // live.source, which the host sets once the source is ready).
   const spec = VIEWS[name], live = tabStore(prefix), view = new View(element, live, prefix, name);
   if (!spec) throw new Error(`there is no live view '${name}'`);
   const entry = { element, name, draw: (...args) => spec.draw(view, ...args), prediction: Boolean(spec.prediction),

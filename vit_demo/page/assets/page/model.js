@@ -6,7 +6,7 @@
 // the app's server runs the same graphs in PyTorch (vit_demo/app/forward.py) and answers with the same outputs. Either
 // way the page gets the graphs' raw outputs, and computes every view's numbers from them itself (source.js).
 import * as ort from "../vendor/onnxruntime-web/ort.wasm.bundle.min.mjs";
-import { base64, fromBase64 } from "./numbers.js";
+import { fromBase64 } from "./numbers.js";
 
 // Threads need a cross-origin isolated page (COOP/COEP headers); elsewhere one thread, without trying a worker.
 ort.env.wasm.numThreads = globalThis.crossOriginIsolated ? Math.min(4, navigator.hardwareConcurrency || 1) : 1;
@@ -74,9 +74,14 @@ export function inPage(folder) {
 
 export function onServer(call) {
   // The server's forward pass: ``call`` is the app's server function (forward.py: forward), which takes a graph's
-  // name, its feeds and the outputs wanted, and answers with the outputs (float32 tensors as base64, for the wire).
-  const wire = (tensor) => ({ shape: Array.from(tensor.dims),
-    data: base64(new Uint8Array(tensor.data.buffer, tensor.data.byteOffset, tensor.data.byteLength)) });
+  // name, its feeds and the outputs wanted, and answers with the outputs: float32 tensors as {shape, data: base64},
+  // the wire's form alone (the page keeps typed arrays).
+  const wire = (tensor) => {
+    const bytes = new Uint8Array(tensor.data.buffer, tensor.data.byteOffset, tensor.data.byteLength);
+    let text = "";
+    for (let i = 0; i < bytes.length; i += 0x8000) text += String.fromCharCode(...bytes.subarray(i, i + 0x8000));
+    return { shape: Array.from(tensor.dims), data: btoa(text) };
+  };
   return forwardPass(async (graph) => ({
     async run(feeds, fetches) {
       const inputs = Object.fromEntries(Object.entries(feeds).map(([name, tensor]) => [name, wire(tensor)]));

@@ -2,12 +2,8 @@
 // calibrated logits, [CLS] features. Pure functions on typed arrays, so they run in the browser and under Node
 // (tests/page_numbers.mjs and tests/page_source.mjs hold them to Python's).
 //
-// Ports, step for step: vit_demo/interpret/explain.py (token_attention_maps, attention_rollout, first_query_patch), each
-// map quantised to 0..255 of its own maximum (as render.overlays scales it); the calibrated probabilities of
-// vit_demo/interpret/calibration.py and its unfamiliar rule (UnfamiliarRule.scores).
-import { roundHalfEven } from "./arithmetic.js";
-
-export { roundHalfEven }; // (the views' numbers round as numpy does)
+// Ports, step for step: vit_demo/interpret/explain.py (token_attention_maps, attention_rollout, first_query_patch); the
+// calibrated probabilities of vit_demo/interpret/calibration.py and its unfamiliar rule (UnfamiliarRule.scores).
 
 export function gridMaps(attention, layers, heads, tokens, token = 0) {
   // Where ``token`` attends (0: [CLS], 1 + i: patch i), per layer: every head, then the heads' mean, each over the
@@ -26,18 +22,6 @@ export function gridMaps(attention, layers, heads, tokens, token = 0) {
     }
     const at = (l * (heads + 1) + heads) * g2;
     for (let p = 0; p < g2; p++) out[at + p] = Math.fround(mean[p] / heads);
-  }
-  return out;
-}
-
-export function quantise(maps, size) {
-  // Each map of ``size`` values scaled to its own maximum and rounded to 0..255: -> Uint8Array.
-  const out = new Uint8Array(maps.length);
-  for (let start = 0; start < maps.length; start += size) {
-    let peak = -Infinity;
-    for (let p = start; p < start + size; p++) peak = Math.max(peak, maps[p]);
-    const scale = Math.fround(255 / Math.fround(Math.max(peak, 1e-12)));
-    for (let p = start; p < start + size; p++) out[p] = roundHalfEven(Math.fround(maps[p] * scale));
   }
   return out;
 }
@@ -85,8 +69,8 @@ export function argmax(values) {
 }
 
 export function softmax(logits) {
-  // Probabilities from logits (the graph's are calibrated already: divided by the temperature).
-  const peak = Math.max(...logits), exps = Array.from(logits, (z) => Math.exp(z - peak));
+  // Probabilities from logits (the graph's are calibrated already: divided by the temperature): (K) -> Float64Array.
+  const peak = Math.max(...logits), exps = Float64Array.from(logits, (z) => Math.exp(z - peak));
   const total = exps.reduce((a, b) => a + b, 0);
   return exps.map((e) => e / total);
 }
@@ -105,8 +89,8 @@ function float16(bits) {
 
 export function halves(text) {
   // Base64 of little-endian float16 (calibration.py's arrays) -> Float64Array.
-  const raw = atob(text), out = new Float64Array(raw.length / 2);
-  for (let i = 0; i < out.length; i++) out[i] = float16(raw.charCodeAt(2 * i) | (raw.charCodeAt(2 * i + 1) << 8));
+  const raw = fromBase64(text), out = new Float64Array(raw.length / 2);
+  for (let i = 0; i < out.length; i++) out[i] = float16(raw[2 * i] | (raw[2 * i + 1] << 8));
   return out;
 }
 
@@ -173,29 +157,12 @@ export function unfamiliar(calibrated, temperature, rule, features = null) {
   return Boolean(rule) && familiarity(calibrated, temperature, rule, features) < rule.threshold;
 }
 
-export function base64(bytes) {
-  let text = "";
-  for (let i = 0; i < bytes.length; i += 0x8000) text += String.fromCharCode(...bytes.subarray(i, i + 0x8000));
-  return btoa(text);
-}
-
 export function fromBase64(text) {
-  // base64 -> bytes (atob refuses what is not base64).
-  const raw = atob(text);
-  const bytes = new Uint8Array(raw.length);
+  // base64 -> Uint8Array, for what comes from Python: the model's description (colormap, example, unfamiliar rule),
+  // the template's colours, the server's answers (model.js). Inside the page numbers stay typed arrays.
+  const raw = atob(text), bytes = new Uint8Array(raw.length);
   for (let i = 0; i < raw.length; i++) bytes[i] = raw.charCodeAt(i);
   return bytes;
-}
-
-export function gridPayload(attention, model, token = 0, about = {}) {
-  // Every layer's maps of one token, quantised, with what they are (``about``).
-  const maps = gridMaps(attention, model.layers, model.heads, model.tokens, token);
-  return { ...about, maps: base64(quantise(maps, model.tokens - 1)) };
-}
-
-export function mapPayload(map, about = {}) {
-  // One (g, g) map, quantised, with what it is.
-  return { ...about, grid: Math.round(Math.sqrt(map.length)), map: base64(quantise(map, map.length)) };
 }
 
 export function fill(template, values) {
@@ -206,42 +173,39 @@ export function fill(template, values) {
 export const percent = (p) => (100 * p).toFixed(1);
 
 function classes(model, calibrated) {
-  // The label, its probability and every class' (calibrated logits: the graph's are divided by the temperature).
+  // The label, its probability and every class' (Float64Array (K), in ``classes`` order), from calibrated logits.
   const probs = softmax(calibrated), top = argmax(probs);
-  return { label: model.classes[top], confidence: probs[top],
-           probs: Object.fromEntries(model.classes.map((name, i) => [name, probs[i]])) };
+  return { label: model.classes[top], confidence: probs[top], probs, classes: model.classes };
 }
 
-export function prediction(model, calibrated, features) {
-  // The prediction's numbers: the label, every class' probability, and the unfamiliar notice ("" none).
-  const flagged = unfamiliar(calibrated, model.temperature, model.unfamiliar, features);
-  return { ...classes(model, calibrated), notice: flagged ? model.texts.notice : "" };
+export function queryMaps(model, attention, patch) {
+  // Where patch ``patch`` looks, in every layer and head: {patch, title, maps: Float32Array (L, H + 1, g, g)}.
+  return { patch, title: fill(model.texts.query, { patch }),
+           maps: gridMaps(attention, model.layers, model.heads, model.tokens, 1 + patch) };
 }
 
-export function payload(model, pixels, run, milliseconds, where) {
-  // A tab's numbers, for an image's 8-bit ``pixels`` (H, W, C) and the graph's ``run``
-  // ({logits, attention, features}): the prediction, the info line, every layer's [CLS] maps, and the answers for
-  // rollout and the first query patch (where rollout peaks).
-  const { layers, heads, tokens } = model;
-  const predicted = prediction(model, run.logits, run.features);
+export function imageNumbers(model, pixels, run, milliseconds, where) {
+  // A new image's numbers, which its tab's store keeps and every view draws from (store.js), for its 8-bit
+  // ``pixels`` (Uint8Array (H, W, C)) and the graph's ``run`` ({logits, attention, features}): the prediction and the
+  // info line and the unfamiliar notice ("" none); ``maps``, where [CLS] looks: Float32Array (L, H + 1, g, g), every
+  // head then their mean, each map summing to 1; ``rollout``: Float64Array (g * g), summing to 1; ``query``: where
+  // the first query patch (where rollout peaks) looks. With the model's shape and colours, for the views.
+  const { layers, heads, tokens } = model, predicted = classes(model, run.logits);
+  const flagged = unfamiliar(run.logits, model.temperature, model.unfamiliar, run.features);
   const roll = rollout(run.attention, layers, heads, tokens), patch = argmax(roll);
-  const answers = {
-    rollout: { map: mapPayload(roll) },
-    query: { [patch]: gridPayload(run.attention, model, 1 + patch, { patch, title: fill(model.texts.query, { patch }) }) },
-  };
   const info = fill(model.texts.info, { label: predicted.label, percent: percent(predicted.confidence),
                                         ms: milliseconds.toFixed(1), where });
   return {
-    label: predicted.label, patch, answers, probs: predicted.probs, info, notice: predicted.notice,
+    ...predicted, notice: flagged ? model.texts.notice : "", info, patch, image: pixels, rollout: roll,
+    maps: gridMaps(run.attention, layers, heads, tokens), query: queryMaps(model, run.attention, patch),
     size: model.large, layers, heads, grid: model.grid, height: model.height, width: model.width,
-    channels: model.channels, smooth: model.channels === 3, alpha: model.alpha,
-    image: base64(pixels), maps: gridPayload(run.attention, model).maps, colormap: model.colormap,
+    channels: model.channels, smooth: model.channels === 3, alpha: model.alpha, colormap: model.colormap,
   };
 }
 
 export function reading(model, calibrated) {
   // The prediction alone, while the pen is down (no notice: it waits for the pen to lift).
   const predicted = classes(model, calibrated);
-  return { reading: true, label: predicted.label, probs: predicted.probs, notice: "",
+  return { reading: true, label: predicted.label, probs: predicted.probs, classes: model.classes, notice: "",
            info: fill(model.texts.reading, { label: predicted.label, percent: percent(predicted.confidence) }) };
 }

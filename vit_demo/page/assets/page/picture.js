@@ -1,11 +1,10 @@
 // The live views' pictures, drawn as render.overlay draws them on the server: the input upsampled (nearest for digits,
-// bicubic for photos), the map upsampled bicubic as torch's F.interpolate does it (align_corners=False, A = -0.75,
-// edges clamped), coloured through the server's lookup table and blended as it blends (render._blend_tables: the
-// colour's share rising with the level, truncated).
+// bicubic for photos), the map scaled to levels 0..255 and upsampled bicubic as torch's F.interpolate does it
+// (align_corners=False, A = -0.75, edges clamped), coloured through the server's lookup table and blended as it
+// blends (render._blend_tables: the colour's share rising with the level, truncated).
 // Made for speed: a stroke redraws some 100 of these, 1.3 million pixels, within a frame. Each output pixel is four
 // taps of rows already resized across, and the colour and the blend one table lookup (a digit's) or three.
-
-export { fromBase64 as decode } from "./numbers.js"; // the views decode their answers' maps with it
+import { roundHalfEven } from "./arithmetic.js";
 
 const A = -0.75; // torch's bicubic coefficient
 const near = (x) => ((A + 2) * x - (A + 3)) * x * x + 1; // |x| <= 1
@@ -34,10 +33,10 @@ function taps(n, size, smooth) {
   return made;
 }
 
-const buffers = new Map(); // "name/length" -> a Float32Array reused by every resize (no garbage per tile)
-const buffer = (name, length) => {
+const buffers = new Map(); // "name/length" -> an array reused by every map drawn (no garbage per tile)
+const buffer = (name, length, Type = Float32Array) => {
   const id = `${name}/${length}`;
-  if (!buffers.has(id)) buffers.set(id, new Float32Array(length));
+  if (!buffers.has(id)) buffers.set(id, new Type(length));
   return buffers.get(id);
 };
 
@@ -80,9 +79,10 @@ const level = (v) => (v <= 0 ? 0 : v >= 255 ? 255 : v | 0); // truncated, as ren
 function base(state, size) {
   // The tab's input at size x size, as render.base_picture makes it, kept with the image's numbers: its channels
   // ((size * size) bytes each: one for a grey input, a digit), and as RGBA words to put as they are.
-  const { numbers, image } = state, bases = (state.bases ??= {});
+  const bases = (state.bases ??= {});
   if (bases[size]) return bases[size];
-  const { height: h, width: w, channels: C, smooth } = numbers, planes = [], channel = new Float32Array(h * w);
+  const { height: h, width: w, channels: C, smooth, image } = state.numbers, planes = [];
+  const channel = new Float32Array(h * w);
   for (let c = 0; c < C; c++) {
     for (let p = 0; p < h * w; p++) channel[p] = image[p * C + c];
     const values = resize(channel, h, w, size, smooth), plane = new Uint8Array(size * size);
@@ -94,14 +94,13 @@ function base(state, size) {
   return (bases[size] = { planes, words });
 }
 
-const blendsMade = new Map(); // "colormap/alpha" -> the tables, made once a page
+const blendsMade = new WeakMap(); // a model's colormap -> its tables, made once a page
 
-function blendTables(state) {
+function blendTables({ colormap, alpha: [low, high] }) {
   // (256 levels, 256 inputs) -> the blended byte per channel, as render._blend_tables makes it: the input plus the
-  // level's share of the way to its colour (from alpha[0] at level 0 to alpha[1] at 255), truncated; and for a grey
-  // input the whole RGBA word.
-  const { colormap, numbers } = state, [low, high] = numbers.alpha, id = `${numbers.colormap}/${numbers.alpha}`;
-  if (!blendsMade.has(id)) {
+  // level's share of the way to its colour (``colormap``: (256, 3) bytes; from alpha[0] at level 0 to alpha[1] at
+  // 255), truncated; and for a grey input the whole RGBA word.
+  if (!blendsMade.has(colormap)) {
     const channels = [0, 1, 2].map((c) => {
       const table = new Uint8Array(256 * 256);
       for (let at = 0; at < 256; at++) {
@@ -113,23 +112,38 @@ function blendTables(state) {
     });
     const [r, g, b] = channels, grey = new Uint32Array(256 * 256);
     for (let k = 0; k < grey.length; k++) grey[k] = 0xff000000 | (b[k] << 16) | (g[k] << 8) | r[k];
-    blendsMade.set(id, { channels, grey });
+    blendsMade.set(colormap, { channels, grey });
   }
-  return blendsMade.get(id);
+  return blendsMade.get(colormap);
+}
+
+export function levels(map, top) {
+  // What is drawn of a map: its values scaled so that ``top`` is 255 (none: its own maximum, in float32 as
+  // render.overlays scales it) and rounded (halves to even) to bytes. -> a Uint8Array the next map overwrites
+  const n = map.length, out = buffer("levels", n, Uint8Array);
+  if (top) {
+    for (let p = 0; p < n; p++) out[p] = roundHalfEven(map[p] * (255 / top));
+    return out;
+  }
+  let peak = -Infinity;
+  for (let p = 0; p < n; p++) peak = Math.max(peak, map[p]);
+  const scale = Math.fround(255 / Math.fround(Math.max(peak, 1e-12)));
+  for (let p = 0; p < n; p++) out[p] = roundHalfEven(Math.fround(map[p] * scale));
+  return out;
 }
 
 const scratch = new Map(); // size -> an ImageData to fill and put (putImageData copies it)
 
-export function overlay(context, state, map, grid, size, x, y) {
-  // One (grid, grid) map of levels 0..255 over the tab's input, size pixels a side, at (x, y) of the canvas;
-  // map null: the input alone.
-  const under = base(state, size);
+export function overlay(context, state, map, size, x = 0, y = 0, top = 0) {
+  // One (g, g) map over the tab's input, size pixels a side, at (x, y) of the canvas, scaled to its own maximum (or
+  // so that ``top`` is the hottest colour: levels); map null: the input alone.
+  const under = base(state, size), grid = state.numbers.grid;
   if (!scratch.has(size)) scratch.set(size, context.createImageData(size, size));
   const picture = scratch.get(size), out = new Uint32Array(picture.data.buffer);
   if (!map) out.set(under.words);
   else {
-    const heat = resize(map, grid, grid, size, true), pixels = size * size;
-    const tables = (state.blend ??= blendTables(state)); // looked up once an image, not once a tile
+    const heat = resize(levels(map, top), grid, grid, size, true), pixels = size * size;
+    const tables = blendTables(state.numbers);
     if (under.planes.length === 1) {
       const [grey] = under.planes, blended = tables.grey;
       for (let p = 0; p < pixels; p++) out[p] = blended[(level(heat[p]) << 8) | grey[p]];
@@ -156,7 +170,7 @@ export function drawTiles(canvas, context, state, maps) {
       drawn.height === canvas.height && drawn.dataset.thumb === canvas.dataset.thumb)
     return context.drawImage(drawn, 0, 0);
   (canvas.origins ??= JSON.parse(canvas.dataset.origins)).forEach(([x, y], tile) =>
-    overlay(context, state, maps.subarray(tile * g * g, (tile + 1) * g * g), g, thumb, x, y));
+    overlay(context, state, maps.subarray(tile * g * g, (tile + 1) * g * g), thumb, x, y));
   tilesDrawn.set(maps, canvas);
 }
 

@@ -1,6 +1,8 @@
 // Where a tab's numbers come from: every view's, made here alone from the raw outputs of the model's graphs, wherever
 // their forward pass ran (model.js: in the page, or on the server), and the page's own preprocessing (drawing.js,
-// preprocess.js). The canvas (canvas.js), the photo reader (photo.js) and the views (store.js: live.ask) ask it.
+// preprocess.js). The canvas (canvas.js), the photo reader (photo.js) and the views (store.js: need) ask it; images
+// are handed to it and answered with typed arrays (an image: its 8-bit pixels, Uint8Array (H, W, C)). A question it
+// can't answer rejects, with the reason in words.
 //
 // ``model``: a tab's model as vit_demo/page/description.py describes it: its shape, classes, temperature, unfamiliar
 // rule, its weights folder's address (relative to ``base``) and graphs' names in it, and its captions with {fields}.
@@ -8,10 +10,9 @@ import { preprocessDrawing } from "./drawing.js";
 import { InputError, NothingDrawn, preprocessPhoto } from "./preprocess.js";
 import { choose } from "./model.js";
 import { scoreMaps, verdictText } from "./faithfulness.js";
-
-export { answerFrom } from "./store.js"; // hand a tab's views this source's answers
-import { argmax, base64, fill, fromBase64 as decode, gridPayload, mapPayload, payload, percent, reading,
-         rollout, roundHalfEven, softmax } from "./numbers.js";
+import { roundHalfEven } from "./arithmetic.js";
+import { argmax, fill, fromBase64, gridMaps, imageNumbers, percent, queryMaps, reading, rollout, softmax }
+  from "./numbers.js";
 
 const NUMBERS = ["logits", "attention", "features"]; // the graph's outputs a new image's numbers are made from
 const CANVAS = 112; // the canvas' copy of a drawing, pixels a side (canvas.js SMALL, data/preprocess.py CANVAS_SIZE)
@@ -48,9 +49,11 @@ export function tabSource(prefix, model, base, where = {}) {
   return sources.get(prefix);
 }
 
-export function pageSource(model, base, where = {}) {
+export function pageSource(described, base, where = {}) {
   // ``where``: {server: the app's server function "forward", forced: the server even where the page could run the
   // model}, as model.js: choose takes them; the static page gives none.
+  const model = { ...described, colormap: fromBase64(described.colormap), // (256, 3) bytes, and the example's
+                  example: described.example && fromBase64(described.example) }; // pixels: decoded once
   let chosen = null, forward = null; // the forward pass: a Promise of it, then it
   const forced = where.forced || model.pageGraphs === false; // (graphs missing or older than the weights)
   const pass = () => (chosen ??= choose(new URL(model.folder, base).href, model.graph, { ...where, forced })
@@ -58,28 +61,16 @@ export function pageSource(model, base, where = {}) {
     .catch((error) => { chosen = null; throw error; })); // the next reading tries again
   const graph = Object.fromEntries(["session", "run", "relevance", "patching", "logits"].map((name) =>
     [name, async (...args) => (await pass())[name](...args)]));
-  const image = (request) => {
-    let pixels;
-    try {
-      pixels = decode(String(request.image ?? ""));
-    } catch {
-      throw new Error("the image is not base64"); // captions.read_image's words
-    }
-    if (pixels.length !== model.height * model.width * model.channels)
-      throw new Error(`the image has ${pixels.length} bytes where this model reads ${model.height * model.width * model.channels}`);
+  const size = model.height * model.width * model.channels;
+  const image = (pixels) => { // an image the page keeps: Uint8Array (H, W, C)
+    if (!(pixels instanceof Uint8Array) || pixels.length !== size)
+      throw new Error(`the image has ${pixels?.length ?? 0} bytes where this model reads ${size}`);
     return pixels;
   };
+  const mapsOf = (attention, token = 0) => gridMaps(attention, model.layers, model.heads, model.tokens, token);
   const offOf = (request) => ({ // the heads a request switches off, as layer * heads + head, in order
     off: [...new Set((request.off ?? []).map(([l, h]) => l * model.heads + h))].sort((a, b) => a - b),
     mode: request.mode ?? "mean" });
-  const answering = (answer) => async (request) => {
-    // A view's question: the answer, or {error: why}.
-    try {
-      return await answer(image(request), request);
-    } catch (error) {
-      return { error: String(error.message ?? error) };
-    }
-  };
   let prefetched = null;
   function prefetch() {
     // Once a drawing has been read, the relevance graph and the snapshots' graphs (some 1.5 and 0.5 MB each for the
@@ -95,7 +86,7 @@ export function pageSource(model, base, where = {}) {
     await graph.session(model.graph);
     const start = performance.now();
     const [run] = await graph.run(model.graph, model, [pixels], { outputs: NUMBERS });
-    return payload(model, pixels, run, performance.now() - start, forward.where);
+    return imageNumbers(model, pixels, run, performance.now() - start, forward.where);
   }
 
   let warmed = false;
@@ -111,7 +102,7 @@ export function pageSource(model, base, where = {}) {
     const next = () => idle(async () => {
       const start = performance.now();
       try {
-        payload(model, pixels, (await graph.run(url, model, [pixels], { outputs: NUMBERS }))[0], 0, forward.where);
+        imageNumbers(model, pixels, (await graph.run(url, model, [pixels], { outputs: NUMBERS }))[0], 0, forward.where);
       } catch {
         return; // a reading the user asks for says what went wrong
       }
@@ -134,28 +125,23 @@ export function pageSource(model, base, where = {}) {
     async example() {
       // The numbers of the example the tab starts with (its 8-bit pixels as the model reads them, in the model's
       // description), said to be an example.
-      const numbers = await analyse(decode(model.example));
+      const numbers = await analyse(model.example);
       return { ...numbers, info: fill(model.texts.example, { label: numbers.label,
-                                                             percent: percent(numbers.probs[numbers.label]) }) };
+                                                             percent: percent(numbers.confidence) }) };
     },
 
-    async stroke(request) {
-      // A drawing: {drawing: the canvas' 112 x 112 ink as base64, views: false while the pen is down}.
-      if (!request?.drawing) return message(model.texts.prompt);
+    async stroke({ drawing, views } = {}) {
+      // A drawing: the canvas' copy, Uint8Array (112 * 112) of ink 0..255; views false while the pen is down.
+      if (!drawing?.length) return message(model.texts.prompt);
       let pixels;
       try {
-        let ink;
-        try {
-          ink = decode(String(request.drawing));
-        } catch {
-          throw new InputError("the drawing is not valid base64");
-        }
-        if (ink.length !== CANVAS * CANVAS) throw new InputError(`the drawing must be ${CANVAS}x${CANVAS} bytes, not ${ink.length}`);
-        pixels = preprocessDrawing(ink, CANVAS, CANVAS);
+        if (drawing.length !== CANVAS * CANVAS)
+          throw new InputError(`the drawing must be ${CANVAS}x${CANVAS} bytes, not ${drawing.length}`);
+        pixels = preprocessDrawing(drawing, CANVAS, CANVAS);
       } catch (error) {
         return refusal(model, error);
       }
-      if (request.views === false) {
+      if (views === false) {
         const [run] = await graph.run(model.graph, model, [pixels], { outputs: ["logits"] });
         return reading(model, run.logits);
       }
@@ -175,19 +161,20 @@ export function pageSource(model, base, where = {}) {
       return analyse(pixels);
     },
 
-    query: answering(async (pixels, request) => {
-      // Where a patch looks, in every layer and head.
-      const patch = request.patch, patches = model.grid * model.grid;
+    async query(request) {
+      // Where a patch looks, in every layer and head (numbers.js: queryMaps).
+      const pixels = image(request.image), patch = request.patch, patches = model.grid * model.grid;
       if (!Number.isInteger(patch) || patch < 0 || patch >= patches)
         throw new Error(`There is no patch ${patch}: this image has ${patches} patches, numbered 0 to ${patches - 1}.`);
       const [run] = await graph.run(model.graph, model, [pixels], { ...offOf(request), outputs: ["attention"] });
-      return gridPayload(run.attention, model, 1 + patch, { patch, title: fill(model.texts.query, { patch }) });
-    }),
+      return queryMaps(model, run.attention, patch);
+    },
 
-    knockout: answering(async (pixels, request) => {
-      // The prediction and [CLS] maps with the heads switched off, and the logit
-      // difference (the intact model's class against its runner-up) before and after.
-      const off = offOf(request), T = model.temperature;
+    async knockout(request) {
+      // The prediction (probs: Float64Array (K)) and [CLS] maps (Float32Array (L, H + 1, g, g)) and rollout
+      // (Float64Array (g * g)) with the heads switched off, and the logit difference (the intact model's class
+      // against its runner-up) before and after.
+      const pixels = image(request.image), off = offOf(request), T = model.temperature;
       if (!off.off.length) throw new Error("no head is switched off");
       const [[intact], [ablated]] = await Promise.all([
         graph.run(model.graph, model, [pixels], { outputs: ["logits"] }),
@@ -198,8 +185,7 @@ export function pageSource(model, base, where = {}) {
       const intactProbs = softmax(intact.logits), probs = softmax(ablated.logits), label = model.classes[argmax(probs)];
       const diff = (logits) => logits[top] - logits[second];
       return {
-        off: off.off.map((i) => [Math.floor(i / model.heads), i % model.heads]), mode: off.mode, label,
-        probs: Object.fromEntries(model.classes.map((name, i) => [name, probs[i]])),
+        off: off.off.map((i) => [Math.floor(i / model.heads), i % model.heads]), mode: off.mode, label, probs,
         intact: { label: model.classes[top], probability: intactProbs[top] },
         predicted: model.classes[top], runner_up: model.classes[second],
         logit_diff: { intact: Number(diff(before).toFixed(4)), ablated: Number(diff(after).toFixed(4)) },
@@ -207,95 +193,86 @@ export function pageSource(model, base, where = {}) {
           label, percent: percent(Math.max(...probs)), count: off.off.length, total: model.layers * model.heads,
           mode: off.mode, intact: model.classes[top], intact_percent: percent(intactProbs[top]),
           runner_up: model.classes[second], before: diff(before).toFixed(2), after: diff(after).toFixed(2) }),
-        maps: gridPayload(ablated.attention, model).maps,
-        rollout: mapPayload(rollout(ablated.attention, model.layers, model.heads, model.tokens)),
+        maps: mapsOf(ablated.attention), rollout: rollout(ablated.attention, model.layers, model.heads, model.tokens),
       };
-    }),
+    },
 
-    lens: answering(async (pixels, request) => {
-      // The logit lens: what [CLS] would answer after each layer (calibrated), and per patch the
-      // probability of the final answer read from each patch token after each layer (not calibrated), 0..255.
-      const [run] = await graph.run(model.graph, model, [pixels], { ...offOf(request), outputs: ["logits", "lens"] });
+    async lens(request) {
+      // The logit lens: what [CLS] would answer after each layer (calibrated), and per patch the probability of the
+      // final answer read from each patch token after each layer (not calibrated): maps, Float64Array (L, g * g).
+      const outputs = { ...offOf(request), outputs: ["logits", "lens"] };
+      const [run] = await graph.run(model.graph, model, [image(request.image)], outputs);
       const { layers: L, tokens: T, classes } = model, K = classes.length, g2 = T - 1;
       const read = (l, t) => Array.from(run.lens.subarray((l * T + t) * K, (l * T + t + 1) * K));
       const cls = [...Array(L).keys()].map((l) => softmax(read(l, 0).map((z) => z / model.temperature)));
       const final = argmax(cls[L - 1]), predicted = argmax(run.logits);
-      const levels = new Uint8Array(L * g2);
-      for (let l = 0; l < L; l++)
-        for (let p = 0; p < g2; p++)
-          levels[l * g2 + p] = roundHalfEven(Math.min(Math.max(softmax(read(l, 1 + p))[predicted], 0), 1) * 255);
+      const maps = new Float64Array(L * g2);
+      for (let l = 0; l < L; l++) for (let p = 0; p < g2; p++) maps[l * g2 + p] = softmax(read(l, 1 + p))[predicted];
       return {
-        label: classes[final], grid: model.grid, maps: base64(levels),
+        label: classes[final], grid: model.grid, maps,
         layers: cls.map((row) => ({ label: classes[argmax(row)], probability: Number(Math.max(...row).toFixed(4)),
                                     answer: Number(row[final].toFixed(4)) })),
       };
-    }),
+    },
 
-    relevance: answering(async (pixels, request) => {
-      // Why the model would say the class asked for (with the heads off), from the
-      // relevance graph, whose gradients were traced into it.
-      const label = request.label, target = model.classes.indexOf(label);
+    async relevance(request) {
+      // Why the model would say the class asked for (with the heads off), from the relevance graph, whose gradients
+      // were traced into it: {label, title, map: Float32Array (g * g)}.
+      const pixels = image(request.image), label = request.label, target = model.classes.indexOf(label);
       if (target < 0) throw new Error(`there is no class '${label}'`);
       const run = await graph.relevance(model.relevance, model, pixels, target, offOf(request));
       const probs = softmax(run.logits), predicted = model.classes[argmax(probs)];
       const title = fill(label === predicted ? model.texts.why : model.texts.why_not,
                          { label, percent: percent(probs[target]), predicted });
-      return mapPayload(run.relevance, { label, title });
-    }),
-
-    async patching(request) {
-      // {clean, corrupt: pixels as the page keeps them, residual} -> two-image
-      // activation patching (Heimersheim & Nanda, 2024) from the patching graphs, loaded when first asked: each head's
-      // and (with residual) each residual-stream position's share of the logit difference restored, both directions.
-      try {
-        if (typeof request !== "object" || request === null || Array.isArray(request))
-          throw new Error("a request is a JSON object");
-        const [clean, corrupt] = ["clean", "corrupt"].map((name) => image({ image: request[name] }));
-        const residual = request.residual ?? true;
-        if (typeof residual !== "boolean") throw new Error("'residual' is true or false");
-        const graphs = [model.patching.heads, ...(residual ? [model.patching.residual] : [])]
-        await Promise.all([model.graph, ...graphs].map((url) => graph.session(url))); // loaded, not timed
-        const start = performance.now();
-        const runs = await graph.run(model.graph, model, [clean, corrupt], { outputs: ["logits"] });
-        const classes = runs.map((run) => argmax(run.logits)); // what the model reads each image as
-        if (classes[0] === classes[1])
-          throw new Error(`the model reads both images as class ${classes[0]}: patching needs two images it tells ` +
-                          "apart (or name the two classes)");
-        const grids = [];
-        for (const url of graphs) grids.push(await graph.patching(url, model, clean, corrupt, classes));
-        const [diffClean, diffCorrupt] = grids[0].logitDiff;
-        if (diffClean === diffCorrupt)
-          throw new Error("the two images have the same logit difference: nothing to restore");
-        const rows = (values, width) => Array.from({ length: values.length / width }, (_, i) => // np.round(x, 3)
-          Array.from(values.subarray(i * width, (i + 1) * width), (v) => roundHalfEven(v * 1000) / 1000));
-        const direction = (name) => Object.fromEntries(grids.map((grid, i) =>
-          i === 0 ? ["heads", rows(grid[name], model.heads)] : ["residual", rows(grid[name], model.tokens)]));
-        return {
-          residual, classes: classes.map((c) => model.classes[c]),
-          logit_diff: { clean: Number(diffClean.toFixed(4)), corrupt: Number(diffCorrupt.toFixed(4)) },
-          clean_into_corrupt: direction("cleanIntoCorrupt"), corrupt_into_clean: direction("corruptIntoClean"),
-          ms: Number((performance.now() - start).toFixed(1)), where: forward.where,
-        };
-      } catch (error) {
-        return { error: String(error.message ?? error) };
-      }
+      return { label, title, map: run.relevance };
     },
 
-    snapshot: answering(async (pixels, request) => {
-      // Where [CLS] looked at an earlier point of training.
-      const position = request.position, snapshot = model.snapshots[position - 1];
+    async patching({ clean, corrupt, residual = true } = {}) {
+      // {clean, corrupt: images, residual} -> two-image activation patching (Heimersheim & Nanda, 2024) from the
+      // patching graphs, loaded when first asked: each head's and (with residual) each residual-stream position's share
+      // of the logit difference restored, both directions (rows of numbers, rounded as Python's).
+      [clean, corrupt].forEach(image);
+      if (typeof residual !== "boolean") throw new Error("'residual' is true or false");
+      const graphs = [model.patching.heads, ...(residual ? [model.patching.residual] : [])];
+      await Promise.all([model.graph, ...graphs].map((url) => graph.session(url))); // loaded, not timed
+      const start = performance.now();
+      const runs = await graph.run(model.graph, model, [clean, corrupt], { outputs: ["logits"] });
+      const classes = runs.map((run) => argmax(run.logits)); // what the model reads each image as
+      if (classes[0] === classes[1])
+        throw new Error(`the model reads both images as class ${classes[0]}: patching needs two images it tells ` +
+                        "apart (or name the two classes)");
+      const grids = [];
+      for (const url of graphs) grids.push(await graph.patching(url, model, clean, corrupt, classes));
+      const [diffClean, diffCorrupt] = grids[0].logitDiff;
+      if (diffClean === diffCorrupt)
+        throw new Error("the two images have the same logit difference: nothing to restore");
+      const rows = (values, width) => Array.from({ length: values.length / width }, (_, i) => // np.round(x, 3)
+        Array.from(values.subarray(i * width, (i + 1) * width), (v) => roundHalfEven(v * 1000) / 1000));
+      const direction = (name) => Object.fromEntries(grids.map((grid, i) =>
+        i === 0 ? ["heads", rows(grid[name], model.heads)] : ["residual", rows(grid[name], model.tokens)]));
+      return {
+        residual, classes: classes.map((c) => model.classes[c]),
+        logit_diff: { clean: Number(diffClean.toFixed(4)), corrupt: Number(diffCorrupt.toFixed(4)) },
+        clean_into_corrupt: direction("cleanIntoCorrupt"), corrupt_into_clean: direction("corruptIntoClean"),
+        ms: Number((performance.now() - start).toFixed(1)), where: forward.where,
+      };
+    },
+
+    async snapshot(request) {
+      // Where [CLS] looked at an earlier point of training: {position, note, maps: Float32Array (L, H + 1, g, g)}.
+      const pixels = image(request.image), position = request.position, snapshot = model.snapshots[position - 1];
       if (!Number.isInteger(position) || !snapshot)
         throw new Error(`there is no snapshot ${position}: they are numbered 1 to ${model.snapshots.length}`);
       const [run] = await graph.run(snapshot.graph, model, [pixels], { outputs: ["logits", "attention"] });
       const probs = softmax(run.logits), top = argmax(probs);
       const note = fill(snapshot.note, { label: model.classes[top], percent: percent(probs[top]) });
-      return gridPayload(run.attention, model, 0, { position, note });
-    }),
+      return { position, note, maps: mapsOf(run.attention) };
+    },
 
-    faithfulness: answering(async (pixels) => {
-      // Each map's deletion and insertion curves, with every head on, and the
-      // verdict (faithfulness.js); its graphs loaded first, not timed.
-      const url = model.graph, relevance = model.relevance;
+    async faithfulness(request) {
+      // Each map's deletion and insertion curves, with every head on, and the verdict (faithfulness.js); its graphs
+      // loaded first, not timed.
+      const pixels = image(request.image), url = model.graph, relevance = model.relevance;
       await Promise.all([url, relevance].map((file) => graph.session(file)));
       const start = performance.now();
       const [run] = await graph.run(url, model, [pixels], { outputs: ["logits", "attention"] });
@@ -303,6 +280,6 @@ export function pageSource(model, base, where = {}) {
         relevanceOf: async (target) => (await graph.relevance(relevance, model, pixels, target)).relevance });
       return { ...found, text: verdictText(found, model.texts), ms: Number((performance.now() - start).toFixed(1)),
                where: forward.where };
-    }),
+    },
   };
 }

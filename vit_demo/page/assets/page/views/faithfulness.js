@@ -3,7 +3,7 @@
 // map (attention, rollout, relevance, and random as the floor, with its spread) are drawn one panel above the other,
 // with a key and the verdict in words. Scored with every head on: the board's choice does not change the scores (the
 // caption says so while heads are off).
-import { answer, need } from "../store.js";
+import { asked as answered, need } from "../store.js";
 import { escape } from "../view.js";
 
 const STYLES = { // faithfulness.py's kinds, in pictures/figures.py's colours (matplotlib's tab10); random dashed.
@@ -88,7 +88,7 @@ function caption(view, reply, asked) {
   // What the view says above the chart: what the button does, that it is working, why it failed, or what is shown.
   const { live } = view;
   if (!live.state) return "Draw or upload an image first: the maps are scored for the image in hand.";
-  if (asked?.pending) return `Scoring the maps ${live.inPage ? "in this page" : "on the server"}…`;
+  if (asked?.pending) return `Scoring the maps ${live.source?.inPage ? "in this page" : "on the server"}…`;
   if (asked?.error) return `${escape(asked.error)}. Press the button again to retry.`;
   if (!reply) return view.element.querySelector(".vd-caption").dataset.prompt;
   const heads = live.knockout.off.length ? " · <i>scored with every head on, not with the heads switched off</i>" : "";
@@ -99,9 +99,10 @@ function caption(view, reply, asked) {
 export default {
   knockout: true, // redrawn when heads are switched off, to say that the scores keep every head on
   draw(view) {
-    const { live, element } = view, canvas = view.canvas, reply = answer(live, "faithfulness", "scores");
-    const asked = live.state ? live.kept.get(`${live.state.key}/faithfulness/scores`) : undefined;
-    element.querySelector("button.vd-score").disabled = !live.state || asked?.pending || !live.ask.faithfulness;
+    const { live, element } = view, canvas = view.canvas;
+    const asked = live.state ? answered(live, "faithfulness", `${live.state.key}/scores`) : undefined;
+    const reply = asked?.value;
+    element.querySelector("button.vd-score").disabled = !live.state || asked?.pending || !live.source;
     canvas.hidden = !reply;
     canvas.dataset.numbers = reply ? JSON.stringify({ curves: reply.curves, noise: reply.noise }) : ""; // for tests
     const context = view.clear(reply ? "curves" : null, caption(view, reply, asked));
@@ -117,9 +118,9 @@ export default {
   setup(view) {
     view.element.querySelector("button.vd-score").addEventListener("click", () => {
       // Score the maps of the image in hand, once per image (scored with every head on); a failure is asked again.
-      const { live } = view, id = live.state && `${live.state.key}/faithfulness/scores`;
-      if (!id) return;
-      if (live.kept.get(id)?.error) live.kept.delete(id);
+      const { live } = view, key = live.state && `${live.state.key}/scores`;
+      if (!key) return;
+      if (answered(live, "faithfulness", key)?.error) live.kept.delete(`faithfulness/${key}`);
       need(live, "faithfulness", "scores", {}, false);
       view.draw();
     });

@@ -4,6 +4,6 @@ import { overlay } from "../picture.js";
 export default {
   draw(view) {
     const context = view.clear("input");
-    if (context) overlay(context, view.live.state, null, view.live.state.numbers.grid, view.canvas.width, 0, 0);
+    if (context) overlay(context, view.live.state, null, view.canvas.width);
   },
 };

@@ -1,7 +1,7 @@
 // The logit lens (nostalgebraist 2020): what [CLS] would answer after each layer (a strip) and, per patch, the
 // probability of the final answer after each layer (a map per layer, on one scale). Asked for once per image, and
 // only while the view is on screen, so that a stroke costs nothing more.
-import { decode, overlay } from "../picture.js";
+import { overlay } from "../picture.js";
 import { knockoutNow, viewAnswer, waiting } from "../store.js";
 import { escape, percent } from "../view.js";
 
@@ -27,8 +27,8 @@ export default {
       `<div class="vd-lens-cell${layer.label === reply.label ? " vd-lens-final" : ""}"><span>layer ${i + 1}</span>` +
       `<b>${escape(layer.label)}</b><span>${percent(layer.probability)}</span><span class="vd-prob"><span ` +
       `style="width: ${percent(layer.answer)}"></span></span></div>`).join("");
-    const levels = (reply.levels ??= decode(reply.maps)), g = reply.grid, tile = view.canvas.height;
+    const g2 = reply.grid ** 2, tile = view.canvas.height; // each layer's map on one scale: probability 1 the hottest
     reply.layers.forEach((_, i) =>
-      overlay(context, live.state, levels.subarray(i * g * g, (i + 1) * g * g), g, tile, i * (tile + 6), 0));
+      overlay(context, live.state, reply.maps.subarray(i * g2, (i + 1) * g2), tile, i * (tile + 6), 0, 1));
   },
 };

@@ -1,17 +1,17 @@
 // The input cut into numbered patches (render.patch_grid), the query patch outlined; a click chooses the query patch
 // and shows, here where the visitor is looking, where that patch looks: the last layer's mean over its heads, as the
 // query view (further down) shows it with every layer and head.
-import { decode, overlay } from "../picture.js";
+import { overlay } from "../picture.js";
 import { knockoutNow, viewAnswer, waiting } from "../store.js";
 
 function lastLayerMean(view) {
-  // Where the query patch looks in the last layer, the mean of its heads ((g, g) levels), once its answer is in;
+  // Where the query patch looks in the last layer, the mean of its heads (g, g), once its answer is in;
   // else null, and what the caption says meanwhile.
   const { live } = view, { layers, heads, grid: g } = live.state.numbers;
   const reply = viewAnswer(live, "query", live.patch);
   if (!reply) return [null, waiting(live, "query", live.patch, { patch: live.patch })];
-  const tile = (layers - 1) * (heads + 1) + heads, levels = (reply.levels ??= decode(reply.maps));
-  return [levels.subarray(tile * g * g, (tile + 1) * g * g), null];
+  const tile = (layers - 1) * (heads + 1) + heads;
+  return [reply.maps.subarray(tile * g * g, (tile + 1) * g * g), null];
 }
 
 export default {
@@ -27,7 +27,7 @@ export default {
     const context = view.clear(live.state && `patch ${live.patch}${map ? " looks" : ""}`, caption);
     if (!context) return;
     const g = live.state.numbers.grid, size = view.canvas.width, step = size / g;
-    overlay(context, live.state, map, g, size, 0, 0);
+    overlay(context, live.state, map, size);
     context.drawImage(view.element.querySelector("img.vd-patch-layer"), 0, 0, size, size);
     const row = Math.floor(live.patch / g), col = live.patch % g;
     context.strokeStyle = "rgb(0, 255, 120)"; // render.mark_patch's outline, 3 pixels inside the patch

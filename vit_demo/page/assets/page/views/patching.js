@@ -1,8 +1,8 @@
 // Activation patching (Heimersheim & Nanda 2024): two images kept from the tab (clean and corrupt), and for them, the
 // share of the logit difference each head and each position of the residual stream restores, both directions
 // ("patching": the tab's source), as diverging heatmaps.
-import { decode } from "../picture.js";
-import { ask, asking } from "../store.js";
+import { fromBase64 } from "../numbers.js";
+import { ask, asked as answered, asking } from "../store.js";
 import { escape } from "../view.js";
 
 function diverging(table) {
@@ -15,11 +15,11 @@ function diverging(table) {
 }
 
 function drawKept(canvas, kept) {
-  // An image kept for patching, its pixels as the model read them, filling the canvas.
+  // An image kept for patching, its pixels as the model read them (Uint8Array (H, W, C)), filling the canvas.
   const context = canvas.getContext("2d");
   context.clearRect(0, 0, canvas.width, canvas.height);
   if (!kept) return;
-  const bytes = decode(kept.image), small = document.createElement("canvas");
+  const bytes = kept.image, small = document.createElement("canvas");
   small.width = kept.width;
   small.height = kept.height;
   const picture = small.getContext("2d").createImageData(kept.width, kept.height);
@@ -126,9 +126,9 @@ export default {
     const pair = `${kept.clean.key}/${kept.corrupt.key}`, atOnce = root.dataset.residual === "true";
     const wanted = atOnce || kept.residual === pair; // the photos' residual grid: asked for on a button
     const request = { clean: kept.clean.image, corrupt: kept.corrupt.image, residual: wanted };
-    const asked = live.ask.patching ? ask(live, `patching/${pair}/${wanted}`, () => live.ask.patching(request),
-                                          () => view.draw()) : { pending: true }; // (only this view shows them)
-    const reply = asked.value ?? live.kept.get(`patching/${pair}/${!wanted}`)?.value;
+    const asked = live.source ? ask(live, "patching", `${pair}/${wanted}`, () => live.source.patching(request),
+                                    () => view.draw()) : { pending: true }; // (only this view shows them)
+    const reply = asked.value ?? answered(live, "patching", `${pair}/${!wanted}`)?.value;
     if (!reply) return none(asked.error ? `${escape(asked.error)}.` : `Patching every head and position: ${asking(live)}`);
     const [clean, corrupt] = reply.classes.map(escape);
     const took = `${reply.ms} ms ${reply.where}`; // "in this page" or "on the server"
@@ -136,7 +136,7 @@ export default {
       `clean image, <b>${reply.logit_diff.corrupt.toFixed(2)}</b> for the corrupt one (${took})` +
       (asked.error ? `. ${escape(asked.error)}.` : asked.pending ? `. The residual stream: ${asking(live)}` : ".");
     more.hidden = reply.residual || asked.pending;
-    drawGrids(grids, reply, (root.colour ??= diverging(decode(root.dataset.colours))));
+    drawGrids(grids, reply, (root.colour ??= diverging(fromBase64(root.dataset.colours))));
     root.dataset.drawn = `${pair}/${reply.residual}`;
   },
   setup(view) {

@@ -32,7 +32,8 @@ export default {
     const top = element.querySelector(".vd-top-class");
     top.textContent = numbers?.label ?? "";
     top.classList.toggle("vd-guess", Boolean(about?.notice)); // a flagged image's label is a guess, and looks it
-    const ranked = Object.entries(numbers?.probs ?? {}).sort((a, b) => b[1] - a[1]).slice(0, 3);
+    const ranked = Array.from(numbers?.probs ?? [], (p, i) => [about.classes[i], p]) // probs: (K), classes' order
+      .sort((a, b) => b[1] - a[1]).slice(0, 3);
     element.querySelector(".vd-probs").innerHTML = ranked.map(([name, p]) =>
       `<div class="vd-prob-row"><span class="vd-prob-name">${name}</span><span class="vd-prob"><span ` +
       `style="width: ${percent(p)}"></span></span><span class="vd-prob-share">${percent(p)}</span></div>`).join("");

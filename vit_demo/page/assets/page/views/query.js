@@ -1,6 +1,6 @@
 // Where the query patch (chosen on the patch grid) looks, in every layer and head: asked for once per patch (and
 // per set of heads switched off).
-import { decode, drawTiles, greyOff } from "../picture.js";
+import { drawTiles, greyOff } from "../picture.js";
 import { knockoutNow, viewAnswer, waiting } from "../store.js";
 
 export default {
@@ -15,7 +15,7 @@ export default {
                                                                          { patch: live.patch })}`);
     }
     const context = view.clear(`query ${live.patch}`, reply.title + view.knockedCaption(knocked, true));
-    drawTiles(view.canvas, context, live.state, (reply.levels ??= decode(reply.maps)));
+    drawTiles(view.canvas, context, live.state, reply.maps);
     if (knocked) greyOff(view.canvas, context, live.state.numbers.heads, knocked.off);
   },
 };

@@ -1,8 +1,8 @@
 // Why this class: the relevance of the class the picker shows (the predicted one by default), of the model as the
 // board has it. While it is off screen (below the fold, or in talk mode) the canvas does not ask for it with a
 // drawing; it asks for itself once it comes into view.
-import { decode, overlay } from "../picture.js";
-import { knockoutNow, viewAnswer, waiting } from "../store.js";
+import { overlay } from "../picture.js";
+import { json, knockoutNow, viewAnswer, waiting } from "../store.js";
 
 export default {
   knockout: true,
@@ -18,8 +18,8 @@ export default {
     const reply = viewAnswer(live, "relevance", label);
     if (!reply && !view.onScreen) return view.clear(null, `Why ${label}?`); // asked for once it is in view
     if (!reply) return view.clear(null, `Why ${label}? ${waiting(live, "relevance", label, { label })}`);
-    canvas.dataset.numbers = JSON.stringify({ grid: reply.grid, map: reply.map }); // for tests
+    canvas.dataset.numbers = json({ map: reply.map }); // for tests
     overlay(view.clear(`relevance ${label}`, reply.title + view.knockedCaption(knocked, true)), live.state,
-            (reply.levels ??= decode(reply.map)), reply.grid, canvas.width, 0, 0);
+            reply.map, canvas.width);
   },
 };

@@ -25,6 +25,6 @@ export default {
     const context = view.clear(`${l + 1}/${column === numbers.heads ? "mean" : column + 1}`,
                                `Where <b>[CLS]</b> attends: layer ${l + 1} of ${numbers.layers}, ${heads}${off}` +
                                view.knockedCaption(knocked));
-    overlay(context, live.state, shown.subarray(offset, offset + g * g), g, numbers.size, 0, 0);
+    overlay(context, live.state, shown.subarray(offset, offset + g * g), numbers.size);
   },
 };

@@ -1,6 +1,6 @@
 // Where [CLS] looked at the training slider's snapshot (the last: the trained model, which follows the board; the
 // earlier ones keep every head).
-import { decode, drawTiles, greyOff } from "../picture.js";
+import { drawTiles, greyOff } from "../picture.js";
 import { answer, knockoutNow, shownMaps, waiting } from "../store.js";
 
 export default {
@@ -21,7 +21,6 @@ export default {
     if (!reply) return view.clear(null, `Where [CLS] looked then: ${waiting(live, "snapshot", position, { position },
                                                                           false)}`);
     const kept = live.knockout.off.length ? " · <i>every head on: the board switches off the trained model's</i>" : "";
-    drawTiles(canvas, view.clear(`snapshot ${position}`, reply.note + kept), live.state,
-              (reply.levels ??= decode(reply.maps)));
+    drawTiles(canvas, view.clear(`snapshot ${position}`, reply.note + kept), live.state, reply.maps);
   },
 };
