@@ -229,13 +229,15 @@ def test_onnx_writes_the_model_and_snapshot_graphs_in_sync_and_refuses_a_missing
     records = [json.loads(line) for line in result.stdout.splitlines()]
     written = [r for r in records if "bytes" in r]
     assert [Path(r["file"]).relative_to(folder).as_posix() for r in written] == [
-        "model.onnx", "relevance.onnx", "patching_heads.onnx", "patching_residual.onnx", "snapshots/epoch-0001.onnx"]
+        "graphs.data", "model.onnx", "relevance.onnx", "patching_heads.onnx", "patching_residual.onnx",
+        "snapshots/epoch-0001.onnx"]
+    assert written[0]["shared_by"] == ["model.onnx", "relevance.onnx", "patching_heads.onnx", "patching_residual.onnx"]
     assert all(r["bytes"] == Path(r["file"]).stat().st_size for r in written)
     calibrated = [r for r in written if "temperature" in r]  # the patching graphs' logits are raw, nothing ablated
     assert [r["ablation"] for r in calibrated] == ["mean", "mean", "zeros"]
     trained = json.loads((source / "config.json").read_text())["temperature"]
     assert [r["temperature"] for r in calibrated] == [trained, trained, entries[0]["temperature"]]
-    assert not (folder / "snapshots" / "epoch-0002.onnx").exists() and len(records) == 6
+    assert not (folder / "snapshots" / "epoch-0002.onnx").exists() and len(records) == 7
     assert stale_graphs(folder) == []
     assert read_metadata(folder / "snapshots" / "epoch-0001.onnx")["weights_sha256"] == entries[0]["sha256"]
 

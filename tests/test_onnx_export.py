@@ -17,8 +17,8 @@ from vit_demo.data.datasets import load_split
 from vit_demo.interpret import explain, heads
 from vit_demo.onnx import patching
 from vit_demo.onnx.graph import INTERFACE
-from vit_demo.onnx.export import (INPUTS, GRAPH_FILE, OUTPUTS, PATCHING_GRAPH_FILES, RELEVANCE_GRAPH_FILE,
-                                  RELEVANCE_OUTPUTS, read_metadata, stale_graphs)
+from vit_demo.onnx.export import (GRAPH_FILE, GRAPH_WEIGHTS_FILE, INPUTS, OUTPUTS, PATCHING_GRAPH_FILES,
+                                  RELEVANCE_GRAPH_FILE, RELEVANCE_OUTPUTS, SHARING, read_metadata, stale_graphs)
 from vit_demo.weights import (CONFIG_FILE, HEAD_MEANS_FILE, WEIGHTS_FILE, WEIGHTS_ROOT, load_snapshots, load_weights,
                               update_config)
 
@@ -287,9 +287,30 @@ def test_patching_graphs_interface(name, shipped):
         image = [1, c.in_channels, c.image_size, c.image_size]
         assert [dims[name] for name in (*patching.INPUTS, *patching.OUTPUTS)] == [
             image, image, [2, c.num_classes], [2], shapes[kind], shapes[kind]]
-        large = [tensor.raw_data for tensor in graph.initializer if len(tensor.raw_data) >= 1024]
-        assert len(large) == len(set(large))  # one copy of each weight, however many patched runs read it
         assert str(REPO).encode() not in (info.folder / file).read_bytes()
+
+
+@pytest.mark.parametrize("name", SHIPPED)
+def test_the_trained_graphs_share_one_file_of_weights(name):
+    """The model's, relevance and both patching graphs read their weights from GRAPH_WEIGHTS_FILE, each tensor once
+    (a weight one graph holds transposed is read through a Transpose); what stays in a graph is small."""
+    folder, stored = WEIGHTS_ROOT / name, set()
+    for file in SHARING:
+        graph = onnx.load(str(folder / file), load_external_data=False).graph
+        inline = sum(len(tensor.raw_data) for tensor in graph.initializer)
+        assert inline < 300_000, (file, inline)  # constants, masks, small biases
+        for tensor in graph.initializer:
+            if tensor.data_location == onnx.TensorProto.EXTERNAL:
+                place = {entry.key: entry.value for entry in tensor.external_data}
+                assert place["location"] == GRAPH_WEIGHTS_FILE
+                stored.add((int(place["offset"]), int(place["length"])))
+    ends = sorted(stored)
+    assert all(a[0] + a[1] <= b[0] for a, b in zip(ends, ends[1:]))  # no tensor stored twice, none overlapping
+    data = (folder / GRAPH_WEIGHTS_FILE).stat().st_size
+    assert data == ends[-1][0] + ends[-1][1] and sum(length for _, length in stored) > 0.95 * data
+    model = load_weights(folder, "cpu")[1]
+    parameters = sum(p.numel() * 4 for p in model.parameters())
+    assert data < 1.1 * parameters  # the model's weights once (and the head means), not once a graph
 
 
 @pytest.mark.parametrize("name", SHIPPED)
@@ -337,9 +358,14 @@ def test_graph_interface(name, shipped):
 def test_a_stale_graph_is_told_apart(tmp_path):
     folder = tmp_path / "mnist"
     folder.mkdir()
-    for file in (CONFIG_FILE, WEIGHTS_FILE, HEAD_MEANS_FILE, GRAPH_FILE, RELEVANCE_GRAPH_FILE, *PATCHING_GRAPH_FILES.values()):
+    for file in (CONFIG_FILE, WEIGHTS_FILE, HEAD_MEANS_FILE, GRAPH_WEIGHTS_FILE, *SHARING):
         shutil.copy(WEIGHTS_ROOT / "mnist" / file, folder / file)
     assert stale_graphs(folder) == []
+    (folder / GRAPH_WEIGHTS_FILE).write_bytes(b"other weights")
+    assert stale_graphs(folder) == [f"{name}: {GRAPH_WEIGHTS_FILE} is another" for name in SHARING]
+    (folder / GRAPH_WEIGHTS_FILE).unlink()
+    assert stale_graphs(folder) == [f"{name}: {GRAPH_WEIGHTS_FILE} is missing" for name in SHARING]
+    shutil.copy(WEIGHTS_ROOT / "mnist" / GRAPH_WEIGHTS_FILE, folder / GRAPH_WEIGHTS_FILE)
     update_config(folder, temperature=0.75)
     assert stale_graphs(folder) == [f"{name}: temperature is '0.524881', the weights' is '0.75'"
                                     for name in (GRAPH_FILE, RELEVANCE_GRAPH_FILE)]

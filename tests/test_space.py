@@ -75,9 +75,8 @@ def test_every_binary_goes_through_lfs_xet(bundle, tmp_path):
     filters = lfs_filters(bundle, sorted(needing), git_dir / ".git")
     assert {f: filters[f] for f in needing if filters[f] != "lfs"} == {}
     big = [f for f in files_in(bundle) if (bundle / f).stat().st_size >= space.HUB_MAX_PLAIN_BYTES]
-    assert big == ["weights/cifar10/model.onnx", "weights/cifar10/model.safetensors",
-                   "weights/cifar10/patching_heads.onnx", "weights/cifar10/patching_residual.onnx",
-                   "weights/cifar10/relevance.onnx"]  # 10.6, 10.3, 10.7, 10.6 and 10.6 MiB
+    # the weights the photo model's four graphs share (10.5 MiB) and its weights (10.3 MiB)
+    assert big == ["weights/cifar10/graphs.data", "weights/cifar10/model.safetensors"]
     assert all(filters[f] == "lfs" for f in big)
 
 

@@ -406,6 +406,7 @@ def test_inside_the_model_in_the_page(static_folder, browser):
         && img.naturalWidth > 0) && getComputedStyle(document.querySelector(`[data-model=${model}]
         .vd-position-large`)).backgroundImage.includes('position.png')"""
     with serving(static_folder) as (url, server), static_page(browser, url) as page:
+        saved_for_offline(page)  # (and its note under the header shown: the layout measured below holds)
         assert page.locator("#tab-inside img[src]").count() == 0  # nothing loaded before the tab opens
         page.click("[data-tab=inside]")
         assert page.locator("#tab-digit").is_hidden() and page.locator("#tab-inside").is_visible()
@@ -429,9 +430,11 @@ def test_inside_the_model_in_the_page(static_folder, browser):
         shown = np.asarray(Image.open(io.BytesIO(large.screenshot())).convert("RGB")).astype(int)
         expected = np.asarray(large_map("mnist", 9).convert("RGB")).astype(int)
         assert abs(shown.shape[0] - expected.shape[0]) <= 1 and abs(shown.shape[1] - expected.shape[1]) <= 1
-        shown = shown[: expected.shape[0], : expected.shape[1]]  # (the element may start between two pixels)
-        assert np.abs(shown - expected).mean() < 2  # patch 9's map, at its size
-        saved_for_offline(page)
+        # The element may start between two pixels, its screenshot a pixel off: the best of the shifts by one.
+        h, w = expected.shape[0] - 2, expected.shape[1] - 2
+        differences = [np.abs(shown[dy : dy + h, dx : dx + w] - expected[1 : 1 + h, 1 : 1 + w]).mean()
+                       for dy in range(3) for dx in range(3) if shown[dy : dy + h, dx : dx + w].shape[:2] == (h, w)]
+        assert min(differences) < 2  # patch 9's map, at its size
         server.terminate()
         server.wait(timeout=10)
         page.locator("#inside-model label", has_text="Photos (CIFAR-10)").click()

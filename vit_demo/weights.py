@@ -42,6 +42,7 @@ ATTENTION_DISTANCE_FILE = "attention_distance.json"  # each layer's and head's m
 GRAPH_FILE = "model.onnx"  # the model as the page runs it (vit_demo/onnx/export.py)
 RELEVANCE_GRAPH_FILE = "relevance.onnx"  # the class-specific relevance, gradients traced in
 PATCHING_GRAPH_FILES = {"heads": "patching_heads.onnx", "residual": "patching_residual.onnx"}  # two-image patching
+GRAPH_WEIGHTS_FILE = "graphs.data"  # the weights the four graphs above share (ONNX external data), each tensor once
 
 
 class WeightsError(RuntimeError):

@@ -21,7 +21,7 @@ from pathlib import Path
 
 from vit_demo.app.service import model_problem, weights_folder
 from vit_demo.deploy.space import README, from_template, needs_lfs, replace_folder, write_gitattributes
-from vit_demo.onnx.export import expected_metadata, stale_graphs
+from vit_demo.onnx.export import GRAPH_WEIGHTS_FILE, expected_metadata, stale_graphs
 from vit_demo.page.layout import TABS
 from vit_demo.page.site import HOST, STYLES, build_site, locate, models_folder
 from vit_demo.weights import WeightsError
@@ -46,7 +46,7 @@ def build(target: Path) -> None:
                   for p in sorted(locate(site.roots, folder).rglob("*")) if p.is_file()]
     for tab in TABS:
         folder = models_folder(tab.model)
-        files += [folder + name for name in expected_metadata(weights_folder(tab.model))]
+        files += [folder + name for name in (*expected_metadata(weights_folder(tab.model)), GRAPH_WEIGHTS_FILE)]
     for name in files:
         (target / name).parent.mkdir(parents=True, exist_ok=True)
         shutil.copy2(locate(site.roots, name), target / name)

@@ -1,6 +1,6 @@
 """The model as an ONNX graph, for the page that runs it in the browser (onnxruntime-web, WebAssembly).
 
-Graph interface (``INTERFACE`` 1; ONNX opset ``OPSET``, 18):
+Graph interface (``INTERFACE`` 2; ONNX opset ``OPSET``, 18):
 
 Inputs
     ``image``          float32 (B, C, H, W), values in [0, 1]; B is dynamic (one image, or a batch).
@@ -39,13 +39,17 @@ before the output projection, is replaced at every token. The graph goes through
 (``VisionTransformer.forward_activations`` with ``Edits``, the explicit attention path), which applies the
 replacement inside ``Attention.forward``, as ``heads.switched_off`` has it do for every forward pass in PyTorch.
 
-Metadata (the model's ``metadata_props``, all strings): ``vit_demo.interface`` ("1"), ``exporter`` (this module's
+The trained model's four graphs keep their weights in one file beside them, ``GRAPH_WEIGHTS_FILE``, each tensor once
+(ONNX external data, ``graph.share_weights``): a runtime opens a graph with that file (onnxruntime finds it beside
+the graph; onnxruntime-web is handed it, ``externalData``). The snapshots' graphs, each of its own weights, hold theirs.
+
+Metadata (the model's ``metadata_props``, all strings): ``vit_demo.interface`` ("2"), ``exporter`` (this module's
 version, torch's, the exporter and opset), ``weights_file`` (relative to the weights folder) and ``weights_sha256``
 (its SHA-256: config.json's ``weights_sha256``, or the snapshot's in snapshots.json), ``head_means_sha256`` (of the
 head_means.safetensors baked in, or "none" for zeros), ``dataset``, ``classes`` (a JSON list), ``temperature``
 (repr of the float), ``epoch`` (snapshots only) and ``vit`` (the architecture, JSON); the patching graphs, which
-use neither head means nor temperature, have neither. ``stale_graphs`` reads them
-back to tell whether a folder's graphs match its weights.
+use neither head means nor temperature, have neither; the graphs that share weights, ``graph_weights_sha256`` (of
+``GRAPH_WEIGHTS_FILE``). ``stale_graphs`` reads them back to tell whether a folder's graphs match its weights.
 
 The exporter is torch.onnx.export's dynamo one (``dynamo=True``, needs onnxscript): the default since PyTorch 2.9,
 while the TorchScript one (``dynamo=False``) warns that it will be removed. It exports this model with a dynamic
@@ -72,11 +76,11 @@ from vit_demo.atomic import atomic_write
 from vit_demo.interpret import explain
 from vit_demo.interpret.heads import read_head_means
 from vit_demo.model import Edits, VisionTransformer
-from vit_demo.onnx.graph import INTERFACE, OPSET, finish
+from vit_demo.onnx.graph import INTERFACE, OPSET, finish, share_weights
 from vit_demo.onnx.patching import patching_onnx
-from vit_demo.weights import (GRAPH_FILE, HEAD_MEANS_FILE, PATCHING_GRAPH_FILES, RELEVANCE_GRAPH_FILE, SNAPSHOTS_DIR,
-                              SNAPSHOTS_INDEX, WEIGHTS_FILE, load_snapshots, load_weights, read_weights_info,
-                              resolve_weights_folder, shown_path)
+from vit_demo.weights import (GRAPH_FILE, GRAPH_WEIGHTS_FILE, HEAD_MEANS_FILE, PATCHING_GRAPH_FILES,
+                              RELEVANCE_GRAPH_FILE, SNAPSHOTS_DIR, SNAPSHOTS_INDEX, WEIGHTS_FILE, load_snapshots,
+                              load_weights, read_weights_info, resolve_weights_folder, shown_path)
 
 INPUTS = ("image", "heads_off", "mean_ablation")
 OUTPUTS = ("logits", "attention", "lens", "features")
@@ -188,6 +192,9 @@ def _save(proto: onnx.ModelProto, path: Path) -> int:
     return len(blob)
 
 
+SHARING = (GRAPH_FILE, RELEVANCE_GRAPH_FILE, *PATCHING_GRAPH_FILES.values())  # the graphs of GRAPH_WEIGHTS_FILE
+
+
 def expected_metadata(folder: str | Path) -> dict[str, dict[str, str]]:
     """What each graph of a weights folder should say about the weights it was exported from: {path relative to the
     folder: metadata}, for ``GRAPH_FILE``, ``RELEVANCE_GRAPH_FILE``, the ``PATCHING_GRAPH_FILES`` and each snapshot listed in
@@ -225,6 +232,8 @@ def stale_graphs(folder: str | Path) -> list[str]:
     metadata names other weights, head means, temperature, classes or architecture, or another interface. Empty:
     every graph matches (a folder that has no graphs at all lists each as missing)."""
     folder = resolve_weights_folder(folder)
+    shared = folder / GRAPH_WEIGHTS_FILE
+    shared_sha = _sha256(shared) if shared.is_file() else "missing"
     problems = []
     for name, expected in expected_metadata(folder).items():
         path = folder / name
@@ -237,6 +246,8 @@ def stale_graphs(folder: str | Path) -> list[str]:
         for key, value in expected.items():
             if found.get(key) != value:
                 problems.append(f"{name}: {key} is {found.get(key)!r}, the weights' is {value!r}")
+        if name in SHARING and found.get("graph_weights_sha256") != shared_sha:
+            problems.append(f"{name}: {GRAPH_WEIGHTS_FILE} is {'missing' if shared_sha == 'missing' else 'another'}")
     return problems
 
 
@@ -251,25 +262,31 @@ def write_onnx(folder: str | Path) -> list[dict]:
     expected = expected_metadata(folder)
     records = []
 
-    def write(name: str, model: VisionTransformer, means: torch.Tensor | None, temperature: float,
-              export=to_onnx) -> None:
-        path = folder / name
-        size = _save(export(model, means, temperature, expected[name]), path)
-        record = {"file": str(shown_path(path)), "bytes": size, "weights": expected[name]["weights_file"]}
-        if "temperature" in expected[name]:
-            record.update(temperature=temperature,
-                          ablation="zeros" if expected[name]["head_means_sha256"] == "none" else "mean")
-        records.append(record)
+    def record(name: str, path: Path, size: int, temperature: float | None = None) -> None:
+        found = {"file": str(shown_path(path)), "bytes": size, "weights": expected[name]["weights_file"]}
+        if temperature is not None:
+            found.update(temperature=temperature,
+                         ablation="zeros" if expected[name]["head_means_sha256"] == "none" else "mean")
+        records.append(found)
 
     means = read_head_means(folder, model)
-    write(GRAPH_FILE, model, means, info.temperature)
-    write(RELEVANCE_GRAPH_FILE, model, means, info.temperature, relevance_onnx)
-    for kind, name in PATCHING_GRAPH_FILES.items():
-        write(name, model, None, info.temperature,
-              lambda model, _means, _temperature, metadata, kind=kind: patching_onnx(model, kind, metadata))
+    trained = {GRAPH_FILE: to_onnx(model, means, info.temperature, expected[GRAPH_FILE]),
+               RELEVANCE_GRAPH_FILE: relevance_onnx(model, means, info.temperature, expected[RELEVANCE_GRAPH_FILE]),
+               **{name: patching_onnx(model, kind, expected[name]) for kind, name in PATCHING_GRAPH_FILES.items()}}
+    shared = share_weights(list(trained.values()), GRAPH_WEIGHTS_FILE)
+    atomic_write(folder / GRAPH_WEIGHTS_FILE, lambda f: f.write(shared))
+    records.append({"file": str(shown_path(folder / GRAPH_WEIGHTS_FILE)), "bytes": len(shared),
+                    "weights": WEIGHTS_FILE, "shared_by": list(trained)})
+    sha = hashlib.sha256(shared).hexdigest()
+    for name, proto in trained.items():
+        proto.metadata_props.add(key="graph_weights_sha256", value=sha)
+        record(name, folder / name, _save(proto, folder / name),
+               None if name in PATCHING_GRAPH_FILES.values() else info.temperature)
     snapshots = load_snapshots(folder, "cpu")
     for snapshot in snapshots:
-        write(f"{SNAPSHOTS_DIR}/epoch-{snapshot.epoch:04d}.onnx", snapshot.model, None, snapshot.temperature)
+        name = f"{SNAPSHOTS_DIR}/epoch-{snapshot.epoch:04d}.onnx"
+        proto = to_onnx(snapshot.model, None, snapshot.temperature, expected[name])
+        record(name, folder / name, _save(proto, folder / name), snapshot.temperature)
     for path in sorted((folder / SNAPSHOTS_DIR).glob("epoch-*.onnx")):
         if f"{SNAPSHOTS_DIR}/{path.name}" not in expected:
             path.unlink()

@@ -1,16 +1,21 @@
 """What every graph the project exports shares (the model's and relevance's, vit_demo/onnx/export.py; the patching
-graphs, vit_demo/onnx/patching.py): the opset, and ``finish``, which strips what the exporter notes of the exporting
-machine, stores the weights float16 holds exactly as float16, and writes the metadata."""
+graphs, vit_demo/onnx/patching.py): the opset, ``finish``, which strips what the exporter notes of the exporting
+machine, stores the weights float16 holds exactly as float16, and writes the metadata; and ``share_weights``, which
+keeps the weights that several graphs of one model hold in one file beside them (ONNX external data)."""
 
 from __future__ import annotations
+
+import hashlib
 
 import numpy as np
 import onnx
 import torch
-from onnx import TensorProto, helper, numpy_helper
+from onnx import TensorProto, external_data_helper, helper, numpy_helper
 
-INTERFACE = "1"  # the graphs' interface (export.py's docstring); a change the page must know about bumps it
-EXPORTER_VERSION = "1"  # the project's way of exporting (a change that alters the graphs' bytes bumps it)
+INTERFACE = "2"  # the graphs' interface (export.py's docstring); a change the page must know about bumps it
+EXPORTER_VERSION = "2"  # the project's way of exporting (a change that alters the graphs' bytes bumps it)
+SHARED_BYTES = 1024  # initializers this large or larger go to the shared file; smaller ones stay in their graph
+ALIGNMENT = 64  # bytes: where each tensor starts in the shared file
 OPSET = 18  # LayerNormalization needs 17; 18 is the dynamo exporter's own default from torch 2.8 on
 
 
@@ -63,3 +68,44 @@ def _store_exact_halves(proto: onnx.ModelProto) -> None:
         proto.graph.initializer[index].CopyFrom(stored)  # ``tensor`` is this very message: read it before
     for node in reversed(casts):
         proto.graph.node.insert(0, node)
+
+
+def share_weights(graphs: list[onnx.ModelProto], location: str) -> bytes:
+    """Move the weights of ``graphs`` (graphs of one model) into one file, each tensor once, and point the graphs at
+    it as ONNX external data (``location``: the file's name, beside the graphs); return the file's bytes.
+
+    The exporter folds a linear layer's weight into (in, out) in some graphs and keeps PyTorch's (out, in) in
+    others: a weight found transposed is read back through a Transpose, which the runtime folds once when it loads
+    the graph. The graphs compute with the very same numbers.
+    """
+    data, offsets = bytearray(), {}  # the file; a tensor's (dtype, shape, bytes) digest -> its offset there
+
+    def digest(values: np.ndarray) -> str:
+        return hashlib.sha256(f"{values.dtype}{values.shape}".encode() + values.tobytes()).hexdigest()
+
+    def place(tensor: onnx.TensorProto, values: np.ndarray) -> None:
+        key = digest(values)
+        if key not in offsets:
+            data.extend(b"\0" * (-len(data) % ALIGNMENT))
+            offsets[key] = len(data)
+            data.extend(values.tobytes())
+        external_data_helper.set_external_data(tensor, location, offsets[key], values.nbytes)
+        tensor.ClearField("raw_data")
+        tensor.data_location = TensorProto.EXTERNAL
+
+    for proto in graphs:
+        transposes = []
+        for tensor in proto.graph.initializer:
+            values = numpy_helper.to_array(tensor)
+            if values.nbytes < SHARED_BYTES:
+                continue
+            if values.ndim == 2 and digest(values) not in offsets and digest(values.T.copy()) in offsets:
+                name = tensor.name
+                tensor.CopyFrom(numpy_helper.from_array(values.T.copy(), f"{name}.shared"))
+                transposes.append(helper.make_node("Transpose", [tensor.name], [name], perm=[1, 0],
+                                                   name=f"{name}.from_shared"))
+                values = values.T.copy()
+            place(tensor, values)
+        for node in reversed(transposes):
+            proto.graph.node.insert(0, node)
+    return bytes(data)

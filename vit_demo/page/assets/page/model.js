@@ -66,10 +66,24 @@ function oneAtATime(session) {
   } };
 }
 
-export function inPage(folder) {
+export function inPage(folder, shared = null) {
   // The page's forward pass: the graphs of the weights folder at address ``folder`` (ending in "/"), in onnxruntime-web.
-  return forwardPass((name) => loadRuntime().then(() => ort.InferenceSession.create(new URL(name, folder).href,
-    { executionProviders: ["wasm"], graphOptimizationLevel: "all" })).then(oneAtATime), "in this page");
+  // ``shared``: {file, graphs}, the file of weights those graphs share (ONNX external data), fetched once for all.
+  let weights = null; // Promise of the shared file's bytes
+  const externalData = (name) => {
+    if (!shared?.graphs.includes(name)) return [];
+    weights ??= fetch(new URL(shared.file, folder)).then(async (answer) => {
+      if (!answer.ok) throw new Error(`the model's weights did not load (${answer.status} ${answer.statusText})`);
+      return new Uint8Array(await answer.arrayBuffer());
+    }).catch((error) => { weights = null; throw error; }); // the next use tries again
+    return weights.then((data) => [{ path: shared.file, data }]);
+  };
+  return forwardPass(async (name) => {
+    const [, data] = await Promise.all([loadRuntime(), externalData(name)]);
+    const session = await ort.InferenceSession.create(new URL(name, folder).href,
+      { executionProviders: ["wasm"], graphOptimizationLevel: "all", externalData: data });
+    return oneAtATime(session);
+  }, "in this page");
 }
 
 export function onServer(call) {
@@ -93,12 +107,12 @@ export function onServer(call) {
   }), "on the server");
 }
 
-export async function choose(folder, first, { server = null, forced = false } = {}) {
+export async function choose(folder, first, { server = null, forced = false, shared = null } = {}) {
   // Where a tab's forward pass runs: in the page, where the browser runs WebAssembly, nothing forces the server
   // (?model=server) and the graph ``first`` loads; else on the server, where the page has one (the static page
   // has none: it then says why the model can't run).
   if (!forced && available()) {
-    const page = inPage(folder);
+    const page = inPage(folder, shared);
     try {
       await page.session(first);
       return page;

@@ -56,7 +56,8 @@ export function pageSource(described, base, where = {}) {
                   example: described.example && fromBase64(described.example) }; // pixels: decoded once
   let chosen = null, forward = null; // the forward pass: a Promise of it, then it
   const forced = where.forced || model.pageGraphs === false; // (graphs missing or older than the weights)
-  const pass = () => (chosen ??= choose(new URL(model.folder, base).href, model.graph, { ...where, forced })
+  const pass = () => (chosen ??= choose(new URL(model.folder, base).href, model.graph,
+    { ...where, forced, shared: model.shared })
     .then((found) => (forward = found))
     .catch((error) => { chosen = null; throw error; })); // the next reading tries again
   const graph = Object.fromEntries(["session", "run", "relevance", "patching", "logits"].map((name) =>
