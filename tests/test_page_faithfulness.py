@@ -10,7 +10,6 @@ import pytest
 
 from conftest import HAS_SHARED_CIFAR, SHARED_DATA, mnist_test_digits, node_major, page_source
 from vit_demo.page.captions import caption_html, image_text
-from vit_demo.app import service
 from vit_demo.app.service import classifier
 from vit_demo.interpret import faithfulness
 from vit_demo.interpret.faithfulness import FLAT, RANDOM_RANKINGS, STEPS, Curves
@@ -54,13 +53,20 @@ def real_images(model: str, mnist_root, n: int) -> list[np.ndarray]:
             for folder in folders[:: len(folders) // n][:n]]  # the first photo of every other class
 
 
+def curves(model: str, image: np.ndarray) -> dict:
+    """Python's curves of every map for one preprocessed image, random ones as the page draws them."""
+    clf = classifier(model)
+    return faithfulness.faithfulness(clf.model, clf.batch([image]), clf.info.dataset.name,
+                                     temperature=clf.temperature, random_rankings=RANDOM_RANKINGS)
+
+
 @pytest.mark.parametrize("model, n", [("mnist", 4), ("cifar10", 3)])
 def test_the_pages_curves_are_pythons(model, n, mnist_root, tmp_path):
     images = real_images(model, mnist_root, n)
     found = page_source(model, [("faithfulness", {"image": image_text(image)}) for image in images], tmp_path)
     for image, page in zip(images, found["answers"]):
         label = classifier(model).predict_preprocessed([image], attention=False)[0].label
-        python = python_answer(service.image_curves(model, image), label)
+        python = python_answer(curves(model, image), label)
         assert set(page) == set(python) | {"ms", "where"}, page.get("error")
         assert page["where"] == "in this page" and page["ms"] > 0 and page["text"]
         for key in ("label", "steps", "rankings", "flat"):

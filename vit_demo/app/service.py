@@ -1,5 +1,5 @@
 """The models behind the app: each classifier loaded once per process, what its weights folder holds (calibration,
-snapshots, the heads' means), and the model work the API and the tests call (through ZeroGPU where it runs there).
+snapshots, the heads' means), and the model work the API calls (through ZeroGPU where it runs there).
 No Gradio here.
 """
 
@@ -17,7 +17,6 @@ import torch
 from vit_demo.app.zerogpu import app_device, model_work
 from vit_demo.classifier import Classifier, Prediction, load_model
 from vit_demo.interpret import heads
-from vit_demo.interpret.faithfulness import RANDOM_RANKINGS, Curves, faithfulness
 from vit_demo.model import ViTConfig
 from vit_demo.training.recipes import RECIPES
 from vit_demo.weights import WEIGHTS_ROOT, Snapshot, WeightsError, load_snapshots, read_calibration, read_metrics
@@ -103,12 +102,3 @@ def training_run(name: str) -> TrainingRun:
 def predict(model: str, inputs: list[np.ndarray], **options: Any) -> list[Prediction]:
     """``Classifier.predict_preprocessed`` of ``model``, as model work (on ZeroGPU's GPU, through ``@spaces.GPU``)."""
     return classifier(model).predict_preprocessed(inputs, **options)
-
-
-@model_work
-def image_curves(model: str, image: np.ndarray) -> dict[str, Curves]:
-    """Each kind of map's deletion and insertion curves for one preprocessed image, random as the mean of several
-    rankings with their spread (some 240 forward passes)."""
-    clf = classifier(model)
-    return faithfulness(clf.model, clf.batch([image]), clf.info.dataset.name, temperature=clf.temperature,
-                        random_rankings=RANDOM_RANKINGS)

@@ -2,6 +2,7 @@
 // it on the server: the chosen view of the image in hand as a PNG at least SLIDE_WIDTH pixels wide, or a GIF of where
 // [CLS] looks layer by layer, drawn afresh at that size from the tab's numbers with the views' drawing (picture.js),
 // named as slides.slide_name names it and offered as a download link. It shows the intact model, every head on.
+import { mapAt } from "./numbers.js";
 import { overlay } from "./picture.js";
 import { answer, tabStore } from "./store.js";
 
@@ -60,12 +61,6 @@ function patchGrid(state) {
   return canvas;
 }
 
-function mapOf(state, layer, column) {
-  // Where [CLS] looks in a layer (0-based) and head (column: 0-based; heads: the mean of the heads).
-  const { heads, grid: g } = state.numbers, tile = layer * (heads + 1) + column;
-  return state.numbers.maps.subarray(tile * g * g, (tile + 1) * g * g);
-}
-
 async function intact(live, kind, which, request) {
   // The intact model's answer for the image in hand: kept already (store.js), or asked of the tab's source now.
   if (!live.source) throw new Error("the model is still loading: try again in a moment");
@@ -74,9 +69,9 @@ async function intact(live, kind, which, request) {
 
 async function slide(live, view, geometry, { layer, column, head, patch, explained }) {
   // The chosen view: its name as slides.slide_name gives it (less the model and label), and its canvas.
-  const { state } = live;
+  const { state } = live, { numbers } = state;
   if (view === "cls-grid") return ["cls-grid", grid(state, state.numbers.maps, geometry)];
-  if (view === "layer") return [`layer${layer + 1}-${head}`, single(state, mapOf(state, layer, column))];
+  if (view === "layer") return [`layer${layer + 1}-${head}`, single(state, mapAt(numbers.maps, numbers, layer, column))];
   if (view === "patches") return ["patches", patchGrid(state)];
   if (view === "query")
     return [`patch${patch}-grid`, grid(state, (await intact(live, "query", patch, { patch })).maps, geometry)];
@@ -97,7 +92,7 @@ async function gif(state, column) {
     context.fillStyle = TEXT;
     const caption = `[CLS] attention · layer ${layer + 1} of ${layers} · ${which}`;
     context.fillText(caption, GIF_SIZE / 2, CAPTION_HEIGHT / 2);
-    overlay(context, state, mapOf(state, layer, column), GIF_SIZE, 0, CAPTION_HEIGHT);
+    overlay(context, state, mapAt(state.numbers.maps, state.numbers, layer, column), GIF_SIZE, 0, CAPTION_HEIGHT);
     const { data } = context.getImageData(0, 0, canvas.width, canvas.height), palette = quantize(data, 256);
     out.writeFrame(applyPalette(data, palette), canvas.width, canvas.height, { palette, delay: GIF_FRAME_MS });
   }

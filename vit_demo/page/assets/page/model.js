@@ -70,19 +70,18 @@ export function inPage(folder, shared = null) {
   // The page's forward pass: the graphs of the weights folder at address ``folder`` (ending in "/"), in onnxruntime-web.
   // ``shared``: {file, graphs}, the file of weights those graphs share (ONNX external data), fetched once for all.
   let weights = null; // Promise of the shared file's bytes
-  const externalData = (name) => {
+  const sharedWeights = async (name) => {
     if (!shared?.graphs.includes(name)) return [];
-    weights ??= fetch(new URL(shared.file, folder)).then(async (answer) => {
-      if (!answer.ok) throw new Error(`the model's weights did not load (${answer.status} ${answer.statusText})`);
-      return new Uint8Array(await answer.arrayBuffer());
+    weights ??= fetch(new URL(shared.file, folder)).then((answer) => {
+      if (!answer.ok) throw new Error(`the model's weights did not load (${answer.status})`);
+      return answer.arrayBuffer();
     }).catch((error) => { weights = null; throw error; }); // the next use tries again
-    return weights.then((data) => [{ path: shared.file, data }]);
+    return [{ path: shared.file, data: new Uint8Array(await weights) }];
   };
   return forwardPass(async (name) => {
-    const [, data] = await Promise.all([loadRuntime(), externalData(name)]);
-    const session = await ort.InferenceSession.create(new URL(name, folder).href,
-      { executionProviders: ["wasm"], graphOptimizationLevel: "all", externalData: data });
-    return oneAtATime(session);
+    const [, externalData] = await Promise.all([loadRuntime(), sharedWeights(name)]);
+    return oneAtATime(await ort.InferenceSession.create(new URL(name, folder).href,
+      { executionProviders: ["wasm"], graphOptimizationLevel: "all", externalData }));
   }, "in this page");
 }
 

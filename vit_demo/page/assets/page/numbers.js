@@ -26,6 +26,12 @@ export function gridMaps(attention, layers, heads, tokens, token = 0) {
   return out;
 }
 
+export function mapAt(maps, { heads, grid: g }, layer, column) {
+  // One (g, g) map of gridMaps' (L, H + 1, g, g): its layer (0-based) and column (a head; heads: their mean).
+  const at = (layer * (heads + 1) + column) * g * g;
+  return maps.subarray(at, at + g * g);
+}
+
 export function rollout(attention, layers, heads, tokens) {
   // Attention rollout (Abnar and Zuidema, 2020; explain.attention_rollout): each layer's head-averaged attention mixed
   // half-and-half with the identity, rows renormalised, the layers multiplied in order; [CLS]'s row over the patches,

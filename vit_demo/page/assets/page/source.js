@@ -74,10 +74,10 @@ export function pageSource(described, base, where = {}) {
     mode: request.mode ?? "mean" });
   let prefetched = null;
   function prefetch() {
-    // Once a drawing has been read, the relevance graph and the snapshots' graphs (some 1.5 and 0.5 MB each for the
-    // digits) are loaded in the background, so that "why this class" and the training slider work once the network
-    // is gone; not before the first prediction, which waits for nothing but the model. (The photo tab, which reads
-    // no drawing, leaves its 11 and 6 MB ones to the views that ask.)
+    // Once a drawing has been read, the relevance graph (0.1 MB: its weights are the model's) and the snapshots'
+    // graphs (0.5 MB each for the digits) are loaded in the background, so that "why this class" and the training
+    // slider work once the network is gone; not before the first prediction, which waits for nothing but the model.
+    // (The photo tab, which reads no drawing, leaves its snapshots, 5.7 MB each, to the views that ask.)
     const graphs = [model.relevance, ...model.snapshots.map((snapshot) => snapshot.graph)];
     prefetched ??= Promise.all(graphs.map((file) => graph.session(file))).catch(() => (prefetched = null));
   }

@@ -1,17 +1,17 @@
 // The input cut into numbered patches (render.patch_grid), the query patch outlined; a click chooses the query patch
 // and shows, here where the visitor is looking, where that patch looks: the last layer's mean over its heads, as the
 // query view (further down) shows it with every layer and head.
+import { mapAt } from "../numbers.js";
 import { overlay } from "../picture.js";
 import { knockoutNow, viewAnswer, waiting } from "../store.js";
 
 function lastLayerMean(view) {
   // Where the query patch looks in the last layer, the mean of its heads (g, g), once its answer is in;
   // else null, and what the caption says meanwhile.
-  const { live } = view, { layers, heads, grid: g } = live.state.numbers;
+  const { live } = view, { numbers } = live.state;
   const reply = viewAnswer(live, "query", live.patch);
   if (!reply) return [null, waiting(live, "query", live.patch, { patch: live.patch })];
-  const tile = (layers - 1) * (heads + 1) + heads;
-  return [reply.maps.subarray(tile * g * g, (tile + 1) * g * g), null];
+  return [mapAt(reply.maps, numbers, numbers.layers - 1, numbers.heads), null];
 }
 
 export default {

@@ -1,4 +1,5 @@
 // The large view: where [CLS] looks in the layer and head the tab's controls choose (or the mean of the heads).
+import { mapAt } from "../numbers.js";
 import { overlay } from "../picture.js";
 import { knockoutNow, shownMaps } from "../store.js";
 
@@ -16,8 +17,7 @@ export default {
   draw(view, layer, head) {
     const { live } = view;
     if (!live.state) return view.clear(null);
-    const { numbers } = live.state, [l, column] = chosen(view, layer, head), g = numbers.grid;
-    const offset = (l * (numbers.heads + 1) + column) * g * g;
+    const { numbers } = live.state, [l, column] = chosen(view, layer, head);
     const heads = column === numbers.heads ? `the mean of its ${numbers.heads} heads` : `head ${column + 1}`;
     const knocked = knockoutNow(live), shown = shownMaps(live, knocked);
     const off = knocked?.reply && knocked.off.has(l * numbers.heads + column) ? " (switched off: the attention it " +
@@ -25,6 +25,6 @@ export default {
     const context = view.clear(`${l + 1}/${column === numbers.heads ? "mean" : column + 1}`,
                                `Where <b>[CLS]</b> attends: layer ${l + 1} of ${numbers.layers}, ${heads}${off}` +
                                view.knockedCaption(knocked));
-    overlay(context, live.state, shown.subarray(offset, offset + g * g), numbers.size);
+    overlay(context, live.state, mapAt(shown, numbers, l, column), numbers.size);
   },
 };
