@@ -1,7 +1,8 @@
-"""The page as a site: its HTML (layout.py), its data (each tab's model, description.py; the Inside tab's position
-grids) and where its files are: the page's modules and styles, the runtime, the photo examples, each model's graphs
-(its weights folder) and the Inside tab's pictures (written once, inside.py). The static Space copies them into one
-folder (vit_demo/deploy/static_space.py); the app serves them where they are (vit_demo/app/demo.py).
+"""The page as a site: its HTML (page.html, filled by layout.py), its data (each tab's model, description.py; the
+Inside tab's position grids) and where its files are: the page's modules and styles, the runtime, the photo examples,
+each model's graphs (its weights folder) and the Inside tab's pictures (written once, inside.py). The static Space
+copies them into one folder (vit_demo/deploy/static_space.py); the app serves them where they are
+(vit_demo/app/demo.py).
 """
 
 from __future__ import annotations

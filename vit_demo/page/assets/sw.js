@@ -1,8 +1,7 @@
-// The static page's service worker (vit_demo/deploy/static_space.py writes it at the site's root, so that it serves
-// every file of the site): a file the page asks for is answered from what this browser keeps (host.js keeps every
-// file of the site once the page has answered its first image), else from the network. A kept file is refreshed from
-// the network in the background, so a new version of the site shows from the next visit; with the network gone, the
-// page reloads and runs from what is kept.
+// The static page's service worker, at the site's root (vit_demo/deploy/static_space.py): a file the page asks for
+// is answered from what this browser keeps (host.js keeps every file of the site once the page has answered its first
+// image), else from the network. A kept file is refreshed from the network in the background, so a new version of
+// the site shows from the next visit; with the network gone, the page reloads and runs from what is kept.
 const KEPT = "vit-demo"; // the Cache Storage's name, which host.js fills
 
 self.addEventListener("install", () => self.skipWaiting());

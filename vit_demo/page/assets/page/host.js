@@ -1,4 +1,4 @@
-// The page's host: it starts the page that vit_demo/page/layout.py writes, in the static Space (index.html) and in the
+// The page's host: it starts the page of vit_demo/page/page.html, in the static Space (index.html) and in the
 // app (its gr.HTML, with the server's functions), from the page's data (vit_demo/page/site.py): each tab's source
 // (source.js), whose forward pass runs in the page or on the server (model.js: choose); the views (live.js); the
 // canvas (canvas.js); the photo input; the large view's controls, the class picker and the training slider; the

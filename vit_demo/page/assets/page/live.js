@@ -1,7 +1,7 @@
-// The views: a registry of every view the page draws (one module each, in views/), and ``mount``, which the host
-// (host.js) calls for each element of the page that names one (data-view: vit_demo/page/layout.py). Every view draws from its tab's store (store.js); a view's module
-// says whether it follows the heads switched off (``knockout``: a head toggle redraws those alone) and whether it is
-// the prediction (``prediction``: the one view redrawn while the pen is down).
+// The views: every view the page draws (a module each, in views/), and ``mount``, which the host (host.js) calls for
+// each element that names one (data-view: vit_demo/page/page.html). A view draws from its tab's store (store.js); its
+// module says whether it follows the heads switched off (``knockout``: a head toggle redraws those alone) and whether
+// it is the prediction (``prediction``: the one view redrawn while the pen is down).
 import board from "./views/board.js";
 import cls from "./views/cls.js";
 import faithfulness from "./views/faithfulness.js";

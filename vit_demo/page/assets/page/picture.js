@@ -28,9 +28,8 @@ function taps(n, size, smooth) {
     const w = [far(t + 1), near(t), near(1 - t), far(2 - t)];
     for (let k = 0; k < 4; k++) (index[i * 4 + k] = clamp(first - 1 + k)), (weight[i * 4 + k] = w[k]);
   }
-  const made = { index, weight };
-  tapsMade.set(id, made);
-  return made;
+  tapsMade.set(id, { index, weight });
+  return tapsMade.get(id);
 }
 
 const buffers = new Map(); // "name/length" -> an array reused by every map drawn (no garbage per tile)

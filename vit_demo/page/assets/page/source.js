@@ -188,7 +188,7 @@ export function pageSource(described, base, where = {}) {
       return {
         off: off.off.map((i) => [Math.floor(i / model.heads), i % model.heads]), mode: off.mode, label, probs,
         intact: { label: model.classes[top], probability: intactProbs[top] },
-        predicted: model.classes[top], runner_up: model.classes[second],
+        runner_up: model.classes[second],
         logit_diff: { intact: Number(diff(before).toFixed(4)), ablated: Number(diff(after).toFixed(4)) },
         info: fill(model.texts.knockout, {
           label, percent: percent(Math.max(...probs)), count: off.off.length, total: model.layers * model.heads,

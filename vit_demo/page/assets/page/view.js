@@ -1,8 +1,8 @@
-// What a view draws on: its element (its place in the page: vit_demo/page/layout.py), the tab's store, and the
+// What a view draws on: its element (its place in the page: vit_demo/page/page.html), the tab's store, and the
 // steps every view shares: its canvas, clearing it with a caption, and saying that heads are switched off.
 import { asking } from "./store.js";
 
-export const percent = (p) => `${(100 * p).toFixed(1)}%`;
+export const percentText = (p) => `${(100 * p).toFixed(1)}%`; // (numbers.percent: a caption's field)
 export const plural = (n, word) => `${n} ${word}${n === 1 ? "" : "s"}`;
 export const escape = (text) =>
   String(text).replace(/[&<>"]/g, (c) => ({ "&": "&amp;", "<": "&lt;", ">": "&gt;", '"': "&quot;" })[c]);

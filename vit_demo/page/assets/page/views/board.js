@@ -44,7 +44,7 @@ function logitBars(reply, count) {
   const row = (name, value) => `<div class="vd-ld-row"><span>${name}</span><span class="vd-ld-bar"><span ` +
     `class="${value < 0 ? "vd-ld-negative" : ""}" style="width: ${(100 * Math.abs(value)) / top}%"></span>` +
     `</span><span class="vd-ld-value">${value.toFixed(2)}</span></div>`;
-  return `<div class="vd-ld-title">Logit difference, ${escape(reply.predicted)} − ${escape(reply.runner_up)}</div>` +
+  return `<div class="vd-ld-title">Logit difference, ${escape(reply.intact.label)} − ${escape(reply.runner_up)}</div>` +
     `${row("all heads on", intact)}${row(`${plural(count, "head")} off`, ablated)}`;
 }
 

@@ -100,8 +100,7 @@ export default {
   knockout: true, // redrawn when heads are switched off, to say that the scores keep every head on
   draw(view) {
     const { live, element } = view, canvas = view.canvas;
-    const asked = live.state ? answered(live, "faithfulness", `${live.state.key}/scores`) : undefined;
-    const reply = asked?.value;
+    const asked = live.state && answered(live, "faithfulness", `${live.state.key}/scores`), reply = asked?.value;
     element.querySelector("button.vd-score").disabled = !live.state || asked?.pending || !live.source;
     canvas.hidden = !reply;
     canvas.dataset.numbers = reply ? JSON.stringify({ curves: reply.curves, noise: reply.noise }) : ""; // for tests

@@ -3,7 +3,7 @@
 // only while the view is on screen, so that a stroke costs nothing more.
 import { overlay } from "../picture.js";
 import { knockoutNow, viewAnswer, waiting } from "../store.js";
-import { escape, percent } from "../view.js";
+import { escape, percentText } from "../view.js";
 
 export default {
   knockout: true,
@@ -25,8 +25,8 @@ export default {
     strip.style.gridTemplateColumns = `repeat(${reply.layers.length}, minmax(0, 1fr))`;
     strip.innerHTML = reply.layers.map((layer, i) =>
       `<div class="vd-lens-cell${layer.label === reply.label ? " vd-lens-final" : ""}"><span>layer ${i + 1}</span>` +
-      `<b>${escape(layer.label)}</b><span>${percent(layer.probability)}</span><span class="vd-prob"><span ` +
-      `style="width: ${percent(layer.answer)}"></span></span></div>`).join("");
+      `<b>${escape(layer.label)}</b><span>${percentText(layer.probability)}</span><span class="vd-prob"><span ` +
+      `style="width: ${percentText(layer.answer)}"></span></span></div>`).join("");
     const g2 = reply.grid ** 2, tile = view.canvas.height; // each layer's map on one scale: probability 1 the hottest
     reply.layers.forEach((_, i) =>
       overlay(context, live.state, reply.maps.subarray(i * g2, (i + 1) * g2), tile, i * (tile + 6), 0, 1));

@@ -2,7 +2,7 @@
 // above an image the model should not be trusted with, and which heads are switched off (or the message, or the
 // tab's prompt). While the pen is down it shows the reading alone.
 import { asking, knockoutNow, setKnockout } from "../store.js";
-import { percent, plural } from "../view.js";
+import { percentText, plural } from "../view.js";
 
 function ablatedText(live, knocked) {
   const count = live.knockout.off.length, heads = plural(count, "head");
@@ -36,7 +36,7 @@ export default {
       .sort((a, b) => b[1] - a[1]).slice(0, 3);
     element.querySelector(".vd-probs").innerHTML = ranked.map(([name, p]) =>
       `<div class="vd-prob-row"><span class="vd-prob-name">${name}</span><span class="vd-prob"><span ` +
-      `style="width: ${percent(p)}"></span></span><span class="vd-prob-share">${percent(p)}</span></div>`).join("");
+      `style="width: ${percentText(p)}"></span></span><span class="vd-prob-share">${percentText(p)}</span></div>`).join("");
     info.innerHTML = numbers?.info ?? live.message ?? info.dataset.prompt;
   },
   setup({ element, live }) {
