@@ -262,9 +262,9 @@ def write_onnx(folder: str | Path) -> list[dict]:
     expected = expected_metadata(folder)
     records = []
 
-    def record(name: str, path: Path, size: int, temperature: float | None = None) -> None:
+    def record(name: str, path: Path, size: int, temperature: float) -> None:
         found = {"file": str(shown_path(path)), "bytes": size, "weights": expected[name]["weights_file"]}
-        if temperature is not None:
+        if "temperature" in expected[name]:  # (the patching graphs' logits are raw, nothing ablated)
             found.update(temperature=temperature,
                          ablation="zeros" if expected[name]["head_means_sha256"] == "none" else "mean")
         records.append(found)
@@ -280,8 +280,7 @@ def write_onnx(folder: str | Path) -> list[dict]:
     sha = hashlib.sha256(shared).hexdigest()
     for name, proto in trained.items():
         proto.metadata_props.add(key="graph_weights_sha256", value=sha)
-        record(name, folder / name, _save(proto, folder / name),
-               None if name in PATCHING_GRAPH_FILES.values() else info.temperature)
+        record(name, folder / name, _save(proto, folder / name), info.temperature)
     snapshots = load_snapshots(folder, "cpu")
     for snapshot in snapshots:
         name = f"{SNAPSHOTS_DIR}/epoch-{snapshot.epoch:04d}.onnx"

@@ -83,8 +83,7 @@ def share_weights(graphs: list[onnx.ModelProto], location: str) -> bytes:
     def digest(values: np.ndarray) -> str:
         return hashlib.sha256(f"{values.dtype}{values.shape}".encode() + values.tobytes()).hexdigest()
 
-    def place(tensor: onnx.TensorProto, values: np.ndarray) -> None:
-        key = digest(values)
+    def place(tensor: onnx.TensorProto, values: np.ndarray, key: str) -> None:
         if key not in offsets:
             data.extend(b"\0" * (-len(data) % ALIGNMENT))
             offsets[key] = len(data)
@@ -99,13 +98,16 @@ def share_weights(graphs: list[onnx.ModelProto], location: str) -> bytes:
             values = numpy_helper.to_array(tensor)
             if values.nbytes < SHARED_BYTES:
                 continue
-            if values.ndim == 2 and digest(values) not in offsets and digest(values.T.copy()) in offsets:
-                name = tensor.name
-                tensor.CopyFrom(numpy_helper.from_array(values.T.copy(), f"{name}.shared"))
-                transposes.append(helper.make_node("Transpose", [tensor.name], [name], perm=[1, 0],
-                                                   name=f"{name}.from_shared"))
-                values = values.T.copy()
-            place(tensor, values)
+            key = digest(values)
+            if values.ndim == 2 and key not in offsets:
+                flipped = np.ascontiguousarray(values.T)
+                if (flipped_key := digest(flipped)) in offsets:
+                    name = tensor.name
+                    tensor.CopyFrom(numpy_helper.from_array(flipped, f"{name}.shared"))
+                    transposes.append(helper.make_node("Transpose", [tensor.name], [name], perm=[1, 0],
+                                                       name=f"{name}.from_shared"))
+                    values, key = flipped, flipped_key
+            place(tensor, values, key)
         for node in reversed(transposes):
             proto.graph.node.insert(0, node)
     return bytes(data)

@@ -25,8 +25,7 @@ from vit_demo.pictures import render
 
 def snapshot_graphs(model: str) -> list[str]:
     """The names of a model's snapshots' graphs in its weights folder, oldest first."""
-    trained = (GRAPH_FILE, RELEVANCE_GRAPH_FILE, *PATCHING_GRAPH_FILES.values())
-    return [name for name in expected_metadata(weights_folder(model)) if name not in trained]
+    return [name for name in expected_metadata(weights_folder(model)) if name not in SHARING]
 
 
 def description(model: str, prompt: str, blank: str, folder: str, example: Path | None = None) -> dict:
