@@ -1,6 +1,6 @@
 """What one interaction in the page costs the server, in headless Chromium, against one do-nothing event.
 
-    python benchmarks/interaction_cost.py [--repeat 6]
+    python benchmarks/interaction_cost.py [--repeat 6] [--events 20]
 
 It starts the app (app.py) and the do-nothing app (benchmarks/noop_app.py) on local ports. Against the app, with the
 server reading the drawings (``?model=server``, as for a browser without WebAssembly: the page's own model asks the
@@ -268,11 +268,12 @@ def noop_costs(events: int) -> dict[str, dict]:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--repeat", type=int, default=6, help="pen strokes measured (other interactions: up to 3)")
+    parser.add_argument("--events", type=int, default=20, help="do-nothing events measured, each way")
     args = parser.parse_args()
-    bases = noop_costs(20)
+    bases = noop_costs(args.events)
     costs = app_costs(args.repeat)
     for how, base in (("from its page in Chromium", bases["page"]), ("from a Python client", bases["client"])):
-        print(f"do-nothing event (benchmarks/noop_app.py, 20 events {how}): {base['requests']:.1f} requests, "
+        print(f"do-nothing event (benchmarks/noop_app.py, {args.events} events {how}): {base['requests']:.1f} requests, "
               f"{base['kb']:.1f} KB, {base['cpu_ms']:.1f} ms of server CPU (median)")
     page, client = bases["page"]["cpu_ms"], bases["client"]["cpu_ms"]
     print("| interaction | times | requests | KB | server CPU ms (median) | x do-nothing page event | x client event | "

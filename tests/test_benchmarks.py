@@ -26,7 +26,7 @@ def test_benchmark_prints_a_table(script):
                        "app"], "throughput req/s", 1),
     ("cold_start.py", ["--repeat", "1"], "to first prediction s", 2),
     ("crowd.py", ["--users", "3", "--strokes", "2"], "strokes_per_s", 2),
-    ("interaction_cost.py", ["--repeat", "1"], "interaction", 9),
+    ("interaction_cost.py", ["--repeat", "1", "--events", "2"], "interaction", 9),
     ("zerogpu_cost.py", ["--repeat", "3"], "median ms", 4),
 ])
 def test_benchmark_prints_its_rows(script, args, header, rows):

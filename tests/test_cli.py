@@ -156,9 +156,16 @@ def test_plain_pytest_finds_the_package_too():
     assert result.returncode == 0 and "test_model.py::" in result.stdout, result.stdout[-2000:]
 
 
-@pytest.mark.slow
-def test_export_writes_a_slide_or_a_gif_and_refuses_bad_choices_clearly(tmp_path):
+def test_export_writes_a_slide_or_a_gif_and_refuses_bad_choices_clearly(tmp_path, capsys):
+    # In this process (``cli.main``, what ``python -m vit_demo`` runs): ten runs of the command, no ten starts.
     from PIL import Image
+
+    from vit_demo import cli
+
+    def export(*args: str) -> tuple[int, str, str]:
+        code = cli.main(["export", *args])
+        said = capsys.readouterr()
+        return code, said.out, said.err
 
     seven = str(REPO / "examples" / "digits" / "7.png")
     for args, width, frames in ((["--view", "layer", "--layer", "3", "--head", "2"], 1600, 1),
@@ -166,9 +173,9 @@ def test_export_writes_a_slide_or_a_gif_and_refuses_bad_choices_clearly(tmp_path
                                 (["--view", "query", "--patch", "24"], 1600, 1),
                                 (["--view", "gif"], 720, 6)):
         out = tmp_path / f"slide-{args[1]}"
-        result = run_cli("export", seven, *args, "--out", str(out))
-        assert result.returncode == 0, result.stderr
-        record = json.loads(result.stdout)
+        code, said, err = export(seven, *args, "--out", str(out))
+        assert code == 0, err
+        record = json.loads(said)
         assert record["label"] == "7" and record["out"] == str(out) and record["bytes"] == out.stat().st_size
         with Image.open(out) as picture:
             assert width <= picture.width < width + 10 and getattr(picture, "n_frames", 1) == frames
@@ -178,11 +185,11 @@ def test_export_writes_a_slide_or_a_gif_and_refuses_bad_choices_clearly(tmp_path
                                 (seven, ["--view", "query", "--patch", "49"], "the patch must be 0 to 48"),
                                 (seven, ["--view", "relevance", "--label", "dog"], "there is no class 'dog'"),
                                 (not_an_image, ["--view", "grid"], "not an image")):
-        result = run_cli("export", file, *args, "--out", str(tmp_path / "refused.png"))
-        assert result.returncode == 2 and message in result.stderr, result.stderr
+        code, said, err = export(file, *args, "--out", str(tmp_path / "refused.png"))
+        assert code == 2 and said == "" and err.startswith("error: ") and message in err, err
     assert not (tmp_path / "refused.png").exists()
-    result = run_cli("export", seven, "--out", str(tmp_path / "nowhere" / "x.png"))  # said its temporary file's name
-    assert result.returncode == 2 and f"its folder {tmp_path / 'nowhere'} does not exist" in result.stderr
+    code, _, err = export(seven, "--out", str(tmp_path / "nowhere" / "x.png"))  # said its temporary file's name
+    assert code == 2 and f"its folder {tmp_path / 'nowhere'} does not exist" in err
 
 
 @pytest.mark.parametrize(("argv", "message"), [
