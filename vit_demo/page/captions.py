@@ -15,6 +15,7 @@ from vit_demo.app.service import TrainingRun, calibration_report
 from vit_demo.data.datasets import dataset_spec
 
 INFO_TEXT = "**{label}** ({percent}%) · model {ms} ms {where}"
+GUESS_TEXT = "No percentage: the model cannot read this image · model {ms} ms {where}"  # (its label: a guess)
 EXAMPLE_TEXT = "An example: **{label}** ({percent}%). {prompt}"  # the image a tab starts with
 READING_TEXT = "**{label}** ({percent}%) · the views follow when the pen lifts"
 UNREADABLE_TEXT = "Can't read this image: {why}"

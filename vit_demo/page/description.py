@@ -12,7 +12,7 @@ from __future__ import annotations
 import base64
 from pathlib import Path
 
-from vit_demo.page.captions import (EXAMPLE_TEXT, INFO_TEXT, KNOCKOUT_TEXT, READING_TEXT, RELEVANCE_WHY,
+from vit_demo.page.captions import (EXAMPLE_TEXT, GUESS_TEXT, INFO_TEXT, KNOCKOUT_TEXT, READING_TEXT, RELEVANCE_WHY,
                                     RELEVANCE_WHY_NOT, UNREADABLE_TEXT, caption_html, image_text,
                                     QUERY_TEXT, snapshot_note, unfamiliar_text)
 from vit_demo.page.layout import LARGE
@@ -53,7 +53,7 @@ def description(model: str, prompt: str, blank: str, folder: str, example: Path 
         "texts": {key: caption_html(text) for key, text in {
             "prompt": prompt, "blank": blank, "notice": unfamiliar_text(model),
             "unreadable": UNREADABLE_TEXT, "query": QUERY_TEXT,
-            "info": INFO_TEXT, "example": EXAMPLE_TEXT.format(label="{label}", percent="{percent}", prompt=prompt),
+            "info": INFO_TEXT, "guess": GUESS_TEXT, "example": EXAMPLE_TEXT.format(label="{label}", percent="{percent}", prompt=prompt),
             "reading": READING_TEXT, "knockout": KNOCKOUT_TEXT, "why": RELEVANCE_WHY, "why_not": RELEVANCE_WHY_NOT,
             **{f"verdict_{name}": text for name, text in VERDICT_TEXTS.items()},
         }.items()},

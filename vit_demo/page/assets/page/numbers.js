@@ -199,8 +199,8 @@ export function imageNumbers(model, pixels, run, milliseconds, where) {
   const { layers, heads, tokens } = model, predicted = classes(model, run.logits);
   const flagged = unfamiliar(run.logits, model.temperature, model.unfamiliar, run.features);
   const roll = rollout(run.attention, layers, heads, tokens), patch = argmax(roll);
-  const info = fill(model.texts.info, { label: predicted.label, percent: percent(predicted.confidence),
-                                        ms: milliseconds.toFixed(1), where });
+  const info = fill(flagged ? model.texts.guess : model.texts.info, { label: predicted.label, ms: milliseconds.toFixed(1),
+                                        where, percent: percent(predicted.confidence) }); // flagged: no percentage
   return {
     ...predicted, notice: flagged ? model.texts.notice : "", info, patch, image: pixels, rollout: roll,
     maps: gridMaps(run.attention, layers, heads, tokens), query: queryMaps(model, run.attention, patch),

@@ -1,6 +1,6 @@
-// The prediction: the top class large, the top three's probabilities as bars, the info line under them, the notice
-// above an image the model should not be trusted with, and which heads are switched off (or the message, or the
-// tab's prompt). While the pen is down it shows the reading alone.
+// The prediction: the top class large, the top three's probabilities as bars (for an image the model should not be
+// trusted with, their names alone, and the notice above), the info line under them, and which heads are switched off
+// (or the message, or the tab's prompt). While the pen is down it shows the reading alone.
 import { asking, knockoutNow, setKnockout } from "../store.js";
 import { percentText, plural } from "../view.js";
 
@@ -34,7 +34,10 @@ export default {
     top.classList.toggle("vd-guess", Boolean(about?.notice)); // a flagged image's label is a guess, and looks it
     const ranked = Array.from(numbers?.probs ?? [], (p, i) => [about.classes[i], p]) // probs: (K), classes' order
       .sort((a, b) => b[1] - a[1]).slice(0, 3);
-    element.querySelector(".vd-probs").innerHTML = ranked.map(([name, p]) =>
+    // An image it cannot read gets its closest classes, no percentage: a bar would read as a sure answer.
+    element.querySelector(".vd-probs").innerHTML = about?.notice ? `<p class="vd-guesses">Closest classes: ` +
+      `${ranked.map(([name]) => `<b>${name}</b>`).join(", ")}</p>` :
+      ranked.map(([name, p]) =>
       `<div class="vd-prob-row"><span class="vd-prob-name">${name}</span><span class="vd-prob"><span ` +
       `style="width: ${percentText(p)}"></span></span><span class="vd-prob-share">${percentText(p)}</span></div>`).join("");
     info.innerHTML = numbers?.info ?? live.message ?? info.dataset.prompt;
