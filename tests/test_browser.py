@@ -28,9 +28,17 @@ def test_draw_a_digit_and_explore_its_attention(page, tmp_path):
     page.wait_for_selector("#canvas canvas.vd-draw[data-model=page]", timeout=30000)  # (until then, the server reads)
     draw(page, [(0.25, 0.2), (0.75, 0.2), (0.45, 0.85)])  # a 7
     wait_for_label(page, "7")
-    for view, shows in (("digit-selected", "6/mean"), ("digit-cls-grid", "grid"), ("digit-rollout", "map")):
+    for view, shows in (("digit-first", "map"), ("digit-selected", "6/mean"), ("digit-cls-grid", "grid"),
+                        ("digit-rollout", "map")):
         wait_for_live(page, view, shows)
     assert "ms in this page" in page.locator("#digit-info").inner_text()  # read by the page's own model
+    # Where it looks: first the map most faithful to this model (weights/mnist/faithfulness.json: rollout), the same
+    # numbers as rollout's own view; raw attention one click away, in its place.
+    assert page.locator("#digit-first canvas").is_visible() and not page.locator("#digit-selected").is_visible()
+    assert page.locator("#digit-first canvas").get_attribute("data-numbers") == \
+        page.locator("#digit-rollout canvas").get_attribute("data-numbers")
+    raw_attention(page)
+    assert not page.locator("#digit-first").is_visible() and page.locator("#digit-layer").is_visible()
     assert "Where [CLS] attends: layer 6 of 6" in page.locator("#digit-selected").inner_text()  # captioned
     settled(page)  # the drawing's last answer has landed
     start = page.evaluate("() => window.vdLive.digit.patch")  # the patch the query view starts at
@@ -64,12 +72,20 @@ def test_draw_a_digit_and_explore_its_attention(page, tmp_path):
     wait_for_live(page, "digit-query", "query 0")
     assert page.requests_made[before:] == []
 
+    page.locator("#digit-map input[value=first]").check()  # back to the first map, raw attention out of the way
+    assert page.locator("#digit-first canvas").is_visible() and not page.locator("#digit-layer").is_visible()
     screenshot = Path(os.environ.get("VIT_DEMO_SCREENSHOT", tmp_path / "app.png"))  # the first screen, after a click
     page.evaluate("() => window.scrollTo(0, 0)")
     page.screenshot(path=str(screenshot))
     assert screenshot.stat().st_size > 10_000
     assert page.outside_requests == [], "the page must not call any outside server"
     assert page.console_errors == []
+
+
+def raw_attention(page, panel: str = "digit") -> None:
+    """Choose raw attention (one layer and head) in place of a tab's first map (views/first.js)."""
+    page.locator(f"#{panel}-map input[value=attention]").check()
+    page.locator(f"#{panel}-selected").wait_for(state="visible")
 
 
 def live_pixels(page, elem_id: str):
@@ -101,6 +117,7 @@ def test_the_page_draws_the_large_view_as_the_server_draws_it(page):
             page.locator("#photo-input input[type='file']").set_input_files(str(PHOTOS / "airplane.png"))
             wait_for_label(page, "airplane", panel="photo")
         for layer, head, column in chosen:  # column: the map's place among the heads and their mean
+            raw_attention(page, panel)
             page.locator(f"#{panel}-head label", has_text=head).click()
             page.locator(f"#{panel}-layer input[type='number']").fill(str(layer))
             page.locator(f"#{panel}-layer input[type='number']").press("Enter")
@@ -581,22 +598,23 @@ def test_talk_mode_shows_one_large_view_and_answers_its_keys(browser, app_url, t
         assert page.locator("#talk-mode input").is_checked()
         draw(page, [(0.25, 0.2), (0.75, 0.2), (0.45, 0.85)])  # a 7
         wait_for_label(page, "7")
-        wait_for_live(page, "digit-selected", "6/mean")
+        wait_for_live(page, "digit-first", "map")
         # Nothing but the input, the prediction and one large view, side by side and all on a 1280x720 screen.
-        for hidden in ("#vd-intro", "#digit-cls-grid", "#digit-rollout", "#digit-export-png"):
+        for hidden in ("#vd-intro", "#digit-cls-grid", "#digit-rollout", "#digit-export-png", "#digit-selected"):
             assert not page.locator(hidden).is_visible(), hidden
         canvas, label, view = (page.locator(s).bounding_box() for s in
-                               ("#canvas canvas.vd-draw", "#digit-label", "#digit-selected canvas"))
+                               ("#canvas canvas.vd-draw", "#digit-label", "#digit-first canvas"))
         assert canvas["x"] + canvas["width"] <= label["x"] and label["x"] + label["width"] <= view["x"]
         assert view["width"] >= 400 and view["y"] + view["height"] <= 720
-        for part in ("#digit-head", "#vd-keys"):  # the controls, and the keys that work them
+        for part in ("#digit-map", "#vd-keys"):  # the map's choice, and the keys
             box = page.locator(part).bounding_box()
             assert box["y"] + box["height"] <= 720, part
         big = page.evaluate("() => parseFloat(getComputedStyle(document.querySelector('#digit-label .vd-top-class')).fontSize)")
         assert big >= 80  # px: legible from the back of a room
         page.screenshot(path=str(Path(os.environ.get("VIT_DEMO_TALK_SCREENSHOT", tmp_path / "talk.png"))))
 
-        # The keys: left/right the layer, up/down the head (round the list), c clears.
+        # The keys: left/right the layer, up/down the head (round the list) of raw attention, which the first key
+        # shows in place of the first map; c clears.
         assert layer_and_head(page) == ("6", "mean")
         for key, expected in (("ArrowLeft", ("5", "mean")), ("ArrowDown", ("5", "head 1")),
                               ("ArrowUp", ("5", "mean")), ("ArrowUp", ("5", "head 4")), ("ArrowRight", ("6", "head 4")),
@@ -605,6 +623,10 @@ def test_talk_mode_shows_one_large_view_and_answers_its_keys(browser, app_url, t
             page.wait_for_function(f"() => document.querySelector('#digit-layer input[type=range]').value === {expected[0]!r}")
             assert layer_and_head(page) == expected, key
         wait_for_live(page, "digit-selected", "6/4")  # the view follows, drawn in the page
+        for part in ("#digit-selected canvas", "#digit-head", "#digit-layer"):  # in place of the first map, on screen
+            box = page.locator(part).bounding_box()
+            assert box["y"] + box["height"] <= 720, part
+        assert page.locator("#digit-selected canvas").bounding_box()["x"] >= label["x"] + label["width"]
         before = len(page.requests_made)
         page.keyboard.press("ArrowLeft")
         wait_for_live(page, "digit-selected", "5/4")
@@ -616,7 +638,7 @@ def test_talk_mode_shows_one_large_view_and_answers_its_keys(browser, app_url, t
         page.locator("#photo-input input[type='file']").set_input_files(str(PHOTOS / "ship.png"))
         wait_for_label(page, "ship", panel="photo")
         # The photo tab fits 1280x720 too: the photo, its examples, the prediction and the large view.
-        for part in ("#photo-input", "#photo-label", "#photo-selected canvas", "#photo-head"):
+        for part in ("#photo-input", "#photo-label", "#photo-first canvas", "#photo-map"):
             box = page.locator(part).bounding_box()
             assert box["y"] + box["height"] <= 720, part
         examples = page.locator("#photo-input .vd-examples button").all()
@@ -693,6 +715,7 @@ def test_talk_mode_with_heads_off_still_fits_a_projector(browser, app_url):
         page.locator("#digit-board button.vd-board-toggle[data-index='17']").click()
         page.wait_for_function("() => document.querySelector('#digit-selected canvas').dataset.ablated === "
                                "'mean:8.9.10.11.17'")
+        raw_attention(page)
         page.locator("#talk-mode input").click()
         page.wait_for_function("() => document.querySelector('#vd-app.vd-talk')")
         page.evaluate("() => window.scrollTo(0, 0)")
@@ -715,7 +738,11 @@ def test_talk_mode_with_a_warning_still_fits_a_projector(browser, app_url, tmp_p
         page.wait_for_function("() => !document.querySelector('#digit-notice').hidden")
         settled(page)
         page.evaluate("() => window.scrollTo(0, 0)")
-        for part in ("#vd-keys", "#digit-notice", "#digit-label", "#digit-selected canvas", "#digit-head"):
+        for part in ("#vd-keys", "#digit-notice", "#digit-label", "#digit-first canvas", "#digit-map"):
+            box = page.locator(part).bounding_box()
+            assert box["y"] + box["height"] <= 720, part
+        raw_attention(page)
+        for part in ("#digit-selected canvas", "#digit-head"):
             box = page.locator(part).bounding_box()
             assert box["y"] + box["height"] <= 720, part
         Image.fromarray(dict(outside_photos())["moon.png"]).save(tmp_path / "moon.png")
@@ -723,7 +750,11 @@ def test_talk_mode_with_a_warning_still_fits_a_projector(browser, app_url, tmp_p
         page.locator("#photo-input input[type='file']").set_input_files(str(tmp_path / "moon.png"))
         page.wait_for_function("() => !document.querySelector('#photo-notice').hidden")
         page.evaluate("() => window.scrollTo(0, 0)")
-        for part in ("#photo-notice", "#photo-label", "#photo-selected canvas", "#photo-head"):
+        for part in ("#photo-notice", "#photo-label", "#photo-first canvas", "#photo-map"):
+            box = page.locator(part).bounding_box()
+            assert box["y"] + box["height"] <= 720, part
+        raw_attention(page, "photo")
+        for part in ("#photo-selected canvas", "#photo-head"):
             box = page.locator(part).bounding_box()
             assert box["y"] + box["height"] <= 720, part
         page.screenshot(path=str(tmp_path / "talk-warning.png"))
@@ -740,7 +771,7 @@ def test_the_first_screen_tells_the_story_in_four_steps(browser, app_url):
             .filter((h) => h.offsetParent).map((h) => h.innerText.trim())""")  # the digit tab's: the shown ones
         assert steps[:4] == ["Draw a digit", "The patches it reads", "Where it looks", "The answer"]
         boxes = [page.locator(s).bounding_box() for s in
-                 ("#canvas canvas.vd-draw", "#digit-patches canvas", "#digit-selected canvas", "#digit-label")]
+                 ("#canvas canvas.vd-draw", "#digit-patches canvas", "#digit-first canvas", "#digit-label")]
         assert all(a["x"] + a["width"] <= b["x"] for a, b in zip(boxes, boxes[1:]))  # left to right
         assert all(box["y"] + box["height"] <= 900 for box in boxes)
         deeper = page.locator(".vd-deeper").first
@@ -767,9 +798,9 @@ def test_talk_mode_on_a_phone_is_one_column_with_the_prediction_first(browser, a
         page.locator("#canvas .vd-examples button[title='example: 7']").click()  # the layout is the point here
         wait_for_label(page, "7")
         assert abs(page.evaluate(CANVAS_TOP) - empty) <= 2  # the first answer does not move the canvas
-        wait_for_live(page, "digit-selected", "6/mean")
+        wait_for_live(page, "digit-first", "map")
         label, canvas, view = (page.locator(s).bounding_box() for s in
-                               ("#digit-label", "#canvas canvas.vd-draw", "#digit-selected canvas"))
+                               ("#digit-label", "#canvas canvas.vd-draw", "#digit-first canvas"))
         assert label["y"] + label["height"] <= canvas["y"] < canvas["y"] + canvas["height"] <= view["y"]
         assert 300 <= view["width"] and view["x"] + view["width"] <= 390
 

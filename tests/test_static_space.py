@@ -149,6 +149,7 @@ def test_draws_offline_in_the_page(static_folder, browser):
         for strokes, expected in (([ONE], "1"), ([SEVEN], "7"), ([ZERO], "0")):
             clear_and_draw(page, *strokes)
             wait_for_label(page, expected)
+        assert page.evaluate("document.querySelector('#digit-first canvas').dataset.drawn") == "map"  # rollout
         assert page.evaluate("document.querySelector('#digit-selected canvas').dataset.drawn") == "6/mean"
         # The relevance graph and the 6 snapshots' graphs, which the page loads a second after the first drawing.
         page.wait_for_function("""() => new Set(performance.getEntriesByType('resource').filter((e) => e.responseEnd > 0
@@ -190,6 +191,7 @@ def test_views_and_photos_in_the_page(static_folder, browser, tmp_path):
         wait_for_label(page, "7")
         page.locator("#digit-patches canvas").click(position={"x": 20, "y": 20})  # patch 0
         page.wait_for_function("document.querySelector('#digit-query canvas').dataset.drawn === 'query 0'")
+        page.check("#digit-map input[value=attention]")  # raw attention, in place of the first map
         page.check("#digit-head input[value='head 2']")
         assert page.evaluate("document.querySelector('#digit-selected canvas').dataset.drawn") == "6/2"
         page.evaluate("""() => { const s = document.querySelector('#digit-training-position input');
@@ -366,7 +368,7 @@ def test_talk_mode_fits_a_projector_and_answers_its_keys(static_folder, browser)
         assert bottom <= 720
         page.click("[data-tab=photo]")  # the photo tab fits too: the photo, its examples, the answer, the large view
         wait_for_label(page, "horse", panel="photo", timeout=60)
-        for part in ("#photo-input", "#photo-label", "#photo-selected canvas", "#photo-head",
+        for part in ("#photo-input", "#photo-label", "#photo-first canvas", "#photo-map",
                      "#photo-input .vd-examples button >> nth=-1"):
             box = page.locator(part).bounding_box()
             assert box["y"] + box["height"] <= 720, part

@@ -39,6 +39,7 @@ RECONSTRUCTIONS_FILE = "reconstructions.png"  # a pretraining run's MAE filling 
 HEAD_MEANS_FILE = "head_means.safetensors"  # each head's mean output, for mean-ablation
 HEAD_IMPORTANCE_FILE = "head_importance.json"  # importance and pruning curves
 ATTENTION_DISTANCE_FILE = "attention_distance.json"  # each layer's and head's mean attention distance
+FAITHFULNESS_FILE = "faithfulness.json"  # each kind of map's mean deletion and insertion AUC, and the best
 GRAPH_FILE = "model.onnx"  # the model as the page runs it (vit_demo/onnx/export.py)
 RELEVANCE_GRAPH_FILE = "relevance.onnx"  # the class-specific relevance, gradients traced in
 PATCHING_GRAPH_FILES = {"heads": "patching_heads.onnx", "residual": "patching_residual.onnx"}  # two-image patching

@@ -19,7 +19,7 @@ from vit_demo.interpret import heads
 from vit_demo.interpret.faithfulness import MAP_KINDS
 from vit_demo.interpret.inside import DISTANCE_IMAGES
 from vit_demo.pictures import slides
-from vit_demo.weights import HEAD_IMPORTANCE_FILE, HEAD_MEANS_FILE, WeightsError
+from vit_demo.weights import FAITHFULNESS_FILE, HEAD_IMPORTANCE_FILE, HEAD_MEANS_FILE, WeightsError
 
 
 def one(run: Callable[[argparse.Namespace], dict]) -> Callable[[argparse.Namespace], list[dict]]:
@@ -87,6 +87,9 @@ def build_parser() -> argparse.ArgumentParser:
     faith.add_argument("--n", type=positive_int, default=1000,
                        help="N images spread evenly over the split, every class its share (default: 1000)")
     faith.add_argument("--batch-size", type=positive_int, default=100)
+    faith.add_argument("--keep", action="store_true",
+                       help=f"keep the result in the weights folder ({FAITHFULNESS_FILE}): the page shows the most "
+                            "faithful kind of map first")
     faith.set_defaults(run=run_faithfulness)
 
     inside = commands.add_parser(

@@ -19,7 +19,7 @@ from vit_demo.data.datasets import DatasetNotFound, load_split, spread
 from vit_demo.data.preprocess import InputError
 from vit_demo.device import resolve_device
 from vit_demo.interpret import heads
-from vit_demo.interpret.faithfulness import MAP_KINDS, faithfulness
+from vit_demo.interpret.faithfulness import mean_aucs, write_record
 from vit_demo.interpret.inside import ATTENTION_DISTANCE_FILE, write_attention_distance
 from vit_demo.pictures import slides
 from vit_demo.training.calibrate import calibrate
@@ -75,18 +75,12 @@ def run_evaluate(args: argparse.Namespace) -> dict:
 
 def run_faithfulness(args: argparse.Namespace) -> list[dict]:
     """One record per kind of map: mean deletion and insertion AUC over ``args.n`` images spread evenly over the
-    split."""
+    split; with ``args.keep``, kept in the weights folder too (the page shows the most faithful map first)."""
     classifier, images, _ = model_and_split(args, args.n)
-    dataset = classifier.info.dataset.name
-    sums = {kind: [0.0, 0.0] for kind in MAP_KINDS}
-    for index, start in enumerate(range(0, len(images), args.batch_size)):
-        x = images[start : start + args.batch_size].to(classifier.device).float().div_(255)  # (B, C, H, W)
-        for kind, result in faithfulness(classifier.model, x, dataset, seed=index,
-                                         temperature=classifier.temperature).items():
-            sums[kind][0] += float(result.deletion_auc.sum())
-            sums[kind][1] += float(result.insertion_auc.sum())
-    return [{"method": kind, "model": args.model, "n": len(images), "deletion_auc": round(deletion / len(images), 4),
-             "insertion_auc": round(insertion / len(images), 4)} for kind, (deletion, insertion) in sums.items()]
+    aucs = mean_aucs(classifier.model, images, classifier.info.dataset.name, classifier.temperature, args.batch_size)
+    if args.keep:
+        write_record(classifier.info.folder, aucs, args.split, len(images))
+    return [{"method": kind, "model": args.model, "n": len(images), **auc} for kind, auc in aucs.items()]
 
 
 def run_calibrate(args: argparse.Namespace) -> dict:

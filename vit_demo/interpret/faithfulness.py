@@ -18,13 +18,17 @@ AUCs differ by float noise, not by what the maps found. ``verdict_text`` says it
 from __future__ import annotations
 
 import dataclasses
+import json
+from pathlib import Path
 
 import numpy as np
 import torch
 from torch import nn
 
+from vit_demo.atomic import atomic_write_text
 from vit_demo.interpret import explain
 from vit_demo.interpret.calibration import probabilities
+from vit_demo.weights import FAITHFULNESS_FILE
 
 MAP_KINDS = (*explain.MAPS, "random")  # every kind of map, and the floor: random rankings
 STEPS = 10  # patches removed or added 10% at a time
@@ -126,6 +130,50 @@ def faithfulness(model: nn.Module, images: torch.Tensor, dataset: str, seed: int
         deletion_noise=np.std([r.deletion_auc for r in randoms], axis=0, ddof=1) if spread else None,
         insertion_noise=np.std([r.insertion_auc for r in randoms], axis=0, ddof=1) if spread else None)
     return {kind: found[kind] for kind in MAP_KINDS}
+
+
+def mean_aucs(model: nn.Module, images: torch.Tensor, dataset: str, temperature: float = 1.0,
+              batch_size: int = 100) -> dict[str, dict[str, float]]:
+    """Each kind of map's deletion and insertion AUC, averaged over ``images`` (uint8 (N, C, H, W)), batch by batch
+    (each batch's random ranking seeded by its index): {kind: {"deletion_auc", "insertion_auc"}}, 4 decimals."""
+    device = next(model.parameters()).device
+    sums = {kind: np.zeros(2) for kind in MAP_KINDS}
+    for index, start in enumerate(range(0, len(images), batch_size)):
+        x = images[start : start + batch_size].to(device).float().div_(255)  # (B, C, H, W)
+        for kind, result in faithfulness(model, x, dataset, seed=index, temperature=temperature).items():
+            sums[kind] += [float(result.deletion_auc.sum()), float(result.insertion_auc.sum())]
+    return {kind: {"deletion_auc": round(deletion / len(images), 4), "insertion_auc": round(insertion / len(images), 4)}
+            for kind, (deletion, insertion) in sums.items()}
+
+
+def most_faithful(aucs: dict[str, dict[str, float]]) -> str:
+    """The kind of map (random aside) whose insertion AUC stands highest above its deletion AUC: the one that best
+    finds what the prediction rests on, by both curves at once. The page shows it first."""
+    maps = [kind for kind in aucs if kind != "random"]
+    return max(maps, key=lambda kind: aucs[kind]["insertion_auc"] - aucs[kind]["deletion_auc"])
+
+
+def write_record(folder: str | Path, aucs: dict[str, dict[str, float]], split: str, images: int) -> dict:
+    """Keep ``mean_aucs`` over ``images`` of ``split`` in the weights folder, with the kind it makes the page show
+    first (``most_faithful``); the record written."""
+    record = {"split": split, "images": images, "first": most_faithful(aucs), "maps": aucs,
+              "note": "mean deletion AUC (lower is better) and insertion AUC (higher is better) of each kind of map, "
+                      "for the class first predicted (calibrated); first: the map the page shows first"}
+    atomic_write_text(Path(folder) / FAITHFULNESS_FILE, json.dumps(record, indent=2) + "\n")
+    return record
+
+
+def read_record(folder: str | Path) -> dict | None:
+    """The faithfulness record kept in a weights folder (``write_record``), or None where there is none."""
+    path = Path(folder) / FAITHFULNESS_FILE
+    return json.loads(path.read_text(encoding="utf-8")) if path.is_file() else None
+
+
+def first_map(folder: str | Path) -> str:
+    """The kind of map the page shows first for the weights in ``folder``: the most faithful by their record, or
+    rollout where none was kept (ahead of raw attention on both curves for both shipped models)."""
+    record = read_record(folder)
+    return record["first"] if record else "rollout"
 
 
 @dataclasses.dataclass(frozen=True)

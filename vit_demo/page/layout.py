@@ -24,9 +24,10 @@ import markupsafe
 import numpy as np
 from PIL import Image
 
-from vit_demo.app.service import ablation_means, classifier, model_config, model_problem, training_run
+from vit_demo.app.service import ablation_means, classifier, model_config, model_problem, training_run, weights_folder
 from vit_demo.data.preprocess import DRAWING_PIXELS, PENS
 from vit_demo.interpret import heads
+from vit_demo.interpret.faithfulness import first_map
 from vit_demo.model import ViTConfig
 from vit_demo.page.captions import caption_html
 from vit_demo.pictures import render, slides
@@ -162,7 +163,7 @@ def tab_data(tab: Tab, address: Callable[[str], str]) -> dict:
         "first": src(first) if first else None, "grid": grid_geometry(config),
         "patch_layer": png_data_url(render.patch_grid_layer(config.grid_size, LARGE)),
         "means": has_means(tab.model), "matter": json.dumps(matter) if matter else None,
-        "residual_at_once": residual_at_once(config),
+        "residual_at_once": residual_at_once(config), "map": first_map(weights_folder(tab.model)),
         "export_grid": json.dumps(render.attention_grid_geometry(config.depth, config.heads, export_thumb))}
 
 

@@ -5,6 +5,7 @@
 import board from "./views/board.js";
 import cls from "./views/cls.js";
 import faithfulness from "./views/faithfulness.js";
+import first from "./views/first.js";
 import input from "./views/input.js";
 import lens from "./views/lens.js";
 import patches from "./views/patches.js";
@@ -18,7 +19,7 @@ import training from "./views/training.js";
 import { redrawAll, tabStore } from "./store.js";
 import { View } from "./view.js";
 
-export const VIEWS = { board, cls, faithfulness, input, lens, patches, patching, prediction, query, relevance, rollout,
+export const VIEWS = { board, cls, faithfulness, first, input, lens, patches, patching, prediction, query, relevance, rollout,
                        selected, training };
 const ON_SCREEN_MARGIN = "100px"; // a view this close to the screen counts as on it: its numbers are asked for early
 

@@ -1,6 +1,8 @@
 // Talk mode: the toggle sets class vd-talk on #vd-app (app.css shows the input, the prediction and one large view,
 // in large type) and keeps the address in step (?view=talk), so that a speaker can bookmark it; and its keys:
-// left/right the layer, up/down the head, "c" clears the drawing, in the tab on screen.
+// left/right the layer, up/down the head (of raw attention, shown in place of the first map), "c" clears the
+// drawing, in the tab on screen.
+import { showRaw } from "./views/first.js";
 
 export function mountTalk(root) {
   const toggle = root.querySelector("#talk-mode input");
@@ -16,7 +18,10 @@ export function mountTalk(root) {
 
   const shown = (selector) => [...document.querySelectorAll(selector)].find((el) => el.offsetParent !== null);
 
+  const rawAttention = (map = shown(".vd-map")) => map && showRaw(map.id.replace(/-map$/, ""), true); // the keys' view
+
   const stepLayer = (by) => {
+    rawAttention();
     const range = shown(".vd-layer input[type=range]");
     if (!range) return;
     const value = Math.min(Math.max(Number(range.value) + by, Number(range.min)), Number(range.max));
@@ -27,6 +32,7 @@ export function mountTalk(root) {
   };
 
   const stepHead = (by) => {
+    rawAttention();
     const radios = [...(shown(".vd-head")?.querySelectorAll("input[type=radio]") ?? [])];
     if (!radios.length) return;
     const now = Math.max(0, radios.findIndex((radio) => radio.checked));

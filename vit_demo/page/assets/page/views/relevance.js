@@ -6,7 +6,7 @@ import { json, knockoutNow, viewAnswer, waiting } from "../store.js";
 
 export default {
   knockout: true,
-  draw(view) {
+  draw(view, { answer = false } = {}) { // answer: the predicted class's, whatever the picker says (first.js)
     const { live } = view, canvas = view.canvas;
     if (!live.state) return view.clear(null);
     const knocked = knockoutNow(live);
@@ -14,7 +14,7 @@ export default {
     canvas.dataset.numbers = "";
     if (knocked && !knocked.reply) return view.clear(null, `Why this class?${view.knockedCaption(knocked)}`);
     const predicted = knocked?.reply.label ?? live.state.numbers.label; // the class the model as it is now says
-    const label = !live.choice || live.choice === canvas.dataset.predicted ? predicted : live.choice;
+    const label = answer || !live.choice || live.choice === canvas.dataset.predicted ? predicted : live.choice;
     const reply = viewAnswer(live, "relevance", label);
     if (!reply && !view.onScreen) return view.clear(null, `Why ${label}?`); // asked for once it is in view
     if (!reply) return view.clear(null, `Why ${label}? ${waiting(live, "relevance", label, { label })}`);
