@@ -223,6 +223,7 @@ def app_costs(repeat: int) -> dict[str, list[dict]]:
         browser, page = browser_page(p, server.url + "?model=server")  # with the page's model a stroke asks nothing
         page.wait_for_selector("#canvas canvas.vd-draw[data-ready]")
         stroke(page, 99)  # untimed: the session and the page's first numbers exist
+        page.locator("#digit-map input[value=attention]").check()  # raw attention: the layer and head controls
         meter = Meter(page, server.process.pid)
         figures: dict[str, list[dict]] = {}
         for name, act in interactions(page).items():

@@ -777,9 +777,14 @@ def test_the_first_screen_tells_the_story_in_four_steps(browser, app_url):
         deeper = page.locator(".vd-deeper").first
         assert deeper.is_visible() and deeper.bounding_box()["y"] < 900
         assert deeper.locator("a").count() == 8
-        deeper.locator("a", has_text="why this class?").click()
-        page.wait_for_function("() => { const box = document.querySelector('#digit-relevance')"
-                               ".getBoundingClientRect(); return box.top >= 0 && box.top < innerHeight; }")
+        # Each link says where it goes (its section's title) and lands on it with the title whole, on screen.
+        for link in deeper.locator("a").all():
+            page.evaluate("() => window.scrollTo(0, 0)")
+            title = page.locator(link.get_attribute("href"))
+            assert title.inner_text().lower() == link.inner_text().lower()
+            link.click()
+            page.wait_for_function("(t) => { const box = t.getBoundingClientRect(); return box.top >= 0 && "
+                                   "box.bottom <= innerHeight && box.top < 0.8 * innerHeight; }", arg=title.element_handle())
         page.evaluate("() => window.scrollTo(0, 0)")
         page.get_by_role("tab", name="Upload a photo (CIFAR-10)").click()  # its story, the notes under the answer
         wait_for_live(page, "photo-reads", "input")

@@ -19,7 +19,7 @@ GUESS_TEXT = "No percentage: the model cannot read this image · model {ms} ms {
 EXAMPLE_TEXT = "An example: **{label}** ({percent}%). {prompt}"  # the image a tab starts with
 READING_TEXT = "**{label}** ({percent}%) · the views follow when the pen lifts"
 UNREADABLE_TEXT = "Can't read this image: {why}"
-QUERY_TEXT = ("### Where patch {patch} looks\nIn every layer and head; click a patch in *What the model sees* to "
+QUERY_TEXT = ("### Where patch {patch} looks\nIn every layer and head; click a patch in *The patches it reads* to "
               "choose another.")
 RELEVANCE_WHY = ("### Why {label}?\nThe patches whose attention pushed the model towards **{label}**, its answer "
                  "({percent}%): class-specific relevance (Chefer et al., 2021).")

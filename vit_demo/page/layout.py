@@ -80,14 +80,15 @@ TABS = (
 )
 INSIDE_MODELS = {"Digits (MNIST)": "mnist", "Photos (CIFAR-10)": "cifar10"}
 DEEPER = (("cls-grid", "every layer and head"), ("rollout", "all layers together"), ("relevance", "why this class?"),
-          ("faithfulness", "can you trust these maps?"), ("query", "where one patch looks"),
-          ("training", "how it learned to look"), ("board", "what each head does"), ("export", "slides"))
+          ("faithfulness", "how far to trust each map"), ("query", "where a patch looks"),
+          ("training", "attention through training"), ("board", "switch heads off"),
+          ("export", "export for slides"))  # as each section's heading says
 # The export's choices (assets/page/export.js makes each): its key -> as the page words it.
 EXPORTS = {"cls-grid": "Where [CLS] looks: every layer and head",
            "layer": "One layer and head, as chosen above",
            "rollout": "Attention rollout",
            "relevance": "Why this class: relevance, for the class chosen above",
-           "patches": "What the model sees: the patches",
+           "patches": "The patches it reads",
            "query": "Where a patch looks: every layer and head, for the patch set here"}
 
 

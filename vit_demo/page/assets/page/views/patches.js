@@ -19,7 +19,7 @@ export default {
   draw(view) {
     const { live } = view;
     const [map, pending] = live.state && live.pointed ? lastLayerMean(view) : [null, null];
-    const query = `<a href="#${view.prefix}-query">every layer and head</a>`;
+    const query = `<a href="#${view.prefix}-query-title">where a patch looks, layer by layer</a>`;
     const caption = !live.pointed ? "" : map
       ? `<b>Patch ${live.patch}</b> (outlined) looks at the bright patches: the last layer, the mean of its heads ` +
         `(${query}).${knockoutNow(live) ? " With the heads switched off." : ""}`
