@@ -445,6 +445,19 @@ def draw(page, points, steps=3, pause_ms: float = 0):
     page.mouse.up()
 
 
+def small_texts(page, under: float = 18) -> list:
+    """The texts on screen (in the viewport, laid out) whose type is smaller than ``under`` px: [(px, text)]."""
+    return page.evaluate("""(under) => { const found = [];
+        const walk = document.createTreeWalker(document.body, NodeFilter.SHOW_TEXT);
+        while (walk.nextNode()) {
+          const text = walk.currentNode.textContent.trim(), element = walk.currentNode.parentElement;
+          if (!text || !element?.offsetParent) continue;
+          const box = element.getBoundingClientRect(), px = parseFloat(getComputedStyle(element).fontSize);
+          if (box.bottom > 0 && box.top < innerHeight && px < under) found.push([px, text.slice(0, 40)]);
+        }
+        return found; }""", under)
+
+
 def label_text(page, panel: str = "digit") -> str:
     """A tab's top label now, or "" when there is none (read in one step: the element may vanish at any time)."""
     label = f"#{panel}-label .vd-top-class"

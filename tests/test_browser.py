@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 from conftest import (CHROMIUM, PHOTOS, REPO, app_page, assert_curves_drawn, draw, label_text, pixel_bomb_png,
-                      read_live_map, read_live_payload, serving, views_label, wait_for_label)
+                      read_live_map, read_live_payload, serving, small_texts, views_label, wait_for_label)
 
 from vit_demo.data.preprocess import MAX_FILE_BYTES
 
@@ -611,6 +611,7 @@ def test_talk_mode_shows_one_large_view_and_answers_its_keys(browser, app_url, t
             assert box["y"] + box["height"] <= 720, part
         big = page.evaluate("() => parseFloat(getComputedStyle(document.querySelector('#digit-label .vd-top-class')).fontSize)")
         assert big >= 80  # px: legible from the back of a room
+        assert small_texts(page) == []  # and nothing on screen under 18 px
         page.screenshot(path=str(Path(os.environ.get("VIT_DEMO_TALK_SCREENSHOT", tmp_path / "talk.png"))))
 
         # The keys: left/right the layer, up/down the head (round the list) of raw attention, which the first key
@@ -623,6 +624,7 @@ def test_talk_mode_shows_one_large_view_and_answers_its_keys(browser, app_url, t
             page.wait_for_function(f"() => document.querySelector('#digit-layer input[type=range]').value === {expected[0]!r}")
             assert layer_and_head(page) == expected, key
         wait_for_live(page, "digit-selected", "6/4")  # the view follows, drawn in the page
+        assert small_texts(page) == []
         for part in ("#digit-selected canvas", "#digit-head", "#digit-layer"):  # in place of the first map, on screen
             box = page.locator(part).bounding_box()
             assert box["y"] + box["height"] <= 720, part
@@ -641,6 +643,7 @@ def test_talk_mode_shows_one_large_view_and_answers_its_keys(browser, app_url, t
         for part in ("#photo-input", "#photo-label", "#photo-first canvas", "#photo-map"):
             box = page.locator(part).bounding_box()
             assert box["y"] + box["height"] <= 720, part
+        assert small_texts(page) == []
         examples = page.locator("#photo-input .vd-examples button").all()
         assert len(examples) == 10 and all(e.bounding_box()["y"] + e.bounding_box()["height"] <= 720 for e in examples)
         page.keyboard.press("c")
@@ -757,6 +760,7 @@ def test_talk_mode_with_a_warning_still_fits_a_projector(browser, app_url, tmp_p
         for part in ("#photo-selected canvas", "#photo-head"):
             box = page.locator(part).bounding_box()
             assert box["y"] + box["height"] <= 720, part
+        assert small_texts(page) == []  # the warning, the guesses and the controls: none under 18 px
         page.screenshot(path=str(tmp_path / "talk-warning.png"))
 
 

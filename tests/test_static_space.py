@@ -22,7 +22,7 @@ import numpy as np
 import pytest
 
 from conftest import (PHOTOS, as_drawn, assert_curves_drawn, draw, files_in, free_port, git_binaries, label_text,
-                      lfs_filters, map_levels, wait_for_label)
+                      lfs_filters, map_levels, small_texts, wait_for_label)
 from vit_demo.app.service import classifier
 from vit_demo.deploy import static_space
 from vit_demo.page.layout import EXAMPLES
@@ -365,7 +365,7 @@ def test_talk_mode_fits_a_projector_and_answers_its_keys(static_folder, browser)
         assert not page.locator("#digit-cls-grid").is_visible()  # the detail views are hidden
         bottom = page.evaluate("Math.max(...['#digit-selected canvas', '#digit-head', '#canvas canvas.vd-draw']"
                                ".map((s) => document.querySelector(s).getBoundingClientRect().bottom))")
-        assert bottom <= 720
+        assert bottom <= 720 and small_texts(page) == []  # and nothing on screen under 18 px
         page.click("[data-tab=photo]")  # the photo tab fits too: the photo, its examples, the answer, the large view
         wait_for_label(page, "horse", panel="photo", timeout=60)
         for part in ("#photo-input", "#photo-label", "#photo-first canvas", "#photo-map",
