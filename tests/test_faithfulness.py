@@ -129,6 +129,7 @@ def test_relevance_is_more_faithful_than_a_random_ranking(digits, mnist_root):
     assert deletion["relevance"] < deletion["random"] and insertion["relevance"] > insertion["random"], (deletion, insertion)
 
 
+@pytest.mark.slow
 def test_cli_faithfulness_prints_a_line_per_kind_of_map_and_keeps_them_where_asked(mnist_root, tmp_path):
     folder = tmp_path / "mnist"
     shutil.copytree(WEIGHTS_ROOT / "mnist", folder, ignore=shutil.ignore_patterns("snapshots*", FAITHFULNESS_FILE))
