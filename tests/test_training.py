@@ -85,8 +85,10 @@ def assert_resume_is_exact(data_dir, tmp_path, monkeypatch, dataset: str, *args:
 
 
 def test_resume_continues_exactly_where_it_stopped(mnist_root, tmp_path, monkeypatch):
-    assert_resume_is_exact(mnist_root, tmp_path, monkeypatch, "mnist",
-                           "--train-limit", "600", "--test-limit", "200", "--epochs", "2", *TINY)
+    # No calibration at the end (--calibration-images 0): what resumes is the training; calibrating measures the
+    # model on drawing sets that take half a minute to make, once a session (tests/test_calibration.py has it).
+    assert_resume_is_exact(mnist_root, tmp_path, monkeypatch, "mnist", "--train-limit", "600", "--test-limit", "200",
+                           "--epochs", "2", "--calibration-images", "0", *TINY)
 
 
 def test_resume_is_exact_with_the_photo_recipe(cifar_root, tmp_path, monkeypatch):
@@ -101,7 +103,8 @@ def test_resume_is_exact_with_the_photo_recipe(cifar_root, tmp_path, monkeypatch
 
 def test_resume_is_exact_with_the_graph_step(mnist_root, tmp_path, monkeypatch):
     # The device schedule's step counter and learning rate go into the checkpoint and come back.
-    args = ("--train-limit", "600", "--test-limit", "200", "--epochs", "2", "--graph-step", *TINY)
+    args = ("--train-limit", "600", "--test-limit", "200", "--epochs", "2", "--graph-step", "--calibration-images", "0",
+            *TINY)
     assert_resume_is_exact(mnist_root, tmp_path, monkeypatch, "mnist", *args)
     with pytest.raises(SystemExit, match="made with --graph-step; resume it the same way"):
         run_train(mnist_root, tmp_path, *[a for a in args if a != "--graph-step"], "--resume", name="broken")
@@ -142,7 +145,8 @@ def test_snapshot_epochs_are_spread_on_a_log_scale():
 
 def test_snapshots_are_small_checked_and_show_the_model_learning(mnist_root, tmp_path):
     metrics = run_train(mnist_root, tmp_path, "--train-limit", "2000", "--test-limit", "300", "--epochs", "4",
-                        "--snapshots", "3", "--lr", "2e-3", "--warmup-epochs", "0.3", "--batch-size", "64", *TINY)
+                        "--snapshots", "3", "--lr", "2e-3", "--warmup-epochs", "0.3", "--batch-size", "64",
+                        "--calibration-images", "0", *TINY)  # (calibrated snapshots: conftest.snapshot_weights)
     out = tmp_path / "run"
     snapshots = load_snapshots(out)
     assert [s.epoch for s in snapshots] == [1, 2, 3]
