@@ -154,11 +154,11 @@ def most_faithful(aucs: dict[str, dict[str, float]]) -> str:
 
 
 def write_record(folder: str | Path, aucs: dict[str, dict[str, float]], split: str, images: int) -> dict:
-    """Keep ``mean_aucs`` over ``images`` of ``split`` in the weights folder, with the kind it makes the page show
-    first (``most_faithful``); the record written."""
-    record = {"split": split, "images": images, "first": most_faithful(aucs), "maps": aucs,
+    """Keep ``mean_aucs`` over ``images`` of ``split`` in the weights folder (the page shows the most faithful kind
+    first: ``first_map``); the record written."""
+    record = {"split": split, "images": images, "maps": aucs,
               "note": "mean deletion AUC (lower is better) and insertion AUC (higher is better) of each kind of map, "
-                      "for the class first predicted (calibrated); first: the map the page shows first"}
+                      "for the class first predicted (calibrated)"}
     atomic_write_text(Path(folder) / FAITHFULNESS_FILE, json.dumps(record, indent=2) + "\n")
     return record
 
@@ -173,7 +173,7 @@ def first_map(folder: str | Path) -> str:
     """The kind of map the page shows first for the weights in ``folder``: the most faithful by their record, or
     rollout where none was kept (ahead of raw attention on both curves for both shipped models)."""
     record = read_record(folder)
-    return record["first"] if record else "rollout"
+    return most_faithful(record["maps"]) if record else "rollout"
 
 
 @dataclasses.dataclass(frozen=True)

@@ -82,7 +82,7 @@ INSIDE_MODELS = {"Digits (MNIST)": "mnist", "Photos (CIFAR-10)": "cifar10"}
 DEEPER = (("cls-grid", "every layer and head"), ("rollout", "all layers together"), ("relevance", "why this class?"),
           ("faithfulness", "how far to trust each map"), ("query", "where a patch looks"),
           ("training", "attention through training"), ("board", "switch heads off"),
-          ("export", "export for slides"))  # as each section's heading says
+          ("export", "export for slides"))  # each section's title too (page.html: title)
 # The export's choices (assets/page/export.js makes each): its key -> as the page words it.
 EXPORTS = {"cls-grid": "Where [CLS] looks: every layer and head",
            "layer": "One layer and head, as chosen above",
@@ -185,7 +185,7 @@ def page_html(insides: dict[str, tuple[Insides, dict]], address: Callable[[str],
         insides=[inside_data(model, *insides[model], address) for model in INSIDE_MODELS.values()
                  if model in insides],
         large=LARGE, reads_size=READS_SIZE, lens_tile=LENS_TILE, drawing_pixels=DRAWING_PIXELS, pens=PENS,
-        deeper=DEEPER, exports=EXPORTS, predicted_choice=PREDICTED_CHOICE, heat_stops=colour_stops(render.HEAT),
+        deeper=DEEPER, titles=dict(DEEPER), exports=EXPORTS, predicted_choice=PREDICTED_CHOICE, heat_stops=colour_stops(render.HEAT),
         diverging_stops=colour_stops(render.DIVERGING), similarity_mark=render.SIMILARITY_MARK,
         diverging_colours=base64.b64encode(render.colormap(render.DIVERGING).tobytes()).decode())
     return re.sub(r">\s*\n\s*<", "><", page).strip()
