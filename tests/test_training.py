@@ -19,7 +19,7 @@ from vit_demo.interpret.heads import read_head_means
 from vit_demo.interpret.inside import ATTENTION_DISTANCE_FILE, read_attention_distance
 from vit_demo.model import VisionTransformer
 from vit_demo.training import loop as training
-from vit_demo.training.run import main as train_main
+from vit_demo.training.run import graph_step_by_default, main as train_main
 from vit_demo.training.step import TrainStep, training_batches
 from vit_demo.training.recipes import RECIPES
 from vit_demo.weights import (CALIBRATION_FILE, CONFIG_FILE, CURVES_FILE, HEAD_MEANS_FILE, METRICS_FILE,
@@ -106,8 +106,17 @@ def test_resume_is_exact_with_the_graph_step(mnist_root, tmp_path, monkeypatch):
     args = ("--train-limit", "600", "--test-limit", "200", "--epochs", "2", "--graph-step", "--calibration-images", "0",
             *TINY)
     assert_resume_is_exact(mnist_root, tmp_path, monkeypatch, "mnist", *args)
-    with pytest.raises(SystemExit, match="made with --graph-step; resume it the same way"):
+    with pytest.raises(SystemExit, match="made with --graph-step; resume it with --graph-step"):
         run_train(mnist_root, tmp_path, *[a for a in args if a != "--graph-step"], "--resume", name="broken")
+
+
+def test_the_graph_step_is_the_default_on_one_cuda_process_alone():
+    cuda, cpu = torch.device("cuda"), torch.device("cpu")
+    assert graph_step_by_default(cuda, 1, None) and graph_step_by_default(cuda, 1, "default")
+    assert not graph_step_by_default(cuda, 1, "reduce-overhead")  # a compile mode with CUDA graphs of its own
+    assert not graph_step_by_default(cuda, 2, None)  # DDP
+    assert not graph_step_by_default(cpu, 1, None)
+    assert not graph_step_by_default(torch.device("mps"), 1, None)
 
 
 @pytest.mark.slow

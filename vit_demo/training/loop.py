@@ -125,8 +125,8 @@ def resume_from(path: Path, device: torch.device, identity: dict, graph_step: bo
     if any(ckpt.get(key) != value for key, value in identity.items()):
         raise SystemExit(f"--resume: {path} was made with another dataset, architecture or pretraining")
     if ckpt.get("graph_step", False) != graph_step:  # its optimizer and schedule keep other state
-        raise SystemExit(f"--resume: {path} was made {'with' if ckpt.get('graph_step') else 'without'}"
-                         " --graph-step; resume it the same way")
+        made_with = "--graph-step" if ckpt.get("graph_step", False) else "--no-graph-step"
+        raise SystemExit(f"--resume: {path} was made with {made_with}; resume it with {made_with}")
     model.load_state_dict(ckpt["model"])
     optimizer.load_state_dict(ckpt["optimizer"])
     scheduler.load_state_dict(ckpt["scheduler"])

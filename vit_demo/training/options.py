@@ -94,10 +94,11 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--compile", nargs="?", const="default", choices=COMPILE_MODES,
                    help="torch.compile the training forward pass and loss; 'reduce-overhead' adds CUDA graphs "
                         "(benchmarks/train_throughput.py says which is fastest on your GPU)")
-    p.add_argument("--graph-step", action="store_true",
+    p.add_argument("--graph-step", action=argparse.BooleanOptionalAction,
                    help="the whole step (forward, loss, backward, AdamW, schedule) in one CUDA graph, and the batches "
                         f"augmented {GRAPH_CHUNK_BATCHES} at a time; on a CPU the same step runs eagerly "
-                        "(docs/training.md; with --compile, the model inside the graph is compiled)")
+                        "(docs/training.md; with --compile, the model inside the graph is compiled). Default: on "
+                        "for one CUDA process unless --compile reduce-overhead, off otherwise")
     p.add_argument("--snapshots", type=int_in(0), default=6,
                    help="keep the model (fp16) after this many epochs on a log scale, for the app's training "
                         "slider (default: 6; 0: none)")

@@ -28,11 +28,19 @@ def main(argv: list[str] | None = None) -> dict | None:
     return train(args, command=shlex.join(["python", "train.py", *argv]))
 
 
+def graph_step_by_default(device: torch.device, world_size: int, compile_mode: str | None) -> bool:
+    """Whether a run that names neither --graph-step nor --no-graph-step takes the whole step in one CUDA graph: on
+    one CUDA process whose --compile mode makes no CUDA graphs of its own (the shipped photo model's run)."""
+    return device.type == "cuda" and world_size == 1 and compile_mode in (None, "default")
+
+
 def train(args: argparse.Namespace, command: str = "") -> dict | None:
     """Train as ``args`` says; ``command`` is recorded in metrics.json. Returns the metrics on rank 0."""
     world_size = int(os.environ.get("WORLD_SIZE", "1"))
     rank = int(os.environ.get("RANK", "0"))
     device = resolve_device(args.device)
+    if args.graph_step is None:
+        args.graph_step = graph_step_by_default(device, world_size, args.compile)
     if args.graph_step and (world_size > 1 or args.compile not in (None, "default")):
         raise SystemExit("--graph-step: one process only, and --compile in its default mode only (the others make "
                          "CUDA graphs of their own)")
