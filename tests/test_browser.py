@@ -278,6 +278,9 @@ def test_a_photo_unlike_any_class_is_flagged_above_the_label(page, tmp_path):
     assert int(page.evaluate(weight)) < 700  # the label is the guess it is, not in a sure answer's bold type
     wait_for_live(page, "photo-reads", "input")  # the square the model reads, beside the whole photo
     assert page.locator("#photo-reads canvas").evaluate("canvas => canvas.width") == 128
+    # The first map's caption names the guess, with no percentage either.
+    page.wait_for_function("() => document.querySelector('#photo-first .vd-caption').innerText.includes('Why')")
+    assert "%" not in page.locator("#photo-first .vd-caption").inner_text()
     # A photo of one of its classes: no notice.
     page.locator("#photo-input input[type='file']").set_input_files(str(PHOTOS / "ship.png"))
     wait_for_label(page, "ship", panel="photo")

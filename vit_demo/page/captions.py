@@ -21,8 +21,9 @@ READING_TEXT = "**{label}** ({percent}%) · the views follow when the pen lifts"
 UNREADABLE_TEXT = "Can't read this image: {why}"
 QUERY_TEXT = ("### Where patch {patch} looks\nIn every layer and head; click a patch in *The patches it reads* to "
               "choose another.")
-RELEVANCE_WHY = ("### Why {label}?\nThe patches whose attention pushed the model towards **{label}**, its answer "
-                 "({percent}%): class-specific relevance (Chefer et al., 2021).")
+# (no percentage: the answer beside it has the model's, or says it has none for an image it cannot read)
+RELEVANCE_WHY = ("### Why {label}?\nThe patches whose attention pushed the model towards **{label}**, its answer: "
+                 "class-specific relevance (Chefer et al., 2021).")
 RELEVANCE_WHY_NOT = ("### Why not {label}?\nThe patches that speak for **{label}** ({percent}%); the model says "
                      "**{predicted}**. Class-specific relevance (Chefer et al., 2021).")
 KNOCKOUT_TEXT = ("**{label}** ({percent}%) with {count} of {total} heads off (replaced by {mode}s); with every head "
