@@ -458,6 +458,25 @@ def small_texts(page, under: float = 18) -> list:
         return found; }""", under)
 
 
+FIRST_SCREEN_WORDS = 90  # at most, on each tab's first screen at 1400x900: a story told in a few dozen words
+
+
+def visible_words(page) -> list[str]:
+    """The words on screen (in the viewport, laid out, not hidden), in page order: what a reader sees at once."""
+    return page.evaluate("""() => { const words = [];
+        const walk = document.createTreeWalker(document.body, NodeFilter.SHOW_TEXT);
+        while (walk.nextNode()) {
+          const element = walk.currentNode.parentElement;
+          if (!element?.checkVisibility({visibilityProperty: true, opacityProperty: true})) continue;
+          const range = document.createRange();
+          range.selectNodeContents(walk.currentNode);
+          const box = range.getBoundingClientRect();
+          if (box.width === 0 || box.bottom <= 0 || box.top >= innerHeight) continue;
+          words.push(...walk.currentNode.textContent.split(/\\s+/).filter(w => /[\\p{L}\\p{N}]/u.test(w)));
+        }
+        return words; }""")
+
+
 def label_text(page, panel: str = "digit") -> str:
     """A tab's top label now, or "" when there is none (read in one step: the element may vanish at any time)."""
     label = f"#{panel}-label .vd-top-class"

@@ -6,8 +6,9 @@ import time
 from pathlib import Path
 
 import pytest
-from conftest import (CHROMIUM, PHOTOS, REPO, app_page, assert_curves_drawn, draw, label_text, pixel_bomb_png,
-                      read_live_map, read_live_payload, serving, small_texts, views_label, wait_for_label)
+from conftest import (CHROMIUM, FIRST_SCREEN_WORDS, PHOTOS, REPO, app_page, assert_curves_drawn, draw, label_text, pixel_bomb_png,
+                      read_live_map, read_live_payload, serving, small_texts, views_label, visible_words,
+                      wait_for_label)
 
 from vit_demo.data.preprocess import MAX_FILE_BYTES
 
@@ -783,7 +784,9 @@ def test_the_first_screen_tells_the_story_in_four_steps(browser, app_url):
         assert all(box["y"] + box["height"] <= 900 for box in boxes)
         deeper = page.locator(".vd-deeper").first
         assert deeper.is_visible() and deeper.bounding_box()["y"] < 900
-        assert deeper.locator("a").count() == 8
+        assert not deeper.locator("a").first.is_visible()  # until "Go deeper" is opened
+        deeper.locator("summary").click()
+        assert deeper.locator("a").count() == 8 and deeper.locator("a").first.is_visible()
         # Each link says where it goes (its section's title) and lands on it with the title whole, on screen.
         for link in deeper.locator("a").all():
             page.evaluate("() => window.scrollTo(0, 0)")
@@ -799,6 +802,24 @@ def test_the_first_screen_tells_the_story_in_four_steps(browser, app_url):
         assert links.is_visible() and links.bounding_box()["y"] + links.bounding_box()["height"] <= 900
         notes, answer = page.locator("#photo-classes").bounding_box(), page.locator("#photo-label").bounding_box()
         assert notes["y"] >= answer["y"] + answer["height"] and abs(notes["x"] - answer["x"]) < 20
+        assert page.console_errors == []
+
+
+def test_each_tabs_first_screen_is_a_few_dozen_words_and_a_question_mark_opens_the_rest(browser, app_url):
+    with app_page(browser, app_url, 1400, 900) as page:
+        wait_for_label(page, "2")  # the example it starts with
+        for tab, panel, label in (("Draw a digit (MNIST)", "digit", "2"), ("Upload a photo (CIFAR-10)", "photo", "horse")):
+            page.get_by_role("tab", name=tab).click()
+            wait_for_label(page, label, panel=panel)
+            page.evaluate("() => window.scrollTo(0, 0)")
+            words = visible_words(page)
+            assert len(words) <= FIRST_SCREEN_WORDS, " ".join(words)
+            # A step's "?" opens the sentence behind it, in plain words, and closes again.
+            more = page.locator(f"#tab-{panel} .vd-patches-step .vd-more")
+            more.locator("summary").click()
+            assert "[CLS]" in more.inner_text() and len(visible_words(page)) > len(words)
+            more.locator("summary").click()
+            assert len(visible_words(page)) == len(words)
         assert page.console_errors == []
 
 

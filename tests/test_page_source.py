@@ -175,7 +175,7 @@ def test_an_unfamiliar_photo_is_flagged_and_says_how_often_such_photos_read_righ
     assert analysis.unfamiliar and flagged["label"] == analysis.label
     # A guess, said to be one, with no percentage that would read as a sure answer.
     assert flagged["info"].startswith("No percentage: the model cannot read this image") and "%" not in flagged["info"]
-    assert ship["info"].startswith("An example: <b>ship</b> (")
+    assert ship["info"] == "An example: <b>ship</b>."
     image, _ = read_live_payload(json.dumps(flagged))
     assert image.shape == (32, 32, 3)
     np.testing.assert_allclose(image, analysis.input, atol=1e-6)

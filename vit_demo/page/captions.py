@@ -16,7 +16,7 @@ from vit_demo.data.datasets import dataset_spec
 
 INFO_TEXT = "**{label}** ({percent}%) · model {ms} ms {where}"
 GUESS_TEXT = "No percentage: the model cannot read this image · model {ms} ms {where}"  # (its label: a guess)
-EXAMPLE_TEXT = "An example: **{label}** ({percent}%). {prompt}"  # the image a tab starts with
+EXAMPLE_TEXT = "An example: **{label}**."  # the image a tab starts with (its bars: the percentages)
 READING_TEXT = "**{label}** ({percent}%) · the views follow when the pen lifts"
 UNREADABLE_TEXT = "Can't read this image: {why}"
 QUERY_TEXT = ("### Where patch {patch} looks\nIn every layer and head; click a patch in *The patches it reads* to "

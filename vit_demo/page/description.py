@@ -53,7 +53,7 @@ def description(model: str, prompt: str, blank: str, folder: str, example: Path 
         "texts": {key: caption_html(text) for key, text in {
             "prompt": prompt, "blank": blank, "notice": unfamiliar_text(model),
             "unreadable": UNREADABLE_TEXT, "query": QUERY_TEXT,
-            "info": INFO_TEXT, "guess": GUESS_TEXT, "example": EXAMPLE_TEXT.format(label="{label}", percent="{percent}", prompt=prompt),
+            "info": INFO_TEXT, "guess": GUESS_TEXT, "example": EXAMPLE_TEXT,
             "reading": READING_TEXT, "knockout": KNOCKOUT_TEXT, "why": RELEVANCE_WHY, "why_not": RELEVANCE_WHY_NOT,
             **{f"verdict_{name}": text for name, text in VERDICT_TEXTS.items()},
         }.items()},

@@ -19,7 +19,8 @@ export default {
     if (!reply && !view.onScreen) return view.clear(null, `Why ${label}?`); // asked for once it is in view
     if (!reply) return view.clear(null, `Why ${label}? ${waiting(live, "relevance", label, { label })}`);
     canvas.dataset.numbers = json({ map: reply.map }); // for tests
-    overlay(view.clear(`relevance ${label}`, reply.title + view.knockedCaption(knocked, true)), live.state,
+    const title = answer ? `<b>Why ${label}?</b>` : reply.title; // the first map: its step says the rest
+    overlay(view.clear(`relevance ${label}`, title + view.knockedCaption(knocked, true)), live.state,
             reply.map, canvas.width);
   },
 };
