@@ -6,9 +6,10 @@ import time
 from pathlib import Path
 
 import pytest
-from conftest import (CHROMIUM, FIRST_SCREEN_WORDS, PHOTOS, REPO, app_page, assert_curves_drawn, draw, label_text, pixel_bomb_png,
-                      read_live_map, read_live_payload, serving, small_texts, views_label, visible_words,
-                      wait_for_label)
+from PIL import Image
+from conftest import (CHROMIUM, FIRST_SCREEN_WORDS, PHOTOS, REPO, app_page, assert_curves_drawn, draw, draw_digit,
+                      label_text, pixel_bomb_png, read_live_map, read_live_payload, serving, small_texts, views_label,
+                      visible_words, wait_for_label)
 
 from vit_demo.data.preprocess import MAX_FILE_BYTES
 
@@ -362,6 +363,36 @@ def test_a_bad_upload_says_why_and_the_next_photo_works(page, tmp_path):
 
 
 @pytest.mark.parametrize("pointer", ["touch", "pen"])
+def photo_of_a_written_digit(digit: str, path: Path) -> Path:
+    """A digit written on paper and photographed, as a JPEG: grey ink on cream paper lit unevenly, with noise, the
+    digit off centre in a wide picture."""
+    import numpy as np
+
+    rng = np.random.default_rng(0)
+    ink = 1 - np.asarray(draw_digit(digit, 600, (260, 140, 300), 0.09).convert("L"), np.float32)[:, :, None] / 255
+    ink = np.pad(ink, ((0, 0), (100, 100), (0, 0)))  # (600, 800, 1): a landscape photo
+    light = np.linspace(0.86, 1.0, 800, dtype=np.float32)[None, :, None]  # brighter towards the right
+    paper = np.array([232, 224, 205], np.float32) * light + rng.normal(0, 4, (600, 800, 3))
+    photo = paper * (1 - ink) + np.array([55, 55, 70], np.float32) * ink
+    Image.fromarray(np.clip(photo, 0, 255).astype(np.uint8)).save(path, quality=85)
+    return path
+
+
+def test_a_digit_written_on_paper_can_be_uploaded(page, tmp_path):
+    upload = page.locator("#canvas .vd-upload input[type='file']")
+    for digit in ("4", "7"):
+        upload.set_input_files(str(photo_of_a_written_digit(digit, tmp_path / f"{digit}.jpg")))
+        wait_for_label(page, digit)
+        assert page.locator("#digit-notice").is_hidden()  # read as a digit, not flagged
+    (tmp_path / "notes.png").write_bytes(b"this is not an image")
+    upload.set_input_files(str(tmp_path / "notes.png"))
+    page.wait_for_function("() => document.querySelector('#digit-info').innerText.includes('not an image')")
+    assert "Can't read this image: " in page.locator("#digit-info").inner_text() and label_text(page) == ""
+    draw(page, [(0.5, 0.15), (0.5, 0.85)])  # and the pen still draws after it
+    wait_for_label(page, "1")
+    assert page.outside_requests == [] and page.console_errors == []
+
+
 def test_fingers_and_pens_draw_too(page, pointer):
     """Pointer events of another type (as a phone or a tablet pen sends them) draw like the mouse."""
     page.evaluate("""([pointer]) => {

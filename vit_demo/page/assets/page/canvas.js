@@ -6,11 +6,13 @@
 // view's numbers too; one drawing at a time: one made while another is being answered waits for that answer, and
 // only the latest is sent.
 // At the start it shows an example, read once the source is ready; the pen's first touch clears it.
+import { decodeImage } from "./photo.js";
 import { tabStore } from "./store.js";
 
-export function mountCanvas(element, prefix, loaded) {
+export function mountCanvas(element, prefix, loaded, unreadable) {
   // The canvas in ``element`` for tab ``prefix``; ``loaded()``: a Promise of the tab's source, ready (it rejects
-  // where the model can't run: the drawing then says why, and the next one tries again).
+  // where the model can't run: the drawing then says why, and the next one tries again); ``unreadable``: the
+  // model's words for a file it can't read, with {why}.
   const SMALL = 112;
   const THROTTLE_MS = 333; // readings while the pen is down: three a second at most
   const canvas = element.querySelector("canvas.vd-draw");
@@ -157,12 +159,37 @@ export function mountCanvas(element, prefix, loaded) {
     deliver("");
   });
 
-  function drawExample(image) {
-    reset();
-    const margin = canvas.width * 0.1;
+  function drawExample(image, width = 1, height = 1, paper = "#fff") {
+    // width, height: its shape, kept, on ``paper`` (grey: a photo's colours)
+    ctx.filter = "grayscale(1)";
+    ctx.fillStyle = paper;
+    ctx.fillRect(0, 0, canvas.width, canvas.height);
+    const side = canvas.width * 0.8 / Math.max(width, height);
     ctx.imageSmoothingEnabled = true;
-    ctx.drawImage(image, margin, margin, canvas.width - 2 * margin, canvas.height - 2 * margin);
+    ctx.drawImage(image, (canvas.width - side * width) / 2, (canvas.height - side * height) / 2, side * width,
+                  side * height);
+    ctx.filter = "none";
   }
+
+  // A handwritten digit from a file (a photo or scan of ink on paper): drawn on the canvas, then read as a drawing,
+  // whose preprocessing takes the paper for the background (drawing.js: inkMap).
+  element.querySelector(".vd-upload input")?.addEventListener("change", async (event) => {
+    const file = event.target.files[0];
+    event.target.value = ""; // the same file, chosen again, is read again
+    if (!file) return;
+    const { bitmap, ...refused } = await decodeImage(file, unreadable);
+    example = false;
+    if (!bitmap) { // cleared, as a photo that can't be read is not shown
+      reset();
+      current = null;
+      return deliver(refused);
+    }
+    smallCtx.drawImage(bitmap, 0, 0, 1, 1); // its mean colour, the paper's, where the canvas is wider than the photo
+    const [r, g, b] = smallCtx.getImageData(0, 0, 1, 1).data;
+    drawExample(bitmap, bitmap.width, bitmap.height, `rgb(${r} ${g} ${b})`);
+    bitmap.close();
+    send();
+  });
 
   for (const button of element.querySelectorAll(".vd-examples button")) {
     button.addEventListener("click", () => {

@@ -57,7 +57,7 @@ export function start(root, page, server) {
     }).catch(() => {}); // (a failure is said when a reading is asked for)
   };
   const pad = root.querySelector("#canvas");
-  if (pad && page.models.digit) mountCanvas(pad, "digit", () => loaded("digit"));
+  if (pad && page.models.digit) mountCanvas(pad, "digit", () => loaded("digit"), page.models.digit.texts.unreadable);
 
   for (const prefix of Object.keys(page.models)) {
     // The large view's layer and head, the class to explain, and the training slider.

@@ -1,6 +1,6 @@
 // A photo read in the page: decoded by the browser (its orientation from the file, no colour conversion), refused
 // above MAX_PIXELS as the server refuses it, and classified by the tab's source (source.js: photo). The host
-// (host.js) reads uploads and examples with it.
+// (host.js) reads uploads and examples with it; the digit tab's canvas (canvas.js) decodes a digit's photo with it.
 
 const MAX_PIXELS = 40_000_000; // vit_demo/data/preprocess.py MAX_PIXELS: refused before decoding, as the server does
 const MAX_FILE_BYTES = 20 * 1024 * 1024; // vit_demo/data/preprocess.py MAX_FILE_BYTES
@@ -16,9 +16,9 @@ async function claimedPixels(blob) {
   return null;
 }
 
-export async function readPhoto(source, blob, unreadable) {
-  // The tab's answer for a photo (a Blob): its numbers, or a message saying why it can't be read (``unreadable``:
-  // the model's template, with {why}; the answer then says ``refused``, so that the page does not show the file).
+export async function decodeImage(blob, unreadable) {
+  // A file (a Blob) decoded by the browser: {bitmap}, or {message, refused: true} saying why it can't be read
+  // (``unreadable``: the model's template, with {why}), so that the page does not show the file.
   const refuse = (why) => ({ message: unreadable.replace("{why}", why), refused: true });
   if (blob.size > MAX_FILE_BYTES) return refuse(`the file is larger than ${MAX_FILE_BYTES / 2 ** 20} MB`);
   if ((await claimedPixels(blob)) > MAX_PIXELS)
@@ -31,10 +31,17 @@ export async function readPhoto(source, blob, unreadable) {
     return refuse("this file is not an image that can be read (PNG, JPEG, GIF, BMP, WebP...)");
   }
   const { width, height } = bitmap;
-  if (width * height > MAX_PIXELS)
-    return refuse(`the image is too large (${width}x${height}); the limit is ${MAX_PIXELS.toLocaleString("en")} pixels`);
-  const canvas = new OffscreenCanvas(width, height), context = canvas.getContext("2d");
+  if (width * height <= MAX_PIXELS) return { bitmap };
+  bitmap.close();
+  return refuse(`the image is too large (${width}x${height}); the limit is ${MAX_PIXELS.toLocaleString("en")} pixels`);
+}
+
+export async function readPhoto(source, blob, unreadable) {
+  // The tab's answer for a photo (a Blob): its numbers, or why it can't be read (decodeImage).
+  const { bitmap, ...refused } = await decodeImage(blob, unreadable);
+  if (!bitmap) return refused;
+  const canvas = new OffscreenCanvas(bitmap.width, bitmap.height), context = canvas.getContext("2d");
   context.drawImage(bitmap, 0, 0);
   bitmap.close();
-  return source.photo(context.getImageData(0, 0, width, height).data, width, height);
+  return source.photo(context.getImageData(0, 0, canvas.width, canvas.height).data, canvas.width, canvas.height);
 }
