@@ -602,10 +602,12 @@ def test_every_view_fits_its_box_on_phones_and_projectors(browser, app_url, widt
         wait_for_live(page, "digit-relevance", "relevance 7")
         settled(page)  # the stroke's last update has landed: no view will change now
         assert not page.locator("#vd-keys").is_visible()  # talk mode's keys: in talk mode alone
-        if width < 600:
-            label, canvas = (page.locator(s).bounding_box() for s in ("#digit-label", "#canvas canvas.vd-draw"))
-            assert label["y"] + label["height"] <= canvas["y"]
-            assert page.evaluate(CANVAS_TOP) + canvas["height"] <= 844  # the whole canvas on the first screen
+        if width < 600:  # the answer and the first map side by side, and the whole canvas under them, on screen
+            label, first, canvas = (page.locator(s).bounding_box() for s in
+                                    ("#digit-label", "#digit-first canvas", "#canvas canvas.vd-draw"))
+            assert label["x"] + label["width"] <= first["x"] and first["width"] >= 120
+            assert max(label["y"] + label["height"], first["y"] + first["height"]) <= canvas["y"]
+            assert page.evaluate(CANVAS_TOP) + canvas["height"] <= 844
         checked = views_that_fit(page)
         page.get_by_role("tab", name="Upload a photo (CIFAR-10)").click()
         page.locator("#photo-input input[type='file']").set_input_files(str(PHOTOS / "ship.png"))
