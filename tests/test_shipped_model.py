@@ -16,8 +16,8 @@ from vit_demo.weights import (CONFIG_FILE, CURVES_FILE, METRICS_FILE, WEIGHTS_FI
 
 
 # The floors catch a broken or swapped file: MNIST's weights reach 99.54% (goal 99.5%); CIFAR-10's, trained on
-# a GPU by this repo's train.py (the cifar10 recipe, 300 epochs at batch 256), 91.21%.
-SHIPPED_FLOOR = {"mnist": 0.995, "cifar10": 0.91}
+# a GPU by this repo's train.py (MAE pretraining, then the cifar10 recipe, 300 epochs at batch 256), 94.40%.
+SHIPPED_FLOOR = {"mnist": 0.995, "cifar10": 0.94}
 # The epochs train.py kept a snapshot after (--snapshots 6, a log scale): of 200 for MNIST, of 300 for CIFAR-10.
 SHIPPED_SNAPSHOTS = {"mnist": [1, 2, 6, 14, 34, 83], "cifar10": [1, 3, 7, 17, 45, 116]}
 HAS_SHARED_TEST_SET = {"mnist": HAS_SHARED_MNIST, "cifar10": HAS_SHARED_CIFAR}

@@ -73,6 +73,7 @@ class TrainingRun:
     epochs: int | None  # how long the trained model was trained, from metrics.json
     test_accuracy: float | None
     problem: str | None  # why there are no snapshots to show, or None
+    pretrained: bool = False  # it began from a pretrained encoder (train.py --init-from a --pretrain run), not random
 
     @property
     def positions(self) -> int:
@@ -85,17 +86,19 @@ def training_run(name: str) -> TrainingRun:
     """A model's snapshots, loaded (and checked) once per process."""
     metrics = read_metrics(weights_folder(name)) or {}
     epochs, accuracy = metrics.get("epochs"), metrics.get("test_accuracy")
+    # an --init-from that is not a supervised run carried on (metrics.json's "continues") is a pretrained encoder
+    pretrained = bool(metrics.get("init_from")) and not metrics.get("continues")
     problem = model_problem(name)
     if problem:
-        return TrainingRun([], epochs, accuracy, problem)
+        return TrainingRun([], epochs, accuracy, problem, pretrained)
     try:
         snapshots = load_snapshots(weights_folder(name), classifier(name).device)
     except WeightsError as exc:
-        return TrainingRun([], epochs, accuracy, str(exc))
+        return TrainingRun([], epochs, accuracy, str(exc), pretrained)
     if not snapshots:
         return TrainingRun([], epochs, accuracy, "This model was trained before snapshots were kept along the way, "
-                           "so there is no earlier model to show here.")
-    return TrainingRun(snapshots, epochs, accuracy, None)
+                           "so there is no earlier model to show here.", pretrained)
+    return TrainingRun(snapshots, epochs, accuracy, None, pretrained)
 
 
 @model_work
