@@ -362,7 +362,6 @@ def test_a_bad_upload_says_why_and_the_next_photo_works(page, tmp_path):
     assert "Traceback" not in page.content()
 
 
-@pytest.mark.parametrize("pointer", ["touch", "pen"])
 def photo_of_a_written_digit(digit: str, path: Path) -> Path:
     """A digit written on paper and photographed, as a JPEG: grey ink on cream paper lit unevenly, with noise, the
     digit off centre in a wide picture."""
@@ -393,6 +392,7 @@ def test_a_digit_written_on_paper_can_be_uploaded(page, tmp_path):
     assert page.outside_requests == [] and page.console_errors == []
 
 
+@pytest.mark.parametrize("pointer", ["touch", "pen"])
 def test_fingers_and_pens_draw_too(page, pointer):
     """Pointer events of another type (as a phone or a tablet pen sends them) draw like the mouse."""
     page.evaluate("""([pointer]) => {
