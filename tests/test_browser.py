@@ -844,6 +844,7 @@ def test_each_tabs_first_screen_is_a_few_dozen_words_and_a_question_mark_opens_t
         for tab, panel, label in (("Draw a digit (MNIST)", "digit", "2"), ("Upload a photo (CIFAR-10)", "photo", "horse")):
             page.get_by_role("tab", name=tab).click()
             wait_for_label(page, label, panel=panel)
+            page.wait_for_function(f"() => document.querySelector('#{panel}-first canvas').dataset.drawn")  # settled
             page.evaluate("() => window.scrollTo(0, 0)")
             words = visible_words(page)
             assert len(words) <= FIRST_SCREEN_WORDS, " ".join(words)

@@ -21,8 +21,8 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from conftest import (PHOTOS, as_drawn, assert_curves_drawn, draw, files_in, free_port, git_binaries, label_text,
-                      lfs_filters, map_levels, small_texts, wait_for_label)
+from conftest import (FIRST_SCREEN_WORDS, PHOTOS, as_drawn, assert_curves_drawn, draw, files_in, free_port,
+                      git_binaries, label_text, lfs_filters, map_levels, small_texts, visible_words, wait_for_label)
 from vit_demo.app.service import classifier
 from vit_demo.deploy import static_space
 from vit_demo.page.layout import EXAMPLES
@@ -88,7 +88,7 @@ def saved_for_offline(page) -> None:
     """Wait until the page has kept the site in the browser (host.js: keepForOffline), as it says: a file server
     stopped before then fails the save under way (and the browser logs the failed request)."""
     page.wait_for_selector("#vd-offline[data-ready]", timeout=120_000)
-    assert "Ready to go offline" in page.inner_text("#vd-offline")
+    assert page.inner_text("#vd-offline") == "Saved: it works offline."
 
 
 def levels(answer: dict, field: str = "maps") -> np.ndarray:
@@ -375,6 +375,19 @@ def test_talk_mode_fits_a_projector_and_answers_its_keys(static_folder, browser)
         page.click("[data-tab=digit]")
         page.uncheck("#talk-mode input")
         assert "view=talk" not in page.url and page.locator("#digit-cls-grid").is_visible()
+
+
+def test_each_tabs_first_screen_is_a_few_dozen_words_in_the_page_too(static_folder, browser):
+    # The page a free host gets, once it has said it works offline: the same few dozen words as the app's.
+    with serving(static_folder) as (url, _), static_page(browser, url, 1400, 900) as page:
+        saved_for_offline(page)
+        for tab, panel, label in (("digit", "digit", "2"), ("photo", "photo", "horse")):
+            page.click(f"[data-tab={tab}]")
+            wait_for_label(page, label, panel=panel, timeout=60)
+            page.wait_for_function(f"() => document.querySelector('#{panel}-first canvas').dataset.drawn")  # settled
+            page.evaluate("() => window.scrollTo(0, 0)")
+            words = visible_words(page)
+            assert "works offline" in " ".join(words) and len(words) <= FIRST_SCREEN_WORDS, " ".join(words)
 
 
 def test_inside_the_model_in_the_page(static_folder, browser):

@@ -144,12 +144,10 @@ async function keepForOffline(root, { worker, files, bytes }) {
     for (const file of files) if (!(await cache.match(file))) missing.push(file);
     offline.hidden = false;
     for (const [i, file] of missing.entries()) {
-      offline.textContent = `Saving this page for offline use (${(bytes / 1e6).toFixed(0)} MB): ${i} of ` +
-        `${missing.length} files…`;
+      offline.textContent = `Saving for offline use (${(bytes / 1e6).toFixed(0)} MB): ${i} of ${missing.length} files…`;
       await cache.add(file);
     }
-    offline.textContent = "Ready to go offline: this page is saved in your browser, and reloads and runs with the " +
-      "network gone.";
+    offline.textContent = "Saved: it works offline."; // in this browser: it reloads and runs with the network gone
     offline.dataset.ready = "true"; // for tests
   } catch (error) {
     offline.textContent = `Not saved for offline use (${error.message ?? error}): it runs while the network lasts.`;
