@@ -88,17 +88,17 @@ def training_run(name: str) -> TrainingRun:
     epochs, accuracy = metrics.get("epochs"), metrics.get("test_accuracy")
     # an --init-from that is not a supervised run carried on (metrics.json's "continues") is a pretrained encoder
     pretrained = bool(metrics.get("init_from")) and not metrics.get("continues")
-    problem = model_problem(name)
-    if problem:
-        return TrainingRun([], epochs, accuracy, problem, pretrained)
-    try:
-        snapshots = load_snapshots(weights_folder(name), classifier(name).device)
-    except WeightsError as exc:
-        return TrainingRun([], epochs, accuracy, str(exc), pretrained)
-    if not snapshots:
-        return TrainingRun([], epochs, accuracy, "This model was trained before snapshots were kept along the way, "
-                           "so there is no earlier model to show here.", pretrained)
-    return TrainingRun(snapshots, epochs, accuracy, None, pretrained)
+    snapshots, problem = [], model_problem(name)
+    if not problem:
+        try:
+            snapshots = load_snapshots(weights_folder(name), classifier(name).device)
+        except WeightsError as exc:
+            problem = str(exc)
+        else:
+            if not snapshots:
+                problem = ("This model was trained before snapshots were kept along the way, so there is no earlier "
+                           "model to show here.")
+    return TrainingRun(snapshots, epochs, accuracy, problem, pretrained)
 
 
 @model_work

@@ -28,10 +28,16 @@ def main(argv: list[str] | None = None) -> dict | None:
     return train(args, command=shlex.join(["python", "train.py", *argv]))
 
 
+def graph_step_fits(world_size: int, compile_mode: str | None) -> bool:
+    """Whether the whole step can be one CUDA graph: one process, its --compile mode making no CUDA graphs of its
+    own."""
+    return world_size == 1 and compile_mode in (None, "default")
+
+
 def graph_step_by_default(device: torch.device, world_size: int, compile_mode: str | None) -> bool:
-    """Whether a run that names neither --graph-step nor --no-graph-step takes the whole step in one CUDA graph: on
-    one CUDA process whose --compile mode makes no CUDA graphs of its own (the shipped photo model's run)."""
-    return device.type == "cuda" and world_size == 1 and compile_mode in (None, "default")
+    """Whether a run that names neither --graph-step nor --no-graph-step takes the whole step in one CUDA graph:
+    wherever it fits on CUDA (the shipped photo model's run)."""
+    return device.type == "cuda" and graph_step_fits(world_size, compile_mode)
 
 
 def train(args: argparse.Namespace, command: str = "") -> dict | None:
@@ -41,7 +47,7 @@ def train(args: argparse.Namespace, command: str = "") -> dict | None:
     device = resolve_device(args.device)
     if args.graph_step is None:
         args.graph_step = graph_step_by_default(device, world_size, args.compile)
-    if args.graph_step and (world_size > 1 or args.compile not in (None, "default")):
+    if args.graph_step and not graph_step_fits(world_size, args.compile):
         raise SystemExit("--graph-step: one process only, and --compile in its default mode only (the others make "
                          "CUDA graphs of their own)")
     if world_size > 1:

@@ -149,15 +149,17 @@ export function mountCanvas(element, prefix, loaded, unreadable) {
   canvas.addEventListener("pointercancel", endStroke);
 
   for (const button of element.querySelectorAll("button.vd-pen")) button.addEventListener("click", () => setPen(button));
-  element.querySelector("button.vd-clear").addEventListener("click", () => {
+  function clear(answer) {
+    // A blank canvas, nothing sent or to send, and the views told ``answer`` ("": cleared).
     clearTimeout(pending);
     pending = null;
     reset();
     example = false;
     current = null;
     waiting = null;
-    deliver("");
-  });
+    deliver(answer);
+  }
+  element.querySelector("button.vd-clear").addEventListener("click", () => clear(""));
 
   function drawExample(image, width = 1, height = 1, paper = "#fff") {
     // width, height: its shape, kept, on ``paper`` (grey: a photo's colours)
@@ -178,12 +180,8 @@ export function mountCanvas(element, prefix, loaded, unreadable) {
     event.target.value = ""; // the same file, chosen again, is read again
     if (!file) return;
     const { bitmap, ...refused } = await decodeImage(file, unreadable);
+    if (!bitmap) return clear(refused); // cleared, as a photo that can't be read is not shown
     example = false;
-    if (!bitmap) { // cleared, as a photo that can't be read is not shown
-      reset();
-      current = null;
-      return deliver(refused);
-    }
     smallCtx.drawImage(bitmap, 0, 0, 1, 1); // its mean colour, the paper's, where the canvas is wider than the photo
     const [r, g, b] = smallCtx.getImageData(0, 0, 1, 1).data;
     drawExample(bitmap, bitmap.width, bitmap.height, `rgb(${r} ${g} ${b})`);

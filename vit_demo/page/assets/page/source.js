@@ -127,8 +127,7 @@ export function pageSource(described, base, where = {}) {
       // The numbers of the example the tab starts with (its 8-bit pixels as the model reads them, in the model's
       // description), said to be an example (unless it is one the model cannot read: then its guess).
       const numbers = await analyse(model.example);
-      return { ...numbers, info: numbers.notice ? numbers.info : fill(model.texts.example, { label: numbers.label,
-                                                             percent: percent(numbers.confidence) }) };
+      return { ...numbers, info: numbers.notice ? numbers.info : fill(model.texts.example, { label: numbers.label }) };
     },
 
     async stroke({ drawing, views } = {}) {
