@@ -3,9 +3,11 @@
 // Usage: node tests/page_numbers.mjs IN.json OUT.json, IN: [{attention: base64 float32 (L, H, T, T), layers, heads,
 // tokens}], OUT: [{maps: base64 (L, H + 1, g, g) levels, as the views draw them (picture.js: levels), rollout: [...],
 // patch}]. A case with a ``rule`` (the unfamiliar rule as config.json keeps it), ``calibrated`` (base64 float32 (K)),
-// ``features`` (base64 float32 (L, D)) and ``temperature`` gets {familiarity, unfamiliar} instead.
+// ``features`` (base64 float32 (L, D)) and ``temperature`` gets {familiarity, unfamiliar} instead; one with ``qkv``
+// (base64 float32 (L, 3, H, T, Dh)), ``layer``, ``head`` and ``token`` gets attentionSteps' {scores, weights, output}.
 import { readFileSync, writeFileSync } from "node:fs";
-import { argmax, familiarity, gridMaps, rollout, unfamiliar } from "../vit_demo/page/assets/page/numbers.js";
+import { argmax, attentionSteps, familiarity, gridMaps, rollout, unfamiliar }
+  from "../vit_demo/page/assets/page/numbers.js";
 import { levels } from "../vit_demo/page/assets/page/picture.js";
 
 const bytes = (text) => Uint8Array.from(Buffer.from(text, "base64"));
@@ -14,7 +16,11 @@ const floats = (text) => {
   return new Float32Array(raw.buffer, raw.byteOffset, raw.byteLength / 4);
 };
 const cases = JSON.parse(readFileSync(process.argv[2], "utf8"));
-const out = cases.map(({ attention, layers, heads, tokens, rule, calibrated, features, temperature }) => {
+const out = cases.map(({ attention, layers, heads, tokens, rule, calibrated, features, temperature, qkv, ...at }) => {
+  if (qkv) {
+    const { scores, weights, output } = attentionSteps(floats(qkv), { layers, heads, tokens }, at.layer, at.head, at.token);
+    return { scores: Array.from(scores), weights: Array.from(weights), output: Array.from(output) };
+  }
   if (rule) {
     const [z, f] = [floats(calibrated), floats(features)];
     return { familiarity: familiarity(z, temperature, rule, f), unfamiliar: unfamiliar(z, temperature, rule, f) };

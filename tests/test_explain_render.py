@@ -41,6 +41,23 @@ def test_rollout_by_hand():
     assert rollout.argmax() == 3 and rollout.sum() == pytest.approx(1)
 
 
+def test_attention_steps_are_the_models_own_attention_and_head_output():
+    # The step-by-step numbers (query . key / sqrt(Dh), softmax, weighted sum of values) give back what the model's
+    # forward pass computed inside: its attention row and its head's output, for the shipped digit model.
+    from vit_demo import load_model
+
+    model = load_model("mnist", device="cpu").model
+    with torch.no_grad():
+        found = model.forward_activations(torch.rand(2, 1, 28, 28), attention=True, stream=True, qkv=True)
+    assert found.qkv.shape == (2, 6, 3, 4, 50, 16)
+    for layer, head, token in [(0, 0, 0), (5, 3, 17), (2, 1, 49)]:
+        steps = explain.attention_steps(found.qkv[1].numpy(), layer, head, token)
+        np.testing.assert_allclose(steps["weights"], found.attention[1, layer, head, token], atol=1e-6)
+        np.testing.assert_allclose(steps["output"], found.heads[1, layer, head, token], atol=1e-5)
+        np.testing.assert_allclose(steps["scores"], steps["keys"] @ steps["query"] / 4)
+        assert steps["values"].shape == (50, 16) and steps["weights"].sum() == pytest.approx(1)
+
+
 def test_grid_size_checks_the_token_count():
     with pytest.raises(AssertionError, match="square grid"):
         explain.grid_size(np.zeros((1, 1, 11, 11)))

@@ -89,7 +89,7 @@ def run_graph(session, x: torch.Tensor, off: torch.Tensor | None = None, mean: b
     off = torch.zeros(L, H) if off is None else off.float()
     feeds = {"image": x.numpy(), "heads_off": off.numpy().astype(np.float32),
              "mean_ablation": np.array([1.0 if mean else 0.0], np.float32)}
-    return dict(zip(OUTPUTS, session.run(None, feeds)))
+    return dict(zip([value.name for value in session.get_outputs()], session.run(None, feeds)))
 
 
 def max_diff(a, b) -> float:
@@ -101,23 +101,25 @@ def test_graph_matches_pytorch_on_1000_real_test_images(name, shipped, sessions,
     info, model, _ = shipped[name]
     session = sessions(info.folder / GRAPH_FILE)
     x_all = images(name).float() / 255
-    worst = {"logits": 0.0, "attention": 0.0, "features": 0.0}
+    worst = {"logits": 0.0, "attention": 0.0, "features": 0.0, "qkv": 0.0}
     for x in x_all.split(BATCH):
         out = run_graph(session, x)
         with torch.no_grad():
-            found = model.forward_activations(x, attention=True, stream=True)
+            found = model.forward_activations(x, attention=True, stream=True, qkv=True)
             logits, attention = found.logits, found.attention  # (B, K), (B, L, H, T, T): as the app shows them
             features = model.norm(found.stream[:, :, 0])  # (B, L, D): what the unfamiliar rule measures
         worst["logits"] = max(worst["logits"], max_diff(out["logits"], logits / info.temperature))
         worst["attention"] = max(worst["attention"], max_diff(out["attention"], attention))
         worst["features"] = max(worst["features"], max_diff(out["features"], features))
+        worst["qkv"] = max(worst["qkv"], max_diff(out["qkv"], found.qkv))  # (B, L, 3, H, T, Dh)
         assert (out["logits"].argmax(1) == logits.argmax(1).numpy()).all(), "a class differs"
         assert out["lens"].shape == (len(x), info.config.depth, info.config.num_tokens, info.config.num_classes)
     print(f"{name}: {len(x_all)} images, max |logits diff| {worst['logits']:.2e}, "
-          f"max |attention diff| {worst['attention']:.2e}, max |features diff| {worst['features']:.2e}")
+          f"max |attention diff| {worst['attention']:.2e}, max |features diff| {worst['features']:.2e}, "
+          f"max |qkv diff| {worst['qkv']:.2e}")
     assert len(x_all) == PARITY_IMAGES
     assert worst["logits"] <= LOGITS_TOL and worst["attention"] <= ATTENTION_TOL, worst
-    assert worst["features"] <= LENS_TOL, worst
+    assert worst["features"] <= LENS_TOL and worst["qkv"] <= LENS_TOL, worst
     one = run_graph(session, x_all[:1])  # a batch of one, as the page runs a drawing: the same numbers
     assert max_diff(one["logits"], run_graph(session, x_all[:BATCH])["logits"][:1]) <= 1e-5
 
@@ -347,7 +349,8 @@ def test_graph_interface(name, shipped):
     assert dims(heads_off) == [c.depth, c.heads] and dims(mean_ablation) == [1]
     T, K = c.num_tokens, c.num_classes
     assert [dims(value) for value in graph.output] == [[batch, K], [batch, c.depth, c.heads, T, T],
-                                                        [batch, c.depth, T, K], [batch, c.depth, c.dim]]
+                                                        [batch, c.depth, T, K], [batch, c.depth, c.dim],
+                                                        [batch, c.depth, 3, c.heads, T, c.dim // c.heads]]
     opset = {entry.domain: entry.version for entry in onnx.load(str(info.folder / GRAPH_FILE)).opset_import}
     assert opset[""] >= 17
     model = onnx.load(str(info.folder / GRAPH_FILE))

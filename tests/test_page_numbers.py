@@ -1,5 +1,6 @@
 """The page's numbers (page/assets/page/numbers.js, run by Node) against Python's (interpret/explain.py) for the same
-attention: [CLS] maps, rollout and the first query patch; and the unfamiliar rule (unfamiliar_rule.UnfamiliarRule). Real test images of both datasets where ../shared/data has them,
+attention: [CLS] maps, rollout and the first query patch; how attention is computed, step by step, from the queries,
+keys and values; and the unfamiliar rule (unfamiliar_rule.UnfamiliarRule). Real test images of both datasets where ../shared/data has them,
 generated ones otherwise (the fixtures say which)."""
 
 from __future__ import annotations
@@ -89,3 +90,22 @@ def test_the_pages_unfamiliar_rule_is_pythons(model, tmp_path):
     clear = np.abs(scores - rule.threshold) > 1e-4  # the float32 logits could tip an image this close either way
     assert [p["unfamiliar"] for p, c in zip(page, clear) if c] == (scores < rule.threshold)[clear].tolist()
     assert 0 < (scores < rule.threshold).sum() < len(scores)  # some flagged, some not
+
+
+@pytest.mark.parametrize("model", ["mnist", "cifar10"])
+def test_the_pages_attention_steps_are_pythons(model, tmp_path):
+    # numbers.js attentionSteps (the steps view's numbers) against explain.attention_steps, from the same queries,
+    # keys and values of the shipped models (an example image each), for the first and last layers and a middle one,
+    # [CLS] and patches.
+    clf = classifier(model)
+    c = clf.model.config
+    example = sorted((PHOTOS if model == "cifar10" else PHOTOS.parent / "digits").glob("*.png"))[3]
+    with torch.no_grad():
+        qkv = clf.model.forward_activations(clf.batch([clf.preprocess(example)]), qkv=True).qkv[0].numpy()
+    picks = [(0, 0, 0), (c.depth // 2, c.heads - 1, 1 + c.grid_size ** 2 // 2), (c.depth - 1, 1, c.num_tokens - 1)]
+    cases = [{"qkv": base64.b64encode(qkv.astype(np.float32).tobytes()).decode(), "layers": c.depth, "heads": c.heads,
+              "tokens": c.num_tokens, "layer": layer, "head": head, "token": token} for layer, head, token in picks]
+    for (layer, head, token), page in zip(picks, node_numbers(cases, tmp_path)):
+        python = explain.attention_steps(qkv, layer, head, token)
+        for name in ("scores", "weights", "output"):
+            np.testing.assert_allclose(page[name], python[name], rtol=1e-9, atol=1e-12, err_msg=name)

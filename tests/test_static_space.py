@@ -224,12 +224,12 @@ def test_views_and_photos_in_the_page(static_folder, browser, tmp_path):
 
 
 def test_the_pages_answers_in_chromium_are_pythons(static_folder, browser):
-    """What the page answers in Chromium (the views' questions: another patch, heads off, the lens, why a class)
-    against Python's for the same pixels (tests/test_page_source.py holds the same under Node)."""
+    """What the page answers in Chromium (the views' questions: another patch, heads off, the lens, why a class, how
+    attention is computed) against Python's for the same pixels (tests/test_page_source.py holds the same under Node)."""
     import torch
 
     from vit_demo.app.service import classifier
-    from vit_demo.interpret import heads
+    from vit_demo.interpret import explain, heads
 
     clf = classifier("mnist")
     with serving(static_folder) as (url, _), static_page(browser, url) as page:
@@ -274,6 +274,14 @@ def test_the_pages_answers_in_chromium_are_pythons(static_folder, browser):
         assert "Where patch 24 looks" in page_query["title"]
         attention = clf.predict_preprocessed([image])[0].attention
         assert abs(levels(page_query) - map_levels(attention, 25).ravel()).max() <= 1
+
+        page_steps = page.evaluate(ask, {**request, "kind": "steps", "layer": 3, "head": 2, "patch": 24})
+        with heads.switched_off(clf.model, off, means), torch.no_grad():
+            qkv = clf.model.forward_activations(clf.batch([image]), qkv=True).qkv[0].numpy()
+        python = explain.attention_steps(qkv, 3, 2, 25)
+        assert (page_steps["layer"], page_steps["head"], page_steps["patch"]) == (3, 2, 24)
+        for name in ("query", "scores", "weights", "output"):
+            np.testing.assert_allclose(page_steps[name], python[name], atol=1e-4, err_msg=name)
 
 
 def patch_three_into_eight(page) -> None:

@@ -103,11 +103,12 @@ class Attention(nn.Module):
         self.proj_drop = nn.Dropout(dropout)
 
     def forward(self, x: torch.Tensor, *, need_weights: bool = False, edit: Edits | None = None
-                ) -> tuple[torch.Tensor, torch.Tensor | None, torch.Tensor]:
+                ) -> tuple[torch.Tensor, torch.Tensor | None, torch.Tensor, torch.Tensor]:
         """x (B, T, C) -> (B, T, C); with ``need_weights`` the attention weights (B, H, T, T) from the explicit path
-        (else None, from the fused one); and each head's output (B, H, T, hd), as used: after ``edit`` (one block's
-        ``Edits``: its gates, then its head replacements). Edits act here, in the forward pass itself, so that
-        exporters trace them (vit_demo/onnx/export.py switches heads off through them)."""
+        (else None, from the fused one); each head's output (B, H, T, hd), as used: after ``edit`` (one block's
+        ``Edits``: its gates, then its head replacements); and the queries, keys and values (3, B, H, T, hd). Edits
+        act here, in the forward pass itself, so that exporters trace them (vit_demo/onnx/export.py switches heads
+        off through them)."""
         B, T, C = x.shape
         qkv = self.qkv(x).reshape(B, T, 3, self.heads, self.head_dim).permute(2, 0, 3, 1, 4)  # (3, B, H, T, hd)
         q, k, v = qkv.unbind(0)  # each (B, H, T, hd)
@@ -124,7 +125,7 @@ class Attention(nn.Module):
         if edit is not None and edit.head_mask is not None:
             out = torch.where(edit.head_mask[:, :, None, None], edit.head_values, out)  # (B, H, T, hd)
         merged = out.transpose(1, 2).reshape(B, T, C)  # (B, T, C)
-        return self.proj_drop(self.proj(merged)), attn, out
+        return self.proj_drop(self.proj(merged)), attn, out, qkv
 
 
 class MLP(nn.Module):
@@ -170,15 +171,16 @@ class Block(nn.Module):
         self.drop_path = DropPath(drop_path)
 
     def forward(self, x: torch.Tensor, *, need_weights: bool = False, edit: Edits | None = None
-                ) -> tuple[torch.Tensor, torch.Tensor | None, torch.Tensor]:
+                ) -> tuple[torch.Tensor, torch.Tensor | None, torch.Tensor, torch.Tensor]:
         """x (B, T, D) -> the residual stream after the block (B, T, D), as ``edit`` (one block's ``Edits``) leaves it;
-        the attention weights (B, H, T, T) with ``need_weights``, else None; each head's output (B, H, T, hd)."""
-        attn_out, attn, heads = self.attn(self.norm1(x), need_weights=need_weights, edit=edit)
+        the attention weights (B, H, T, T) with ``need_weights``, else None; each head's output (B, H, T, hd); the
+        queries, keys and values (3, B, H, T, hd)."""
+        attn_out, attn, heads, qkv = self.attn(self.norm1(x), need_weights=need_weights, edit=edit)
         x = x + self.drop_path(attn_out)
         x = x + self.drop_path(self.mlp(self.norm2(x)))
         if edit is not None and edit.resid_mask is not None:
             x = torch.where(edit.resid_mask[:, :, None], edit.resid_values, x)  # (B, T, D)
-        return x, attn, heads
+        return x, attn, heads, qkv
 
 
 @dataclasses.dataclass(frozen=True)
@@ -192,6 +194,7 @@ class Activations:
     heads: torch.Tensor | None = None  # (B, L, H, T, Dh): each head's output (before the output projection)
     stream: torch.Tensor | None = None  # (B, L, T, D): the residual stream after each block
     embedded: torch.Tensor | None = None  # (B, T, D): the residual stream entering the first block
+    qkv: torch.Tensor | None = None  # (B, L, 3, H, T, Dh): each layer's queries, keys and values
 
     @property
     def attention(self) -> torch.Tensor:
@@ -243,10 +246,11 @@ class VisionTransformer(nn.Module):
         return cls if pre_logits else self.head(cls)
 
     def forward_activations(self, images: torch.Tensor, *, attention: bool = False, stream: bool = False,
-                            edits: Edits | None = None) -> Activations:
+                            qkv: bool = False, edits: Edits | None = None) -> Activations:
         """One forward pass of images (B, C, H, W) in [0, 1], with what the views read inside it: with ``attention``
         every layer's attention weights (from the explicit path; else the fused one runs); with ``stream`` each
-        head's output, the residual stream after each block and the one entering the first. ``edits`` (across the
+        head's output, the residual stream after each block and the one entering the first; with ``qkv`` each layer's
+        queries, keys and values (how attention is computed: ``explain.attention_steps``). ``edits`` (across the
         layers) change heads and the residual stream on the way; everything returned is as they leave it.
 
         What the logit lens reads is ``self.head(self.norm(stream))``: [CLS] at token 0; ``self.norm(stream[:, :,
@@ -254,18 +258,19 @@ class VisionTransformer(nn.Module):
         """
         x = self.embed(images)  # (B, T, D)
         embedded = x
-        attentions, heads, resid = [], [], []
+        attentions, heads, resid, qkvs = [], [], [], []
         for layer, block in enumerate(self.blocks):
-            x, attn, out = block(x, need_weights=attention, edit=None if edits is None else edits.layer(layer))
+            x, attn, out, layer_qkv = block(x, need_weights=attention, edit=None if edits is None else edits.layer(layer))
             if attention:
                 attentions.append(attn)  # (B, H, T, T)
             if stream:
                 heads.append(out)  # (B, H, T, Dh)
                 resid.append(x)  # (B, T, D)
+            if qkv:
+                qkvs.append(layer_qkv.transpose(0, 1))  # (B, 3, H, T, Dh)
         logits = self.forward_head(self.norm(x))  # (B, num_classes)
-        if not stream:
-            return Activations(logits, tuple(attentions))
-        return Activations(logits, tuple(attentions), torch.stack(heads, 1), torch.stack(resid, 1), embedded)
+        inside = (torch.stack(heads, 1), torch.stack(resid, 1), embedded) if stream else (None, None, None)
+        return Activations(logits, tuple(attentions), *inside, torch.stack(qkvs, 1) if qkv else None)
 
     def embed(self, images: torch.Tensor) -> torch.Tensor:
         """The tokens the first block reads: images (B, C, H, W) in [0, 1] -> (B, T, D), [CLS] then the patches in

@@ -4,7 +4,7 @@ vit_demo/onnx/patching.py), run by PyTorch from the same modules the graphs were
 
 The page asks for a graph by its file name in the weights folder, with its inputs, as onnxruntime-web's
 ``session.run(feeds, fetches)`` takes them (assets/page/model.js), and gets the graph's outputs back: raw outputs
-(logits, attention, lens, features; relevance; patching grids), never a view's numbers, which the page computes
+(logits, attention, lens, features, queries, keys and values; relevance; patching grids), never a view's numbers, which the page computes
 itself from them wherever the forward pass ran. Tensors travel as ``{"shape": [...], "data": base64 of little-endian
 float32}``.
 """
@@ -23,7 +23,8 @@ import torch
 from vit_demo.app.service import MODELS, ablation_means, classifier, model_problem, training_run, weights_folder
 from vit_demo.app.serving import SERVER_FUNCTION_SLOTS
 from vit_demo.app.zerogpu import model_work
-from vit_demo.onnx.export import INPUTS, OUTPUTS, RELEVANCE_INPUTS, RELEVANCE_OUTPUTS, PageGraph, expected_metadata
+from vit_demo.onnx.export import (INPUTS, RELEVANCE_INPUTS, RELEVANCE_OUTPUTS, SNAPSHOT_OUTPUTS, PageGraph,
+                                  expected_metadata)
 from vit_demo.onnx.patching import INPUTS as PATCHING_INPUTS
 from vit_demo.onnx.patching import OUTPUTS as PATCHING_OUTPUTS
 from vit_demo.onnx.patching import PatchingGraph
@@ -52,7 +53,7 @@ def graphs(model: str) -> dict[str, Graph]:
                                                                      "mean_ablation": (1,)}
     trained = PageGraph(clf.model, ablation_means(model), clf.temperature).eval()
     found = {
-        GRAPH_FILE: Graph(trained, {"image": (None, *image), **knockout}, OUTPUTS),
+        GRAPH_FILE: Graph(trained, {"image": (None, *image), **knockout}, trained.outputs),
         RELEVANCE_GRAPH_FILE: Graph(trained.relevance, {"image": (1, *image), **knockout,
                                                         "target": (1, c.num_classes)}, RELEVANCE_OUTPUTS),
     }
@@ -61,9 +62,9 @@ def graphs(model: str) -> dict[str, Graph]:
                                                                     "classes": (2, c.num_classes)},
                             PATCHING_OUTPUTS, patching=True)
     for snapshot in training_run(model).snapshots:
-        graph = PageGraph(snapshot.model, None, snapshot.temperature).eval()
+        graph = PageGraph(snapshot.model, None, snapshot.temperature, SNAPSHOT_OUTPUTS).eval()
         found[f"{SNAPSHOTS_DIR}/epoch-{snapshot.epoch:04d}.onnx"] = Graph(graph, {"image": (None, *image),
-                                                                                   **knockout}, OUTPUTS)
+                                                                                   **knockout}, graph.outputs)
     assert set(found) <= set(expected_metadata(weights_folder(model))), "a graph the weights folder does not have"
     assert all(tuple(g.inputs) in (INPUTS, RELEVANCE_INPUTS, PATCHING_INPUTS) for g in found.values())
     return found

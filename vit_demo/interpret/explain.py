@@ -64,6 +64,20 @@ def first_query_patch(rollout: np.ndarray) -> int:
     return int(rollout.argmax())
 
 
+def attention_steps(qkv: np.ndarray, layer: int, head: int, token: int) -> dict[str, np.ndarray]:
+    """How one head of one layer computes where ``token`` attends and what it takes from there (scaled dot-product
+    attention, Vaswani et al., 2017), step by step, from one image's queries, keys and values (L, 3, H, T, Dh)
+    (``forward_activations(..., qkv=True).qkv[b]``): the token's ``query`` (Dh); every token's ``keys`` and
+    ``values`` (T, Dh); the ``scores``, query . key / sqrt(Dh) (T); their softmax, the attention ``weights`` (T),
+    which the model's attention holds at [layer, head, token]; and the head's ``output`` at the token, the values
+    summed with those weights (Dh), before the output projection. In float64."""
+    q, k, v = (qkv[layer, part, head].astype(np.float64) for part in range(3))  # each (T, Dh)
+    scores = k @ q[token] / np.sqrt(q.shape[-1])  # (T,)
+    weights = np.exp(scores - scores.max())
+    weights /= weights.sum()  # (T,)
+    return {"query": q[token], "keys": k, "values": v, "scores": scores, "weights": weights, "output": weights @ v}
+
+
 PREDICTED = -1  # in a ``classes`` tensor: explain the class the model predicts for that image
 
 

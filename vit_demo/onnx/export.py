@@ -21,6 +21,9 @@ Outputs
                    (``heads.logit_lens``); the softmax of tokens 1.. gives ``heads.lens_maps``.
     ``features``   float32 (B, L, D): [CLS] after each block through the final norm (what the lens reads at [CLS]),
                    for the unfamiliar-image rule (interpret/unfamiliar.py).
+    ``qkv``        float32 (B, L, 3, H, T, Dh): every layer's queries, keys and values, per head, as the knockout
+                   leaves them: how attention is computed, step by step (``explain.attention_steps``). The
+                   snapshots' graphs, which the training slider reads, stop before it (``SNAPSHOT_OUTPUTS``).
                    The model's graph and its snapshots' record their outputs in the metadata (``outputs``).
 
 The relevance graph (``RELEVANCE_GRAPH_FILE``, beside the model's) gives what the page cannot get from the first: the
@@ -83,7 +86,8 @@ from vit_demo.weights import (GRAPH_FILE, GRAPH_WEIGHTS_FILE, HEAD_MEANS_FILE, P
                               load_weights, read_weights_info, resolve_weights_folder, shown_path)
 
 INPUTS = ("image", "heads_off", "mean_ablation")
-OUTPUTS = ("logits", "attention", "lens", "features")
+OUTPUTS = ("logits", "attention", "lens", "features", "qkv")
+SNAPSHOT_OUTPUTS = OUTPUTS[:4]  # the training slider's graphs: where [CLS] looked, and the answer
 RELEVANCE_INPUTS = (*INPUTS, "target")
 RELEVANCE_OUTPUTS = ("logits", "relevance")
 
@@ -92,13 +96,14 @@ class PageGraph(nn.Module):
     """What the graph computes: the model with heads switched off, its attention and its logit lens.
 
     ``means``: (L, H, T, Dh), the heads' mean outputs (None: zeros); ``temperature``: the calibration the logits
-    are divided by.
+    are divided by; ``outputs``: which of ``OUTPUTS`` it gives, in that order.
     """
 
-    def __init__(self, model: VisionTransformer, means: torch.Tensor | None, temperature: float) -> None:
+    def __init__(self, model: VisionTransformer, means: torch.Tensor | None, temperature: float,
+                 outputs: tuple[str, ...] = OUTPUTS) -> None:
         super().__init__()
         c = model.config
-        self.model = model
+        self.model, self.outputs = model, outputs
         if means is None:
             means = torch.zeros(c.depth, c.heads, c.num_tokens, c.dim // c.heads)
         self.register_buffer("means", means.float().contiguous())  # (L, H, T, Dh)
@@ -110,14 +115,17 @@ class PageGraph(nn.Module):
         values = (self.means * (mean_ablation != 0).to(self.means.dtype))[None]  # (1, L, H, T, Dh): means or zeros
         return Edits(head_mask=off, head_values=values)
 
-    def forward(self, image: torch.Tensor, heads_off: torch.Tensor,
-                mean_ablation: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor, torch.Tensor]:
-        found = self.model.forward_activations(image, attention=True, stream=True,
+    def forward(self, image: torch.Tensor, heads_off: torch.Tensor, mean_ablation: torch.Tensor
+                ) -> tuple[torch.Tensor, ...]:
+        found = self.model.forward_activations(image, attention=True, stream=True, qkv="qkv" in self.outputs,
                                                edits=self.edits_for(heads_off, mean_ablation))
         normed = self.model.norm(found.stream)  # (B, L, T, D)
-        lens = self.model.head(normed)  # (B, L, T, K): the head on every token after every block
-        # (B, K), (B, L, H, T, T), (B, L, T, K), (B, L, D)
-        return found.logits / self.temperature, found.attention, lens, normed[:, :, 0]
+        every = {"logits": found.logits / self.temperature,  # (B, K)
+                 "attention": found.attention,  # (B, L, H, T, T)
+                 "lens": self.model.head(normed),  # (B, L, T, K): the head on every token after every block
+                 "features": normed[:, :, 0],  # (B, L, D)
+                 "qkv": found.qkv}  # (B, L, 3, H, T, Dh)
+        return tuple(every[name] for name in self.outputs)
 
     def relevance(self, image: torch.Tensor, heads_off: torch.Tensor, mean_ablation: torch.Tensor,
                   target: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
@@ -132,16 +140,16 @@ class PageGraph(nn.Module):
 
 
 def to_onnx(model: VisionTransformer, means: torch.Tensor | None, temperature: float,
-            metadata: dict[str, str]) -> onnx.ModelProto:
+            metadata: dict[str, str], outputs: tuple[str, ...] = OUTPUTS) -> onnx.ModelProto:
     """Export ``model`` (eval mode, on the CPU) as the graph described above, with ``metadata`` in its
     metadata_props (``vit_demo.interface`` and ``exporter`` are added)."""
     c = model.config
-    graph = PageGraph(model.cpu().eval(), means, temperature).eval()
+    graph = PageGraph(model.cpu().eval(), means, temperature, outputs).eval()
     example = (torch.rand(2, c.in_channels, c.image_size, c.image_size),  # a batch of 2: B stays symbolic
                torch.zeros(c.depth, c.heads), torch.ones(1))
     with tempfile.TemporaryDirectory() as tmp, torch.no_grad():
         program = torch.onnx.export(
-            graph, example, dynamo=True, opset_version=OPSET, input_names=list(INPUTS), output_names=list(OUTPUTS),
+            graph, example, dynamo=True, opset_version=OPSET, input_names=list(INPUTS), output_names=list(outputs),
             dynamic_shapes=({0: torch.export.Dim("batch")}, None, None), external_data=False, optimize=True,
             verbose=False, artifacts_dir=tmp)
         proto = program.model_proto
@@ -217,7 +225,7 @@ def expected_metadata(folder: str | Path) -> dict[str, dict[str, str]]:
             name = Path(entry["file"]).with_suffix(".onnx").as_posix()
             expected[name] = {"weights_file": entry["file"], "weights_sha256": entry["sha256"],
                               "head_means_sha256": "none", "temperature": repr(float(entry.get("temperature", 1.0))),
-                              "epoch": str(entry["epoch"]), "outputs": ",".join(OUTPUTS), **common}
+                              "epoch": str(entry["epoch"]), "outputs": ",".join(SNAPSHOT_OUTPUTS), **common}
     return expected
 
 
@@ -284,7 +292,7 @@ def write_onnx(folder: str | Path) -> list[dict]:
     snapshots = load_snapshots(folder, "cpu")
     for snapshot in snapshots:
         name = f"{SNAPSHOTS_DIR}/epoch-{snapshot.epoch:04d}.onnx"
-        proto = to_onnx(snapshot.model, None, snapshot.temperature, expected[name])
+        proto = to_onnx(snapshot.model, None, snapshot.temperature, expected[name], SNAPSHOT_OUTPUTS)
         record(name, folder / name, _save(proto, folder / name), snapshot.temperature)
     for path in sorted((folder / SNAPSHOTS_DIR).glob("epoch-*.onnx")):
         if f"{SNAPSHOTS_DIR}/{path.name}" not in expected:

@@ -81,7 +81,8 @@ TABS = (
 INSIDE_MODELS = {"Digits (MNIST)": "mnist", "Photos (CIFAR-10)": "cifar10"}
 DEEPER = (("cls-grid", "every layer and head"), ("rollout", "all layers together"), ("relevance", "why this class?"),
           ("faithfulness", "how far to trust each map"), ("query", "where a patch looks"),
-          ("training", "attention through training"), ("board", "switch heads off"),
+          ("steps", "how attention is computed"), ("training", "attention through training"),
+          ("board", "switch heads off"),
           ("export", "export for slides"))  # each section's title too (page.html: title)
 # The export's choices (assets/page/export.js makes each): its key -> as the page words it.
 EXPORTS = {"cls-grid": "Where [CLS] looks: every layer and head",

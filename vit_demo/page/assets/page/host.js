@@ -74,6 +74,14 @@ export function start(root, page, server) {
     if (exporter) mountExport(exporter, prefix, model(prefix).name);
   }
   mountTalk(root);
+  root.addEventListener("click", (event) => {
+    // A link to a section of the page scrolls to it, the address as it is: under the page's <base>, "#id" would be
+    // another address, a reload without ?model=server or ?view=talk.
+    const link = event.target.closest("a[href^='#']");
+    if (!link) return;
+    event.preventDefault();
+    document.getElementById(link.getAttribute("href").slice(1))?.scrollIntoView();
+  });
 
   for (const button of root.querySelectorAll(".vd-tabs [data-tab]")) {
     button.addEventListener("click", () => {

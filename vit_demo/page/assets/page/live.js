@@ -15,12 +15,13 @@ import query from "./views/query.js";
 import relevance from "./views/relevance.js";
 import rollout from "./views/rollout.js";
 import selected from "./views/selected.js";
+import steps from "./views/steps.js";
 import training from "./views/training.js";
 import { redrawAll, tabStore } from "./store.js";
 import { View } from "./view.js";
 
 export const VIEWS = { board, cls, faithfulness, first, input, lens, patches, patching, prediction, query, relevance, rollout,
-                       selected, training };
+                       selected, steps, training };
 const ON_SCREEN_MARGIN = "100px"; // a view this close to the screen counts as on it: its numbers are asked for early
 
 export function mount(element, prefix, name) {

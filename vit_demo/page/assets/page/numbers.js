@@ -68,6 +68,20 @@ export function rollout(attention, layers, heads, tokens) {
   return map.map((v) => v / total);
 }
 
+export function attentionSteps(qkv, { layers, heads, tokens: T }, layer, head, token) {
+  // explain.attention_steps: how one head of one layer computes where ``token`` attends, from the graph's queries,
+  // keys and values (L, 3, H, T, Dh): {query (Dh), keys, values (T * Dh), scores = query . key / sqrt(Dh) (T), their
+  // softmax ``weights`` (T), output = the values summed with those weights (Dh)}, in float64.
+  const Dh = qkv.length / (layers * 3 * heads * T);
+  const part = (p) => qkv.subarray(((layer * 3 + p) * heads + head) * T * Dh, ((layer * 3 + p) * heads + head + 1) * T * Dh);
+  const [keys, values] = [part(1), part(2)], query = part(0).subarray(token * Dh, (token + 1) * Dh);
+  const scores = Float64Array.from({ length: T }, (_, j) =>
+    query.reduce((sum, q, d) => sum + q * keys[j * Dh + d], 0) / Math.sqrt(Dh));
+  const weights = softmax(scores), output = new Float64Array(Dh);
+  weights.forEach((w, j) => output.forEach((_, d) => (output[d] += w * values[j * Dh + d])));
+  return { query, keys, values, scores, weights, output };
+}
+
 export function argmax(values) {
   let best = 0;
   for (let i = 1; i < values.length; i++) if (values[i] > values[best]) best = i;

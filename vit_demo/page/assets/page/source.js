@@ -11,8 +11,8 @@ import { InputError, NothingDrawn, preprocessPhoto } from "./preprocess.js";
 import { choose } from "./model.js";
 import { scoreMaps, verdictText } from "./faithfulness.js";
 import { roundHalfEven } from "./arithmetic.js";
-import { argmax, fill, fromBase64, gridMaps, imageNumbers, percent, queryMaps, reading, rollout, softmax }
-  from "./numbers.js";
+import { argmax, attentionSteps, fill, fromBase64, gridMaps, imageNumbers, percent, queryMaps, reading, rollout,
+  softmax } from "./numbers.js";
 
 const NUMBERS = ["logits", "attention", "features"]; // the graph's outputs a new image's numbers are made from
 const CANVAS = 112; // the canvas' copy of a drawing, pixels a side (canvas.js SMALL, data/preprocess.py CANVAS_SIZE)
@@ -168,6 +168,16 @@ export function pageSource(described, base, where = {}) {
         throw new Error(`There is no patch ${patch}: this image has ${patches} patches, numbered 0 to ${patches - 1}.`);
       const [run] = await graph.run(model.graph, model, [pixels], { ...offOf(request), outputs: ["attention"] });
       return queryMaps(model, run.attention, patch);
+    },
+
+    async steps(request) {
+      // How one head of one layer computes where a patch looks (numbers.js: attentionSteps), with the heads off.
+      const { layer, head, patch } = request, patches = model.grid * model.grid;
+      if (![layer < model.layers, head < model.heads, patch < patches].every(Boolean) ||
+          ![layer, head, patch].every((n) => Number.isInteger(n) && n >= 0))
+        throw new Error(`there is no layer ${layer}, head ${head} or patch ${patch} in this model (numbered from 0)`);
+      const [run] = await graph.run(model.graph, model, [image(request.image)], { ...offOf(request), outputs: ["qkv"] });
+      return { layer, head, patch, ...attentionSteps(run.qkv, model, layer, head, 1 + patch) };
     },
 
     async knockout(request) {
