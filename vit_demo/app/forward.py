@@ -4,8 +4,8 @@ vit_demo/onnx/patching.py), run by PyTorch from the same modules the graphs were
 
 The page asks for a graph by its file name in the weights folder, with its inputs, as onnxruntime-web's
 ``session.run(feeds, fetches)`` takes them (assets/page/model.js), and gets the graph's outputs back: raw outputs
-(logits, attention, lens, features, queries, keys and values; relevance; patching grids), never a view's numbers, which the page computes
-itself from them wherever the forward pass ran. Tensors travel as ``{"shape": [...], "data": base64 of little-endian
+(logits, attention, lens, features, queries, keys and values; relevance; patching grids), never a view's numbers,
+which the page computes itself from them wherever the forward pass ran. Tensors travel as ``{"shape": [...], "data": base64 of little-endian
 float32}``.
 """
 
