@@ -44,7 +44,7 @@ def main() -> None:
     data = data_for(info.folder, dataset, args.data_dir)
     sets = unfamiliar.image_sets(model, dataset, args.data_dir, data.fit[0], data.measure)
     share = unfamiliar.FLAGGED_SHARE[dataset]
-    _, report = unfamiliar.measure(sets, info.temperature, share)
+    _, report = unfamiliar.measure(sets, info.temperature, share, unfamiliar.BY_CLASS[dataset])
     familiar = list(report["familiar_images"])
     print(f"{dataset}: thresholds flag {share:.1%} of the fit images ({data.fitted_on}); class means and covariances "
           f"from {report['train_images']:,} training images")
@@ -64,6 +64,13 @@ def main() -> None:
     print(f"the model reads {100 * report['accuracy']:.2f}% of the {familiar[0]} right")
     print(f"chosen: {report['chosen']} (threshold {report['threshold']:.4f}); of the {familiar[0]} it flags, it reads "
           f"{100 * report['accuracy_on_flagged']:.1f}% right ({100 * report['accuracy_on_the_rest']:.1f}% of the rest)")
+    if "class_thresholds" in report:
+        print("with a threshold per class read: " + ", ".join(f"{name} {100 * rate:.2f}%" for name, rate in
+                                                              report["flagged"].items()) +
+              f", outside {100 * report['outside_flagged_choose']:.1f}% (choose), "
+              f"{100 * report['outside_flagged_report']:.1f}% (report)")
+    print(f"flagged of the {familiar[0]}, by class: " + ", ".join(
+        f"{name} {100 * rate:.1f}%" for name, rate in zip(info.dataset.classes, report["flagged_by_class"])))
     print("flagged on the report set, by kind: " + ", ".join(f"{kind} {100 * rate:.0f}%"
                                                               for kind, rate in report["report_by_kind"].items()))
     if args.probe_sensitivity and sets.probe is not None:

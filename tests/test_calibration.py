@@ -1,6 +1,7 @@
 """Calibrated probabilities (temperature scaling, Guo et al., 2017), the unfamiliar-photo rule, and the verdict on
 which map to trust: the maths, the shipped models' records, and every place the numbers are shown."""
 
+import dataclasses
 import json
 import shutil
 
@@ -67,6 +68,12 @@ def test_unfamiliar_scores_and_threshold():
     assert calibration.separation(torch.tensor([1.0]), torch.tensor([1.0])) == 0.5
     rule = unfamiliar_rule.UnfamiliarRule("energy", 3.0)
     assert rule.flags(logits, 1.0).tolist() == [False, True]  # logsumexp 5.01 and 2.10
+    # A threshold per class read: an image read as class 0 is held to 6, one read as class 2 to 1.5.
+    by_class = dataclasses.replace(rule, class_thresholds=(6.0, 3.0, 1.5))
+    read = torch.tensor([[5.0, 0.0, 0.0], [0.0, 0.0, 1.0]])  # logsumexp 5.01 and 1.55
+    assert by_class.thresholds(read).tolist() == [6.0, 1.5] and by_class.flags(read, 1.0).tolist() == [True, False]
+    kept = unfamiliar_rule.UnfamiliarRule.from_dict(json.loads(json.dumps(by_class.to_dict())))
+    assert kept.class_thresholds == (6.0, 3.0, 1.5) and kept.flags(read, 1.0).tolist() == [True, False]
     with pytest.raises(ValueError):
         unfamiliar_rule.UnfamiliarRule.from_dict({"score": "vibes", "threshold": 1})
 

@@ -72,6 +72,10 @@ class UnfamiliarRule:
 
     For ``probe``, the score is a weighted sum of the features of the layers in ``layers`` plus ``bias``: a linear
     read-out trained to tell the dataset's own images from outliers (``weights`` (P, D), float16 as kept).
+
+    With ``class_thresholds`` (one per class), an image is held to the threshold of the class the model reads it as
+    instead: one threshold would flag some classes' images far more often than others' (CIFAR-10's airplanes 11%,
+    its cars 1%). ``threshold`` stays the one that flags the same share of every class taken together.
     """
 
     score: str
@@ -84,6 +88,7 @@ class UnfamiliarRule:
     spread: tuple[float, ...] = ()
     weights: np.ndarray | None = None  # probe: (P, D)
     bias: float = 0.0
+    class_thresholds: tuple[float, ...] = ()  # (K,): by the class read, else ``threshold`` for every image
 
     def parts(self, logits: torch.Tensor, features: torch.Tensor) -> torch.Tensor:
         """The mahalanobis score's parts before they are standardised, (N, parts), in float64."""
@@ -108,14 +113,22 @@ class UnfamiliarRule:
             self.spread, dtype=torch.float64)
         return standard.sum(dim=1)
 
+    def thresholds(self, logits: torch.Tensor) -> torch.Tensor:
+        """Each image's threshold, (N,), by the class it is read as (N, classes) where the rule has one a class."""
+        if not self.class_thresholds:
+            return torch.full(logits.shape[:1], self.threshold, dtype=torch.float64)
+        return torch.tensor(self.class_thresholds, dtype=torch.float64)[logits.argmax(dim=-1)]
+
     def flags(self, logits: torch.Tensor, temperature: float, features: torch.Tensor | None = None) -> torch.Tensor:
         """(N, classes) logits, (N, L, D) features -> (N,) bool: which images look unlike anything the model knows."""
-        return self.scores(logits, temperature, features) < self.threshold
+        return self.scores(logits, temperature, features) < self.thresholds(logits)
 
     def to_dict(self) -> dict:
         """The rule as config.json keeps it and the page reads it (vit_demo/page/assets/page/numbers.js): the arrays as
         base64 of little-endian float16."""
         found = {"score": self.score, "threshold": self.threshold}
+        if self.class_thresholds:
+            found["class_thresholds"] = list(self.class_thresholds)
         if self.score == "mahalanobis":
             found.update(layers=list(self.layers), energy=self.energy, shape=list(self.means.shape),
                          centre=list(self.centre), spread=list(self.spread), means=_text(self.means),
@@ -130,18 +143,20 @@ class UnfamiliarRule:
         score = str(values["score"])
         if score not in UNFAMILIAR_SCORES:
             raise ValueError(f"unknown score {score!r}")
+        kept = {"threshold": float(values["threshold"]),
+                "class_thresholds": tuple(map(float, values.get("class_thresholds", ())))}
         if score not in FEATURE_SCORES:
-            return cls(score=score, threshold=float(values["threshold"]))
+            return cls(score, **kept)
         if score == "probe":
             layers, shape = tuple(int(n) for n in values["layers"]), tuple(int(n) for n in values["shape"])
             if len(shape) != 2 or len(layers) != shape[0]:
                 raise ValueError("the probe rule's layers do not match its shape")
-            return cls(score, float(values["threshold"]), layers, weights=_halves(values["weights"], shape),
-                       bias=float(values["bias"]))
+            return cls(score, layers=layers, weights=_halves(values["weights"], shape), bias=float(values["bias"]),
+                       **kept)
         parts, classes, dim = (int(n) for n in values["shape"])
         layers, energy = tuple(int(n) for n in values["layers"]), bool(values["energy"])
         centre, spread = tuple(map(float, values["centre"])), tuple(map(float, values["spread"]))
         if len(layers) != parts or not len(centre) == len(spread) == parts + energy or min(spread) <= 0:
             raise ValueError("the mahalanobis rule's layers, centres and spreads do not match its shape")
-        return cls(score, float(values["threshold"]), layers, energy, _halves(values["means"], (parts, classes, dim)),
-                   _halves(values["whitenings"], (parts, dim, dim)), centre, spread)
+        return cls(score, layers=layers, energy=energy, means=_halves(values["means"], (parts, classes, dim)),
+                   whitenings=_halves(values["whitenings"], (parts, dim, dim)), centre=centre, spread=spread, **kept)

@@ -105,7 +105,9 @@ def calibrate(folder: str | Path, data_dir: str | Path, device: torch.device | s
     rule = None
     try:
         sets = unfamiliar.image_sets(model, info.dataset.name, data_dir, data.fit[0], data.measure)
-        rule, report["unfamiliar"] = unfamiliar.measure(sets, temperature, unfamiliar.FLAGGED_SHARE[info.dataset.name])
+        name = info.dataset.name
+        rule, report["unfamiliar"] = unfamiliar.measure(sets, temperature, unfamiliar.FLAGGED_SHARE[name],
+                                                        unfamiliar.BY_CLASS[name])
     except OutsidePhotosMissing as exc:
         print(f"no rule for unfamiliar photos: {exc}", file=sys.stderr)
     update_config(folder, temperature=report["temperature"], unfamiliar=rule and rule.to_dict())

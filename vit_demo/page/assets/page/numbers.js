@@ -173,8 +173,10 @@ export function familiarity(calibrated, temperature, rule, features) {
 }
 
 export function unfamiliar(calibrated, temperature, rule, features = null) {
-  // unfamiliar_rule.UnfamiliarRule.flags: whether the image looks unlike anything the model knows (rule null: never).
-  return Boolean(rule) && familiarity(calibrated, temperature, rule, features) < rule.threshold;
+  // unfamiliar_rule.UnfamiliarRule.flags: whether the image looks unlike anything the model knows (rule null: never),
+  // held to the threshold of the class it reads, where the rule has one a class.
+  const threshold = rule?.class_thresholds?.[argmax(calibrated)] ?? rule?.threshold;
+  return Boolean(rule) && familiarity(calibrated, temperature, rule, features) < threshold;
 }
 
 export function fromBase64(text) {
