@@ -1,16 +1,20 @@
-"""Write the app's example images: one MNIST test digit per class and one CIFAR-10 test photo per class.
+"""Write the app's example images: one MNIST test digit per class and one CIFAR-10 test photo per class, and the
+"Also try" examples of things the models were never taught.
 
     python scripts/make_examples.py --data-dir DIR
 
-Each is the first test image of its class that the shipped model reads right and does not flag as unfamiliar, read
-from the written file as the app reads an example: an example shows what the model does, and one it gets wrong or
-calls no digit would mislead a room. Digits are stored black on white (as drawn on the canvas), 28x28; photos as
-the original 32x32 PNGs.
+Each example is the first test image of its class that the shipped model reads right and does not flag as
+unfamiliar, read from the written file as the app reads an example: an example shows what the model does, and one it
+gets wrong or calls no digit would mislead a room. Digits are stored black on white (as drawn on the canvas), 28x28;
+photos as the original 32x32 PNGs. The others (``examples/outside/``) are lessons in what a model cannot know:
+drawings of no digit made in code (``vit_demo/data/sketches.py``), and photos of no CIFAR-10 class from the sample
+images scikit-image installs (public domain: NASA's astronaut and rocket), 96 pixels on the shorter side.
 """
 
 from __future__ import annotations
 
 import argparse
+import json
 import sys
 from pathlib import Path
 
@@ -41,6 +45,47 @@ def main() -> None:
                 if read.label == class_name and not read.unfamiliar:
                     break
             print(f"{path.relative_to(REPO)}: test image {int(index)}, read as {read.label} ({read.confidence:.1%})")
+    write_outside()
+
+
+# The "Also try" examples: file -> where it comes from (sketches' family and kind, or scikit-image's sample photo),
+# and what it teaches, said on the page once it is clicked (true whatever the model answers).
+OUTSIDE_DRAWINGS = {
+    "letter-a": (("letter", "A"), "A letter is no digit. Which digit is it nearest to, for the model?"),
+    "smiley": (("doodle", "smiley"), "A smiley is no digit either, yet the model can only answer one of its ten. "
+                                     "Does it warn you?")}
+OUTSIDE_PHOTOS = {
+    "astronaut": ("astronaut.png", "A person is none of its ten kinds of things, yet it must answer one of them. "
+                                   "Does it warn you?"),
+    "rocket": ("rocket.jpg", "A rocket is none of its ten either: its answer is the nearest of them, and a high "
+                             "percentage does not make it right.")}
+
+
+def write_outside() -> None:
+    """The "Also try" examples and their lessons.json, each with what each model makes of it."""
+    from vit_demo.data import sketches
+    from vit_demo.data.outside_photos import _package_folder
+
+    for folder, model, files in (("digits", "mnist", OUTSIDE_DRAWINGS), ("photos", "cifar10", OUTSIDE_PHOTOS)):
+        out = REPO / "examples" / "outside" / folder
+        out.mkdir(parents=True, exist_ok=True)
+        lessons = {f"{name}.png": lesson for name, (_, lesson) in files.items()}
+        (out / "lessons.json").write_text(json.dumps(lessons, indent=1) + "\n", encoding="utf-8")
+        for name, (source, _) in files.items():
+            path = out / f"{name}.png"
+            if folder == "digits":
+                family, kind = source
+                strokes = sketches.NON_DIGITS[family][kind](np.random.default_rng(0))
+                ink = sketches.canvas_drawing(strokes, np.random.default_rng(0))  # (112, 112), ink bright
+                Image.fromarray(255 - ink).save(path, optimize=True)
+            else:
+                with Image.open(_package_folder("skimage", "data") / source) as photo:
+                    photo = photo.convert("RGB")
+                    photo.thumbnail((10_000, 96) if photo.width > photo.height else (96, 10_000), Image.LANCZOS)
+                    photo.save(path, optimize=True)
+            read = load_model(model, device="cpu").predict(path)
+            print(f"{path.relative_to(REPO)}: read as {read.label} ({read.confidence:.1%})"
+                  f"{', flagged as unfamiliar' if read.unfamiliar else ''}")
 
 
 if __name__ == "__main__":

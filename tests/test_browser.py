@@ -291,6 +291,28 @@ def test_a_photo_unlike_any_class_is_flagged_above_the_label(page, tmp_path):
     assert page.outside_requests == [] and page.console_errors == []
 
 
+def test_also_try_things_it_was_never_taught_each_with_its_lesson(page):
+    """The "Also try" rows: a letter A and a smiley for the digits, a person and a rocket for photos, each read as
+    an example is, with a line that says what it teaches; the tab's next input takes the line away."""
+    page.wait_for_selector("#canvas canvas.vd-draw[data-model=page]", timeout=30000)
+    assert page.locator("#canvas .vd-tries img").evaluate_all("(imgs) => imgs.map((i) => i.alt)") == ["letter-a",
+                                                                                                        "smiley"]
+    page.locator("#canvas .vd-tries button").first.click()
+    page.wait_for_function("() => document.querySelector('#digit-notice').innerText.includes('does not look like')")
+    assert "A letter is no digit" in page.inner_text("#tab-digit .vd-lesson")
+    page.click("#canvas button.vd-clear")
+    assert page.locator("#tab-digit .vd-lesson").is_hidden()
+    page.locator("#canvas .vd-tries button").last.click()  # the smiley, as the lesson asks: is it warned of?
+    assert "A smiley is no digit" in page.inner_text("#tab-digit .vd-lesson")
+    draw(page, [(0.1, 0.1), (0.15, 0.15)])  # drawing over it: the lesson goes
+    assert page.locator("#tab-digit .vd-lesson").is_hidden()
+    page.click("[data-tab=photo]")
+    page.locator("#photo-input .vd-tries button[data-src$='rocket.png']").click()
+    wait_for_label(page, "ship", panel="photo", timeout=60)  # sure of it, and wrong: the lesson says so
+    assert "a high percentage does not make it right" in page.inner_text("#tab-photo .vd-lesson")
+    assert page.console_errors == []
+
+
 def test_upload_a_photo(page):
     """The page reads an upload with its own model once the photo tab has opened (the photo model loads then): no
     request reaches the server."""
@@ -721,13 +743,13 @@ def test_talk_mode_shows_one_large_view_and_answers_its_keys(browser, app_url, t
         page.get_by_role("tab", name="Upload a photo (CIFAR-10)").click()
         page.locator("#photo-input input[type='file']").set_input_files(str(PHOTOS / "ship.png"))
         wait_for_label(page, "ship", panel="photo")
-        # The photo tab fits 1280x720 too: the photo, its examples, the prediction and the large view.
+        # The photo tab fits 1280x720 too: the photo, its examples and what to try, the prediction and the large view.
         for part in ("#photo-input", "#photo-label", "#photo-first canvas", "#photo-map"):
             box = page.locator(part).bounding_box()
             assert box["y"] + box["height"] <= 720, part
         assert small_texts(page) == []
         examples = page.locator("#photo-input .vd-examples button").all()
-        assert len(examples) == 10 and all(e.bounding_box()["y"] + e.bounding_box()["height"] <= 720 for e in examples)
+        assert len(examples) == 12 and all(e.bounding_box()["y"] + e.bounding_box()["height"] <= 720 for e in examples)
         page.keyboard.press("c")
         wait_for_label(page, "", panel="photo")
         page.get_by_role("tab", name="Draw a digit (MNIST)").click()
@@ -864,7 +886,7 @@ def test_the_first_screen_tells_the_story_in_four_steps(browser, app_url):
         assert deeper.is_visible() and deeper.bounding_box()["y"] < 900
         assert not deeper.locator("a").first.is_visible()  # until "Go deeper" is opened
         deeper.locator("summary").click()
-        assert deeper.locator("a").count() == 8 and deeper.locator("a").first.is_visible()
+        assert deeper.locator("a").count() == 9 and deeper.locator("a").first.is_visible()
         # Each link says where it goes (its section's title) and lands on it with the title whole, on screen.
         for link in deeper.locator("a").all():
             page.evaluate("() => window.scrollTo(0, 0)")

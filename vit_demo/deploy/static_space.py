@@ -30,7 +30,7 @@ MARKER = "<!-- Written by `python -m vit_demo static`: running it again rewrites
 SHORT_DESCRIPTION = "Draw a digit: a ViT in your browser shows where it looks"  # the Hub takes 60 characters
 PAGE = "index.html"
 OFFLINE = "sw.js"  # the service worker that serves the site from what the browser keeps (offline), at the root
-COPIED = ("page/", "vendor/onnxruntime-web/", "vendor/gifenc/", "examples/photos/")  # the site's folders copied whole
+COPIED = ("page/", "vendor/onnxruntime-web/", "vendor/gifenc/", "examples/photos/", "examples/outside/photos/")
 
 
 class StaticError(ValueError):

@@ -68,11 +68,6 @@ def snapshot_note(run: TrainingRun, position: int, label: str, percent: str) -> 
 
 # ---- An image as the page keeps it: its 8-bit pixels, base64 (the example a tab starts with)
 
-def pixels(image: np.ndarray) -> np.ndarray:
-    """An input in [0, 1] (on 256 levels, as preprocessing leaves it) as its 8-bit pixels: same shape, uint8."""
-    return np.round(np.asarray(image) * 255).astype(np.uint8)
-
-
 def image_text(image: np.ndarray) -> str:
-    """An input as the page keeps it: its 8-bit pixels, base64."""
-    return base64.b64encode(pixels(image).tobytes()).decode()
+    """An input in [0, 1] (on 256 levels, as preprocessing leaves it) as the page keeps it: its 8-bit pixels, base64."""
+    return base64.b64encode(np.round(np.asarray(image) * 255).astype(np.uint8).tobytes()).decode()

@@ -68,6 +68,9 @@ class Tab:
     def example_files(self) -> list[Path]:
         return sorted((EXAMPLES / self.examples).glob("*.png"))
 
+    def tries(self) -> dict[str, str]:  # "Also try": things its model was never taught, file -> what it teaches
+        return json.loads((EXAMPLES / "outside" / self.examples / "lessons.json").read_text(encoding="utf-8"))
+
     def first(self) -> Path | None:
         return next((p for p in self.example_files() if p.stem == self.first_example), None)
 
@@ -82,8 +85,7 @@ INSIDE_MODELS = {"Digits (MNIST)": "mnist", "Photos (CIFAR-10)": "cifar10"}
 DEEPER = (("cls-grid", "every layer and head"), ("rollout", "all layers together"), ("relevance", "why this class?"),
           ("faithfulness", "how far to trust each map"), ("query", "where a patch looks"),
           ("steps", "how attention is computed"), ("training", "attention through training"),
-          ("board", "switch heads off"),
-          ("export", "export for slides"))  # each section's title too (page.html: title)
+          ("board", "switch heads off"), ("export", "export for slides"))  # each section's title (page.html: title)
 # The export's choices (assets/page/export.js makes each): its key -> as the page words it.
 EXPORTS = {"cls-grid": "Where [CLS] looks: every layer and head",
            "layer": "One layer and head, as chosen above",
@@ -153,7 +155,7 @@ def tab_data(tab: Tab, address: Callable[[str], str]) -> dict:
     def src(p: Path) -> str:
         if drawing:  # a few hundred bytes each: inlined, so the digits' tab needs no request
             return "data:image/png;base64," + base64.b64encode(p.read_bytes()).decode()
-        return address(f"examples/{tab.examples}/{p.name}")
+        return address(p.relative_to(EXAMPLES.parent).as_posix())
 
     first = tab.first()
     export_thumb = render.attention_grid_thumb(config.heads, slides.SLIDE_WIDTH)
@@ -162,6 +164,8 @@ def tab_data(tab: Tab, address: Callable[[str], str]) -> dict:
         "prompt": caption_html(tab.prompt), "classes": list(classifier(tab.model).classes),
         "head_names": [f"head {h + 1}" for h in range(config.heads)],
         "examples": [{"name": p.stem, "src": src(p), "first": p == first} for p in tab.example_files()],
+        "tries": [{"name": Path(f).stem, "src": src(EXAMPLES / "outside" / tab.examples / f), "lesson": lesson}
+                  for f, lesson in tab.tries().items()],
         "first": src(first) if first else None, "grid": grid_geometry(config),
         "patch_layer": png_data_url(render.patch_grid_layer(config.grid_size, LARGE)),
         "means": has_means(tab.model), "matter": json.dumps(matter) if matter else None,

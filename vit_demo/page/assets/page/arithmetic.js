@@ -44,13 +44,13 @@ function pairwiseSum(values, start, n, float32) {
 }
 
 export function numpySum(values, float32) {
-  // np.sum of a contiguous array: add.reduce from its identity (0) over the pairwise sum.
-  const add = float32 ? (a, b) => f32(a + b) : (a, b) => a + b;
-  return add(0, pairwiseSum(values, 0, values.length, float32));
+  // np.sum of a contiguous array: add.reduce from its identity (0) over the pairwise sum (exact: -0 becomes 0).
+  return 0 + pairwiseSum(values, 0, values.length, float32);
 }
 
 export function medianOf8Bit(grey) {
-  // numpyMedian of the float32 values v / 255 of 8-bit pixels, found by counting them rather than sorting.
+  // np.median of the float32 values v / 255 of 8-bit pixels (the middle value, or the float32 mean of the two middle
+  // values), found by counting them rather than sorting.
   const counts = new Uint32Array(256);
   for (let i = 0; i < grey.length; i++) counts[grey[i]]++;
   const n = grey.length, nth = (k) => { // the k-th smallest value (from 0)
@@ -59,13 +59,6 @@ export function medianOf8Bit(grey) {
     return f32(v / 255);
   };
   return n % 2 ? nth(n >> 1) : f32(f32(nth((n >> 1) - 1) + nth(n >> 1)) / 2);
-}
-
-export function numpyMedian(values) {
-  // np.median of a float32 array: the middle value, or the float32 mean of the two middle values.
-  const sorted = Float32Array.from(values).sort();
-  const n = sorted.length, half = n >> 1;
-  return n % 2 ? sorted[half] : f32(f32(sorted[half - 1] + sorted[half]) / 2);
 }
 
 export function numpyQuantile(values, q) {

@@ -17,14 +17,10 @@ export function mountCanvas(element, prefix, loaded, unreadable) {
   const THROTTLE_MS = 333; // readings while the pen is down: three a second at most
   const canvas = element.querySelector("canvas.vd-draw");
   const ctx = canvas.getContext("2d", { willReadFrequently: true });
-  const small = document.createElement("canvas");
-  small.width = SMALL;
-  small.height = SMALL;
+  const small = Object.assign(document.createElement("canvas"), { width: SMALL, height: SMALL });
   const smallCtx = small.getContext("2d", { willReadFrequently: true });
-  let drawing = false;
-  let last = null;
-  let lastSent = 0;
-  let pending = null;
+  let drawing = false, last = null; // the pen is down, at this point of the canvas
+  let lastSent = 0, pending = null; // when a drawing was last sent, and the timer that sends the next
   let sending = false; // a request is under way
   let waiting = null; // the drawing to send once it is answered (null: none)
   let example = false; // the canvas shows the starting example, which the pen's first touch clears
@@ -45,25 +41,21 @@ export function mountCanvas(element, prefix, loaded, unreadable) {
     });
   }
 
-  function reset() {
-    ctx.fillStyle = "#fff";
+  function reset(paper = "#fff") {
+    ctx.fillStyle = paper;
     ctx.fillRect(0, 0, canvas.width, canvas.height);
   }
 
   function grab() {
     // The drawing as the source reads it: Uint8Array (SMALL * SMALL), ink 255 on 0.
-    smallCtx.imageSmoothingEnabled = true;
-    smallCtx.imageSmoothingQuality = "high";
+    Object.assign(smallCtx, { imageSmoothingEnabled: true, imageSmoothingQuality: "high" });
     smallCtx.drawImage(canvas, 0, 0, SMALL, SMALL);
     const rgba = smallCtx.getImageData(0, 0, SMALL, SMALL).data, ink = new Uint8Array(SMALL * SMALL);
     for (let i = 0; i < ink.length; i++) ink[i] = 255 - rgba[i * 4];
     return ink;
   }
 
-  function deliver(answer) {
-    // The tab's views take the answer; "" is a cleared canvas.
-    tabStore(prefix).receive(answer);
-  }
+  const deliver = (answer) => tabStore(prefix).receive(answer); // the tab's views take it ("": a cleared canvas)
 
   async function post(drawing, views) {
     // views false (the pen is down): the prediction alone; the views follow when it lifts.
@@ -78,11 +70,9 @@ export function mountCanvas(element, prefix, loaded, unreadable) {
       answer = { message: `The model could not run (${error.message ?? error}): draw again to retry.` };
     }
     sending = false;
-    if (waiting !== null) {
-      const next = waiting;
-      waiting = null;
-      return post(...next); // a later drawing: its answer is the one to show
-    }
+    const next = waiting;
+    waiting = null;
+    if (next !== null) return post(...next); // a later drawing: its answer is the one to show
     if (current === drawing) deliver(answer); // not cleared meanwhile
   }
 
@@ -164,8 +154,7 @@ export function mountCanvas(element, prefix, loaded, unreadable) {
   function drawExample(image, width = 1, height = 1, paper = "#fff") {
     // width, height: its shape, kept, on ``paper`` (grey: a photo's colours)
     ctx.filter = "grayscale(1)";
-    ctx.fillStyle = paper;
-    ctx.fillRect(0, 0, canvas.width, canvas.height);
+    reset(paper);
     const side = canvas.width * 0.8 / Math.max(width, height);
     ctx.imageSmoothingEnabled = true;
     ctx.drawImage(image, (canvas.width - side * width) / 2, (canvas.height - side * height) / 2, side * width,
@@ -200,14 +189,11 @@ export function mountCanvas(element, prefix, loaded, unreadable) {
   reset();
   const first = element.querySelector(".vd-examples button[data-first] img");
   if (first) {
-    // Shown at once; its numbers follow once the source is ready (useSource), unless the pen came first.
-    example = true;
+    example = true; // shown at once, its numbers once the source is ready (useSource)
     const show = () => { if (example) drawExample(first); };
     if (first.complete) show(); else first.addEventListener("load", show, { once: true });
   }
-  ctx.lineCap = "round";
-  ctx.lineJoin = "round";
-  ctx.strokeStyle = "#000";
+  Object.assign(ctx, { lineCap: "round", lineJoin: "round", strokeStyle: "#000" });
   setPen(element.querySelector("button.vd-pen[aria-pressed='true']"));
   canvas.dataset.ready = "true";  // listening: tests and scripts wait for this before drawing
   loading = useSource();

@@ -17,13 +17,11 @@ const TINY = f32(1e-6); // clamp_min(1e-6) on a float32 tensor
 
 export function eightBit(values) {
   // preprocess.eight_bit: clipped to [0, 1] and rounded to 256 levels, in float32. Float32Array -> Float32Array
-  const out = new Float32Array(values.length);
-  for (let i = 0; i < values.length; i++) out[i] = f32(roundHalfEven(f32(clamp01(values[i]) * 255)) / 255);
-  return out;
+  return Float32Array.from(pixels(values.map(clamp01)), (v) => f32(v / 255));
 }
 
 export function pixels(values) {
-  // captions.pixels: an image on 256 levels in [0, 1] as its 8-bit pixels. Float32Array -> Uint8Array
+  // captions.image_text's pixels: an image on 256 levels in [0, 1] as its 8-bit pixels. Float32Array -> Uint8Array
   const out = new Uint8Array(values.length);
   for (let i = 0; i < values.length; i++) out[i] = roundHalfEven(f32(values[i] * 255));
   return out;
@@ -35,14 +33,10 @@ export function inkMap(grey, width, height) {
   // one, in [0, 1]. (H*W) uint8 -> plane (H, W)
   const values = new Float32Array(grey.length);
   for (let i = 0; i < grey.length; i++) values[i] = f32(grey[i] / 255); // to_float_array: uint8 / 255 in float32
-  const background = medianOf8Bit(grey);
-  const ink = new Float32Array(values.length);
-  if (background >= 0.5) {
-    const scale = f32(Math.max(background, 1e-6));
-    for (let i = 0; i < ink.length; i++) ink[i] = clamp01(f32(f32(background - values[i]) / scale));
-  } else {
-    const scale = f32(Math.max(1 - background, 1e-6));
-    for (let i = 0; i < ink.length; i++) ink[i] = clamp01(f32(f32(values[i] - background) / scale));
+  const background = medianOf8Bit(grey), light = background >= 0.5, ink = new Float32Array(values.length);
+  const scale = f32(Math.max(light ? background : 1 - background, 1e-6));
+  for (let i = 0; i < ink.length; i++) {
+    ink[i] = clamp01(f32(f32(light ? background - values[i] : values[i] - background) / scale));
   }
   return { h: height, w: width, data: ink };
 }
@@ -102,13 +96,10 @@ export function fitBox(work) {
   // side is 20 px, its peak scaled to 1. plane (H, W) -> plane (<= 20, <= 20)
   const box = inkBox(work, FAINT);
   if (!box) throw new Error("index 0 is out of bounds for dimension 0 with size 0"); // torch's error on no ink
-  const ink = crop(work, box);
-  const longest = Math.max(ink.h, ink.w);
+  const ink = crop(work, box), longest = Math.max(ink.h, ink.w);
   const digit = areaResize(ink, Math.max(1, roundHalfEven((ink.h * DIGIT_BOX) / longest)),
     Math.max(1, roundHalfEven((ink.w * DIGIT_BOX) / longest)));
-  let peak = -Infinity;
-  for (const v of digit.data) if (v > peak) peak = v;
-  const divisor = Math.max(peak, TINY);
+  const divisor = Math.max(digit.data.reduce((peak, v) => (v > peak ? v : peak), -Infinity), TINY);
   for (let i = 0; i < digit.data.length; i++) digit.data[i] = f32(digit.data[i] / divisor);
   return digit;
 }
@@ -144,13 +135,8 @@ export function centreByMass(digit) {
   // levels. plane (h, w) -> Float32Array (28 * 28)
   const { h, w, data } = digit;
   const mass = numpySum(data, true); // float32
-  const ysWeighted = new Float64Array(h * w), xsWeighted = new Float64Array(h * w); // int64 * float32 -> float64
-  for (let y = 0; y < h; y++) {
-    for (let x = 0; x < w; x++) {
-      ysWeighted[y * w + x] = y * data[y * w + x];
-      xsWeighted[y * w + x] = x * data[y * w + x];
-    }
-  }
+  const ysWeighted = Float64Array.from(data, (v, i) => Math.floor(i / w) * v); // int64 * float32 -> float64
+  const xsWeighted = Float64Array.from(data, (v, i) => (i % w) * v);
   const comY = numpySum(ysWeighted, false) / mass, comX = numpySum(xsWeighted, false) / mass;
   const offsetY = Math.min(Math.max((DIGIT_CANVAS - 1) / 2 - comY, 0), DIGIT_CANVAS - h);
   const offsetX = Math.min(Math.max((DIGIT_CANVAS - 1) / 2 - comX, 0), DIGIT_CANVAS - w);
@@ -169,11 +155,9 @@ export function centreByMass(digit) {
   }
   // canvas (29, 29) with padded at (top, left), cut to (28, 28)
   const canvas = new Float32Array(DIGIT_CANVAS * DIGIT_CANVAS);
-  for (let y = 0; y <= h; y++) {
-    for (let x = 0; x <= w; x++) {
-      if (top + y < DIGIT_CANVAS && left + x < DIGIT_CANVAS) canvas[(top + y) * DIGIT_CANVAS + left + x] = padded[y * pw + x];
-    }
-  }
+  const columns = Math.min(pw, DIGIT_CANVAS - left); // padded's columns that fall inside the canvas
+  for (let y = 0; y <= h && top + y < DIGIT_CANVAS; y++)
+    canvas.set(padded.subarray(y * pw, y * pw + columns), (top + y) * DIGIT_CANVAS + left);
   const inked = canvas.filter((v) => v > FAINT);
   const typical = numpyQuantile(inked, 0.9); // float32
   return eightBit(canvas.map((v) => f32(v / typical)));
@@ -187,8 +171,7 @@ export function preprocessDrawing(grey, width, height) {
   checkPixels(grey, width, height, 1);
   checkSize(width, height);
   const ink = inkMap(grey, width, height); // (H, W)
-  let drawn = 0;
-  for (const v of ink.data) if (v > INK_THRESHOLD) drawn++;
+  const drawn = ink.data.reduce((count, v) => count + (v > INK_THRESHOLD ? 1 : 0), 0);
   if (drawn < MIN_INK_PIXELS) throw new NothingDrawn();
   const inkCrop = crop(ink, inkBox(ink, INK_THRESHOLD)); // (h, w)
 

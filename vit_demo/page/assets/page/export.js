@@ -5,6 +5,7 @@
 import { mapAt } from "./numbers.js";
 import { overlay } from "./picture.js";
 import { answer, tabStore } from "./store.js";
+import { chosen } from "./views/selected.js";
 
 const SLIDE_WIDTH = 1600, GIF_SIZE = 720, GIF_FRAME_MS = 900, CAPTION_HEIGHT = 64; // slides.py's
 const TEXT = "rgb(20, 20, 20)", GRID_LINE = "rgb(0, 170, 255)"; // render.py's
@@ -24,8 +25,7 @@ function sheet(width, height) {
 function grid(state, maps, { size: [width, height], thumb, origins, font, columns, rows }) {
   // render.attention_grid at slide width, by its geometry (render.attention_grid_geometry, in the page's HTML): a
   // tile per layer and head, then each layer's mean, labelled.
-  const { heads, grid: g } = state.numbers;
-  const [canvas, context] = sheet(width, height);
+  const { heads, grid: g } = state.numbers, [canvas, context] = sheet(width, height);
   context.font = `${font}px sans-serif`;
   columns.forEach(([x, y], head) => context.fillText(head === heads ? "mean" : `head ${head + 1}`, x, y));
   rows.forEach(([x, y], layer) => context.fillText(`layer ${layer + 1}`, x, y));
@@ -70,12 +70,12 @@ async function intact(live, kind, which, request) {
 async function slide(live, view, geometry, { layer, column, head, patch, explained }) {
   // The chosen view: its name as slides.slide_name gives it (less the model and label), and its canvas.
   const { state } = live, { numbers } = state;
-  if (view === "cls-grid") return ["cls-grid", grid(state, state.numbers.maps, geometry)];
+  if (view === "cls-grid") return ["cls-grid", grid(state, numbers.maps, geometry)];
   if (view === "layer") return [`layer${layer + 1}-${head}`, single(state, mapAt(numbers.maps, numbers, layer, column))];
   if (view === "patches") return ["patches", patchGrid(state)];
   if (view === "query")
     return [`patch${patch}-grid`, grid(state, (await intact(live, "query", patch, { patch })).maps, geometry)];
-  if (view === "rollout") return ["rollout", single(state, state.numbers.rollout)];
+  if (view === "rollout") return ["rollout", single(state, numbers.rollout)];
   const reply = await intact(live, "relevance", explained, { label: explained });
   return [`relevance-${explained}`, single(state, reply.map)];
 }
@@ -90,8 +90,7 @@ async function gif(state, column) {
   for (let layer = 0; layer < layers; layer++) {
     Object.assign(context, { fillStyle: "#fff" }).fillRect(0, 0, GIF_SIZE, CAPTION_HEIGHT);
     context.fillStyle = TEXT;
-    const caption = `[CLS] attention · layer ${layer + 1} of ${layers} · ${which}`;
-    context.fillText(caption, GIF_SIZE / 2, CAPTION_HEIGHT / 2);
+    context.fillText(`[CLS] attention · layer ${layer + 1} of ${layers} · ${which}`, GIF_SIZE / 2, CAPTION_HEIGHT / 2);
     overlay(context, state, mapAt(state.numbers.maps, state.numbers, layer, column), GIF_SIZE, 0, CAPTION_HEIGHT);
     const { data } = context.getImageData(0, 0, canvas.width, canvas.height), palette = quantize(data, 256);
     out.writeFrame(applyPalette(data, palette), canvas.width, canvas.height, { palette, delay: GIF_FRAME_MS });
@@ -112,10 +111,8 @@ export function mountExport(element, prefix, model) {
   async function make(animated) {
     const { state } = live, click = ++clicks;
     if (!state) return (box.textContent = NO_IMAGE);
-    const { layers, heads, grid: g, label } = state.numbers, view = element.querySelector("select").value;
-    const layer = Math.min(Math.max(Math.round(Number(control("layer input[type=number]").value)), 1), layers) - 1;
-    const head = (control("head input:checked")?.value ?? "mean").replace(" ", ""); // "mean" or "headN"
-    const column = head === "mean" ? heads : Number(head.slice(4)) - 1;
+    const { heads, grid: g, label } = state.numbers, view = element.querySelector("select").value;
+    const [layer, column] = chosen(prefix, state.numbers), head = column === heads ? "mean" : `head${column + 1}`;
     if (typedFor !== state.key) patchBox.value = ""; // a patch typed for an earlier image
     const typed = patchBox.value.trim(), patch = typed === "" ? live.patch : Number(typed);
     if (!animated && view === "query" && !(typed === "" || (/^\d+$/.test(typed) && patch < g * g)))

@@ -1,11 +1,10 @@
 // How far to trust each map, worked out in the page: interpret/faithfulness.py's deletion and insertion curves (Chefer
 // et al. 2021, after Petsiuk et al. 2018, patch by patch) and its verdict (app/explanation_view.py: verdict_parts),
-// step for step, from the model's graphs (model.js). Deletion and insertion are forward passes:
-// the maps of the image (last-layer [CLS] attention averaged over heads, rollout, relevance for the predicted class)
-// rank its patches, the patches are blanked (digits: background 0; photos: the image's mean colour) or put back 10%
-// at a time, and the predicted class's calibrated probability is followed, the images run through the model in
-// batches. source.js answers the view's "faithfulness" with ``scoreMaps``; tests/page_faithfulness.mjs runs it
-// under Node against Python's.
+// step for step, from the model's graphs (model.js). Deletion and insertion are forward passes: the maps of the image
+// (last-layer [CLS] attention averaged over heads, rollout, relevance for the predicted class) rank its patches, the
+// patches are blanked (digits: background 0; photos: the image's mean colour) or put back 10% at a time, and the
+// predicted class's calibrated probability is followed, the images run through the model in batches. source.js
+// answers the view's "faithfulness" with ``scoreMaps``; tests/test_page_faithfulness.py holds it to Python's.
 import { roundHalfEven } from "./arithmetic.js";
 import { argmax, fill, gridMaps, rollout, softmax } from "./numbers.js";
 
@@ -149,10 +148,8 @@ export function verdict(curves, noise, flatBand) {
     const aucs = Object.fromEntries(maps.map((kind) => [kind, curves[kind][`${field}_auc`]]));
     found[field] = found.flat[field] ? null : leader(aucs, noise[field], lower);
   }
-  found.winner = found.deletion === found.insertion ? found.deletion : null;
-  found.whole = curves.random.deletion[0];
-  found.blank = curves.random.deletion.at(-1);
-  return found;
+  return Object.assign(found, { winner: found.deletion === found.insertion ? found.deletion : null,
+                                whole: curves.random.deletion[0], blank: curves.random.deletion.at(-1) });
 }
 
 export function fixed(x, digits) {

@@ -8,7 +8,7 @@ import { mountCanvas } from "./canvas.js";
 import { mountExport } from "./export.js";
 import { mountInside } from "./inside.js";
 import { mount as mountView } from "./live.js";
-import { available } from "./model.js";
+import { available, remembered } from "./model.js";
 import { readPhoto } from "./photo.js";
 import { setWaiting, tabStore } from "./store.js";
 import { tabSource } from "./source.js";
@@ -17,7 +17,6 @@ import { mountTalk } from "./talk.js";
 export function start(root, page, server) {
   // ``root``: the page's <main>; ``page``: its data ({models: {tab: description}, inside, offline?}); ``server``:
   // the app's server functions (forward), or null.
-  const status = root.querySelector("#vd-status");
   const forced = new URLSearchParams(window.location.search).get("model") === "server";
   const model = (tab) => page.models[tab];
   const call = (tab) => server && ((request) => server.forward({ model: model(tab).name, ...request }));
@@ -25,8 +24,8 @@ export function start(root, page, server) {
   const live = (tab) => tabStore(tab);
 
   if (!available() && !server) {
-    status.hidden = false;
-    status.textContent = "This browser cannot run WebAssembly, which this page runs the model with: use the Python app.";
+    Object.assign(root.querySelector("#vd-status"), { hidden: false, textContent: "This browser cannot run " +
+      "WebAssembly, which this page runs the model with: use the Python app." });
   }
   for (const element of root.querySelectorAll("[data-view]")) {
     try {
@@ -36,16 +35,13 @@ export function start(root, page, server) {
     }
   }
 
-  const started = {}; // tab -> Promise of its source, ready, its views answered by it (a failure: said by a reading)
+  const started = {}; // tab -> its source, ready, its views answered by it (remembered; a failure: said by a reading)
   let photoAsked = false; // a photo was uploaded or picked: the example the tab starts with is not shown over it
-  const loaded = (tab) => (started[tab] ??= source(tab).ready().then(() => {
+  const loaded = (tab) => (started[tab] ??= remembered(() => source(tab).ready().then(() => {
     live(tab).source = source(tab); // the tab's views ask it what they lack (store.js: need)
     root.querySelector(`#tab-${tab}`).dataset.ready = "true"; // for tests and scripts: its model is loaded
     return source(tab);
-  }).catch((error) => {
-    delete started[tab]; // the next try loads again
-    throw error;
-  }));
+  })))();
   const inside = mountInside(root.querySelector("#tab-inside"), page.inside);
   const warm = (tab) => {
     if (tab === "inside") return inside.open();
@@ -61,8 +57,7 @@ export function start(root, page, server) {
 
   for (const prefix of Object.keys(page.models)) {
     // The large view's layer and head, the class to explain, and the training slider.
-    const layer = root.querySelector(`#${prefix}-layer`);
-    const [number, range] = layer.querySelectorAll("input");
+    const [number, range] = root.querySelectorAll(`#${prefix}-layer input`);
     number.addEventListener("input", () => ((range.value = number.value), live(prefix).draw()));
     range.addEventListener("input", () => ((number.value = range.value), live(prefix).draw()));
     root.querySelector(`#${prefix}-head`).addEventListener("change", () => live(prefix).draw());
@@ -74,6 +69,13 @@ export function start(root, page, server) {
     if (exporter) mountExport(exporter, prefix, model(prefix).name);
   }
   mountTalk(root);
+  for (const type of ["pointerdown", "click"]) root.addEventListener(type, (event) => {
+    // An "Also try" example's lesson, said under it once clicked, until the next input of its tab.
+    const input = event.target.closest(".vd-input"), lesson = input?.querySelector(".vd-lesson");
+    if (!lesson || event.target.closest(".vd-lesson")) return;
+    lesson.textContent = event.target.closest("[data-lesson]")?.dataset.lesson ?? "";
+    lesson.hidden = !lesson.textContent;
+  });
   root.addEventListener("click", (event) => {
     // A link to a section of the page scrolls to it, the address as it is: under the page's <base>, "#id" would be
     // another address, a reload without ?model=server or ?view=talk.

@@ -3,8 +3,6 @@
 // (preprocess.js). An image is a plane: { h, w, data: Float32Array(h * w) }, row-major (one channel).
 import { f32, fma } from "./arithmetic.js";
 
-// ---- torch's F.interpolate on a (1, 1, H, W) float32 tensor -------------------------------------------------------
-
 export function areaResize(plane, oh, ow) {
   // F.interpolate(mode="area") = adaptive_avg_pool2d: each output pixel the float32 mean of its input block
   // [floor(o * in / out), ceil((o + 1) * in / out)), summed row by row, divided by the block's height then its width.
@@ -60,15 +58,14 @@ export function bilinearResize(plane, oh, ow) {
     for (let ox = 0; ox < ow; ox++) {
       const c0 = xs.i0[ox], c1 = xs.i1[ox], w0 = xs.l0[ox], w1 = xs.l1[ox];
       const v00 = data[r0 + c0], v01 = data[r0 + c1], v10 = data[r1 + c0], v11 = data[r1 + c1];
-      let value;
       if (cornersFirst) {
         const w00 = f32(h0 * w0), w01 = f32(h0 * w1), w10 = f32(h1 * w0), w11 = f32(h1 * w1);
-        value = fma(v11, w11, fma(v10, w10, fma(v00, w00, f32(v01 * w01)))); // v00 w00 + v01 w01 + v10 w10 + v11 w11
+        // v00 w00 + v01 w01 + v10 w10 + v11 w11
+        out[oy * ow + ox] = fma(v11, w11, fma(v10, w10, fma(v00, w00, f32(v01 * w01))));
       } else {
         const top = fma(v00, w0, f32(v01 * w1)), bottom = fma(v10, w0, f32(v11 * w1)); // v0 w0 + v1 w1
-        value = fma(top, h0, f32(bottom * h1));
+        out[oy * ow + ox] = fma(top, h0, f32(bottom * h1));
       }
-      out[oy * ow + ox] = value;
     }
   }
   return { h: oh, w: ow, data: out };
@@ -120,22 +117,16 @@ export function antialiasResize(plane, oh, ow) {
   // taps summed in order in float32 (tapSum). (h, w) -> (oh, ow)
   let { h, w, data } = plane;
   if (ow !== w) {
-    const taps = antialiasTaps(w, ow), out = new Float32Array(h * ow);
-    for (let y = 0; y < h; y++) {
-      const row = y * w;
-      for (let o = 0; o < ow; o++) {
-        out[y * ow + o] = tapSum(data, row + taps.start[o], 1, taps.weights, o * taps.taps, taps.count[o]);
-      }
-    }
+    const { start, count, weights, taps } = antialiasTaps(w, ow), out = new Float32Array(h * ow);
+    for (let y = 0; y < h; y++)
+      for (let o = 0; o < ow; o++) out[y * ow + o] = tapSum(data, y * w + start[o], 1, weights, o * taps, count[o]);
     data = out;
     w = ow;
   }
   if (oh !== h) {
-    const taps = antialiasTaps(h, oh), out = new Float32Array(oh * w);
-    for (let o = 0; o < oh; o++) {
-      const from = taps.start[o] * w, at = o * taps.taps, n = taps.count[o];
-      for (let x = 0; x < w; x++) out[o * w + x] = tapSum(data, from + x, w, taps.weights, at, n);
-    }
+    const { start, count, weights, taps } = antialiasTaps(h, oh), out = new Float32Array(oh * w);
+    for (let o = 0; o < oh; o++)
+      for (let x = 0; x < w; x++) out[o * w + x] = tapSum(data, start[o] * w + x, w, weights, o * taps, count[o]);
     data = out;
     h = oh;
   }

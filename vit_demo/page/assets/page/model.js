@@ -13,7 +13,13 @@ ort.env.wasm.numThreads = globalThis.crossOriginIsolated ? Math.min(4, navigator
 
 // The runtime's WebAssembly binary travels gzipped (3.7 MB, not 14.2) and is unpacked here, whatever the server.
 const WASM = new URL("../vendor/onnxruntime-web/ort-wasm-simd-threaded.wasm.gz", import.meta.url);
-let runtime = null; // Promise: the binary unpacked and handed to onnxruntime-web, once
+
+export function remembered(make) {
+  // make() once, its Promise kept for every later call; a failure is forgotten, so that the next call tries again.
+  let made = null;
+  return () => (made ??= make().catch((error) => { made = null; throw error; }));
+}
+
 async function unpack(answer) {
   // The runtime's binary from its gzipped file; a host that sent it with Content-Encoding: gzip has had the browser
   // unpack it already (it then starts with WebAssembly's "\0asm", not gzip's 1f 8b).
@@ -23,13 +29,7 @@ async function unpack(answer) {
   return new Response(new Blob([bytes]).stream().pipeThrough(new DecompressionStream("gzip"))).arrayBuffer();
 }
 
-function loadRuntime() {
-  runtime ??= fetch(WASM)
-    .then(unpack)
-    .then((binary) => { ort.env.wasm.wasmBinary = binary; })
-    .catch((error) => { runtime = null; throw error; }); // the next use tries again
-  return runtime;
-}
+const loadRuntime = remembered(() => fetch(WASM).then(unpack).then((binary) => { ort.env.wasm.wasmBinary = binary; }));
 
 export function available() {
   // Whether this browser can run the model: WebAssembly (with SIMD, which the vendored build needs; every browser
@@ -39,16 +39,11 @@ export function available() {
 
 function forwardPass(open, where) {
   // A forward pass whose graphs ``open(name)`` opens (a Promise of {run(feeds, fetches)}, as an ort.InferenceSession
-  // runs), each once (a failed open is forgotten, so the next use tries again); ``where``: "in this page" or "on the
-  // server", as the captions say it.
-  const sessions = new Map();
+  // runs), each once (remembered); ``where``: "in this page" or "on the server", as the captions say it.
+  const sessions = new Map(); // name -> its session, remembered
   function session(name) {
-    if (!sessions.has(name)) {
-      const made = open(name);
-      made.catch(() => sessions.delete(name));
-      sessions.set(name, made);
-    }
-    return sessions.get(name);
+    if (!sessions.has(name)) sessions.set(name, remembered(() => open(name)));
+    return sessions.get(name)();
   }
   return { where, inPage: where === "in this page", session, run: (...a) => run(session, ...a),
            relevance: (...a) => relevance(session, ...a), patching: (...a) => patching(session, ...a),
@@ -69,15 +64,12 @@ function oneAtATime(session) {
 export function inPage(folder, shared = null) {
   // The page's forward pass: the graphs of the weights folder at address ``folder`` (ending in "/"), in onnxruntime-web.
   // ``shared``: {file, graphs}, the file of weights those graphs share (ONNX external data), fetched once for all.
-  let weights = null; // Promise of the shared file's bytes
-  const sharedWeights = async (name) => {
-    if (!shared?.graphs.includes(name)) return [];
-    weights ??= fetch(new URL(shared.file, folder)).then((answer) => {
-      if (!answer.ok) throw new Error(`the model's weights did not load (${answer.status})`);
-      return answer.arrayBuffer();
-    }).catch((error) => { weights = null; throw error; }); // the next use tries again
-    return [{ path: shared.file, data: new Uint8Array(await weights) }];
-  };
+  const weights = remembered(() => fetch(new URL(shared.file, folder)).then((answer) => { // the shared file's bytes
+    if (!answer.ok) throw new Error(`the model's weights did not load (${answer.status})`);
+    return answer.arrayBuffer();
+  }));
+  const sharedWeights = async (name) =>
+    (shared?.graphs.includes(name) ? [{ path: shared.file, data: new Uint8Array(await weights()) }] : []);
   return forwardPass(async (name) => {
     const [, externalData] = await Promise.all([loadRuntime(), sharedWeights(name)]);
     return oneAtATime(await ort.InferenceSession.create(new URL(name, folder).href,
@@ -177,11 +169,9 @@ async function run(session, name, model, images, { off = [], mode = "mean", outp
   // (mode "mean") or by zeros: per image, the ``outputs`` asked for of its calibrated logits (K), attention
   // (L, H, T, T), lens (L, T, K) and [CLS] features (L, D; the unfamiliar rule's, numbers.js).
   const graph = await session(name);
-  const { layers: L, heads: H, tokens: T, classes } = model, K = classes.length;
   const out = await graph.run({ image: inputTensor(images, model), ...knockout(model, off, mode) }, outputs);
-  const sizes = { logits: K, attention: L * H * T * T, lens: L * T * K };
   return images.map((_, b) => Object.fromEntries(outputs.map((output) => {
-    const size = sizes[output] ?? out[output].data.length / images.length;
+    const size = out[output].data.length / images.length; // (every output has the batch first)
     return [output, out[output].data.subarray(b * size, (b + 1) * size)];
   })));
 }
@@ -192,6 +182,5 @@ async function logits(session, name, model, data, count) {
   // their calibrated logits, (B, K) flat. Only the logits are fetched.
   const graph = await session(name), { height: H, width: W, channels: C } = model;
   const image = new ort.Tensor("float32", data, [count, C, H, W]);
-  const out = await graph.run({ image, ...knockout(model, [], "mean") }, ["logits"]);
-  return out.logits.data;
+  return (await graph.run({ image, ...knockout(model, [], "mean") }, ["logits"])).logits.data;
 }

@@ -124,8 +124,7 @@ export function levels(map, top) {
     for (let p = 0; p < n; p++) out[p] = roundHalfEven(map[p] * (255 / top));
     return out;
   }
-  let peak = -Infinity;
-  for (let p = 0; p < n; p++) peak = Math.max(peak, map[p]);
+  const peak = map.reduce((highest, v) => Math.max(highest, v), -Infinity);
   const scale = Math.fround(255 / Math.fround(Math.max(peak, 1e-12)));
   for (let p = 0; p < n; p++) out[p] = roundHalfEven(Math.fround(map[p] * scale));
   return out;
@@ -177,9 +176,7 @@ export function greyOff(canvas, context, heads, off) {
   // Over a grid of tiles (drawTiles), the heads switched off (layer * heads + head) greyed and marked "off".
   const thumb = Number(canvas.dataset.thumb), origins = (canvas.origins ??= JSON.parse(canvas.dataset.origins));
   canvas.showing = null; // no longer the maps alone
-  context.font = "bold 20px sans-serif";
-  context.textAlign = "center";
-  context.textBaseline = "middle";
+  Object.assign(context, { font: "bold 20px sans-serif", textAlign: "center", textBaseline: "middle" });
   for (const index of off) {
     const [x, y] = origins[Math.floor(index / heads) * (heads + 1) + (index % heads)];
     context.fillStyle = "rgba(90, 90, 90, 0.72)";

@@ -3,15 +3,13 @@
 // and under Node (tests/page_preprocess.mjs runs them for tests/test_page_preprocess.py, which compares them with
 // Python's on a thousand drawings and two hundred photos).
 //
-// - preprocessDrawing (drawing.js): the canvas' grey copy (ink 255 on 0, or dark on light) -> MNIST-like 28x28
-//   pixels.
+// - preprocessDrawing (drawing.js): the canvas' grey copy (ink 255 on 0, or dark on light) -> MNIST-like 28x28 pixels.
 // - preprocessPhoto (here): a decoded upload's RGBA pixels -> CIFAR-10-like 32x32x3 pixels (HWC).
 // This module holds what both share: the limits, the errors (with Python's messages), the checks.
 //
 // Each Python step is mirrored with the arithmetic Python does (arithmetic.js) and torch's interpolation kernels
-// (interpolate.js), bit for bit on x86-64 (torch built for another CPU may round some intermediate values otherwise).
-//
-// An image inside is a plane: { h, w, data: Float32Array(h * w) }, row-major (one channel).
+// (interpolate.js, which says what a plane is), bit for bit on x86-64 (torch built for another CPU may round some
+// intermediate values otherwise).
 import { clamp01, f32, roundHalfEven } from "./arithmetic.js";
 import { antialiasResize } from "./interpolate.js";
 
@@ -55,7 +53,6 @@ export function checkPixels(pixels, width, height, channels) {
     throw new InputError(`a ${width}x${height} image with ${channels} channel(s) has ${width * height * channels} values, not ${pixels?.length}`);
   }
 }
-
 
 // ---- Photos -> CIFAR-10 ---------------------------------------------------------------------------------------------
 

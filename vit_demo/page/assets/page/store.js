@@ -6,10 +6,8 @@
 // An image's numbers (numbers.js: imageNumbers) are typed arrays, as the page made them: its pixels (Uint8Array
 // (H, W, C)), where [CLS] looks (Float32Array (L, H + 1, g, g)), rollout (Float64Array (g * g)), the probabilities
 // (Float64Array (K)); its key is a counter. What a view lacks (another patch, class or snapshot, heads off, the
-// scores) it asks the tab's source for once (``need``: source.js), through one cache (``ask``): an answer is kept
-// under its kind and key (the image's, then what was asked), a failure as its reason until the next choice, and a
-// late answer for an earlier image is never drawn over a later one. With heads switched off (the board:
-// ``knockout``), answers are kept apart from the intact model's (``heldAs``).
+// scores) it asks the tab's source for once (``need``: source.js), through one cache (``ask``), where answers with
+// heads switched off (the board: ``knockout``) are kept apart from the intact model's (``heldAs``).
 const FRESH = () => ({
   state: null, // the image in hand: {key (a counter), numbers}, and what picture.js made of them for it
   message: null, // what is said in place of a prediction, where there is no image (HTML)
@@ -131,8 +129,8 @@ function offRequest(live) {
 export function need(live, kind, which, request = {}, followsKnockout = true, redraw = redrawAll) {
   // What a view needs for the image in hand, asked once of the tab's source: ``kind`` ("query", "relevance",
   // "snapshot", "lens", "faithfulness", "knockout") for ``which`` (a patch, a class...), with the heads the board
-  // switched off (unless ``followsKnockout`` is false); once it lands, ``redraw`` redraws the tab's views. Returns
-  // the cache's entry.
+  // switched off (unless ``followsKnockout`` is false); once it lands, ``redraw`` redraws the tab's views, unless a
+  // later image came meanwhile. Returns the cache's entry.
   const held = followsKnockout ? heldAs(live, which) : String(which), { key, numbers } = live.state;
   const off = followsKnockout && live.knockout.off.length ? offRequest(live) : {};
   if (!live.source) return { pending: true }; // (the source is still loading)

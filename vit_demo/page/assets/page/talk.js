@@ -27,8 +27,7 @@ export function mountTalk(root) {
     const value = Math.min(Math.max(Number(range.value) + by, Number(range.min)), Number(range.max));
     if (value === Number(range.value)) return;
     range.value = String(value);
-    range.dispatchEvent(new Event("input", { bubbles: true }));
-    range.dispatchEvent(new Event("change", { bubbles: true }));
+    for (const type of ["input", "change"]) range.dispatchEvent(new Event(type, { bubbles: true }));
   };
 
   const stepHead = (by) => {
@@ -39,9 +38,7 @@ export function mountTalk(root) {
     radios[(now + by + radios.length) % radios.length].click();  // wraps round: mean, head 1, ..., mean
   };
 
-  const clearInput = () => {
-    shown("button.vd-clear")?.click(); // the tab's Clear: the drawing's, or the photo's
-  };
+  const clearInput = () => shown("button.vd-clear")?.click(); // the tab's Clear: the drawing's, or the photo's
 
   const keys = {
     ArrowLeft: () => stepLayer(-1), ArrowRight: () => stepLayer(1),
@@ -51,8 +48,7 @@ export function mountTalk(root) {
 
   document.addEventListener("keydown", (event) => {
     const action = keys[event.key];
-    if (!action || !root.classList.contains("vd-talk")) return;
-    if (event.ctrlKey || event.metaKey || event.altKey) return;
+    if (!action || !root.classList.contains("vd-talk") || event.ctrlKey || event.metaKey || event.altKey) return;
     // Typing in a text or number box is typing, not a talk key; a slider, radio or the talk toggle in focus is not.
     if (event.target.closest("textarea, select, [contenteditable], input:not([type=range], [type=radio], [type=checkbox])")) return;
     event.preventDefault();  // no page scroll, and a focused slider or radio doesn't move a second time

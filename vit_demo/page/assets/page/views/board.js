@@ -5,6 +5,8 @@
 import { asking, knockoutNow, setKnockout } from "../store.js";
 import { escape, plural } from "../view.js";
 
+const layerHeads = (layer, heads) => Array.from({ length: heads }, (_, h) => Number(layer) * heads + h); // indices
+
 function toggles(box, layers, heads, marked) {
   // The board's buttons, made once; the heads that matter most (``marked``) are marked.
   let cells = "<span></span>";
@@ -61,9 +63,7 @@ export default {
       button.textContent = isOff ? "off" : String((Number(button.dataset.index) % heads) + 1);
     }
     for (const button of box.querySelectorAll(".vd-board-layer")) {
-      const layer = Number(button.dataset.layer);
-      const all = Array.from({ length: heads }, (_, h) => off.has(layer * heads + h)).every(Boolean);
-      button.setAttribute("aria-pressed", String(all));
+      button.setAttribute("aria-pressed", String(layerHeads(button.dataset.layer, heads).every((i) => off.has(i))));
     }
     for (const radio of element.querySelectorAll("input[type=radio]")) radio.checked = radio.value === live.knockout.mode;
     const status = element.querySelector(".vd-board-status"), bars = element.querySelector(".vd-logit-diff");
@@ -85,8 +85,7 @@ export default {
         const index = Number(button.dataset.index);
         if (!off.delete(index)) off.add(index);
       } else if (button.dataset.layer !== undefined) {
-        const row = Array.from({ length: heads }, (_, h) => Number(button.dataset.layer) * heads + h);
-        const all = row.every((index) => off.has(index));
+        const row = layerHeads(button.dataset.layer, heads), all = row.every((index) => off.has(index));
         for (const index of row) if (all) off.delete(index); else off.add(index);
       } else if (button.classList.contains("vd-heads-reset")) off.clear();
       else return;

@@ -1,14 +1,12 @@
 // How far to trust each map: a button scores the maps of the image in hand ("faithfulness": the tab's source, some 200
-// forward passes), then the deletion and insertion curves of each
-// map (attention, rollout, relevance, and random as the floor, with its spread) are drawn one panel above the other,
-// with a key and the verdict in words. Scored with every head on: the board's choice does not change the scores (the
-// caption says so while heads are off).
+// forward passes), then the deletion and insertion curves of each map (attention, rollout, relevance, and random as
+// the floor, with its spread) are drawn one panel above the other, with a key and the verdict in words. Scored with
+// every head on: the board's choice does not change the scores (the caption says so while heads are off).
 import { asked as answered, need } from "../store.js";
 import { escape } from "../view.js";
 
-const STYLES = { // faithfulness.py's kinds, in pictures/figures.py's colours (matplotlib's tab10); random dashed.
-  // Drawn in this order, each narrower than the one before and random dashed on top, so that curves that coincide
-  // still show every colour.
+const STYLES = { // faithfulness.py's kinds, in pictures/figures.py's colours (matplotlib's tab10), drawn in this
+  // order, each narrower than the one before and random dashed on top, so that curves that coincide show every colour.
   attention: { colour: "#1f77b4", name: "attention (last layer)", width: 8 },
   rollout: { colour: "#ff7f0e", name: "attention rollout", width: 5 },
   relevance: { colour: "#2ca02c", name: "relevance", width: 2 },
@@ -23,14 +21,9 @@ function panel(context, box, field, title, axis, reply) {
   // One curve kind in ``box`` {x, y, w, h}: axes from 0 to 100% of the patches and 0 to 100% probability.
   const left = box.x + 46, right = box.x + box.w - 16, top = box.y + 22, bottom = box.y + box.h - 34;
   const px = (share) => left + share * (right - left), py = (p) => bottom - p * (bottom - top);
-  context.font = "bold 13px sans-serif";
-  context.fillStyle = "#222";
-  context.textAlign = "left";
-  context.textBaseline = "top";
+  Object.assign(context, { font: "bold 13px sans-serif", fillStyle: "#222", textAlign: "left", textBaseline: "top" });
   context.fillText(title, box.x + 4, box.y + 2);
-  context.font = "11px sans-serif";
-  context.strokeStyle = "#ddd";
-  context.lineWidth = 1;
+  Object.assign(context, { font: "11px sans-serif", strokeStyle: "#ddd", lineWidth: 1 });
   context.setLineDash([]);
   for (const tick of [0, 0.25, 0.5, 0.75, 1]) {
     context.beginPath();
@@ -39,12 +32,9 @@ function panel(context, box, field, title, axis, reply) {
     context.moveTo(px(tick) + 0.5, top);
     context.lineTo(px(tick) + 0.5, bottom);
     context.stroke();
-    context.fillStyle = "#444";
-    context.textAlign = "right";
-    context.textBaseline = "middle";
+    Object.assign(context, { fillStyle: "#444", textAlign: "right", textBaseline: "middle" });
     context.fillText(`${100 * tick}%`, left - 4, py(tick));
-    context.textAlign = "center";
-    context.textBaseline = "top";
+    Object.assign(context, { textAlign: "center", textBaseline: "top" });
     context.fillText(`${100 * tick}%`, px(tick), bottom + 3);
   }
   context.fillText(axis, (left + right) / 2, bottom + 17);
@@ -57,8 +47,7 @@ function panel(context, box, field, title, axis, reply) {
   context.lineJoin = "round";
   for (const [kind, style] of Object.entries(STYLES)) {
     const curve = reply.curves[kind][field];
-    context.strokeStyle = style.colour;
-    context.lineWidth = style.width;
+    Object.assign(context, { strokeStyle: style.colour, lineWidth: style.width });
     context.setLineDash(style.dash ?? []);
     context.beginPath();
     curve.forEach((p, i) => context[i ? "lineTo" : "moveTo"](px(i / (curve.length - 1)), py(p)));
@@ -105,8 +94,7 @@ export default {
     canvas.hidden = !reply;
     canvas.dataset.numbers = reply ? JSON.stringify({ curves: reply.curves, noise: reply.noise }) : ""; // for tests
     const context = view.clear(reply ? "curves" : null, caption(view, reply, asked));
-    const box = element.querySelector(".vd-caption");
-    if (!live.state) box.innerHTML = caption(view, reply, asked); // clear() leaves a view without an image silent
+    if (!live.state) element.querySelector(".vd-caption").innerHTML = caption(view, reply, asked); // clear() is silent
     element.querySelector(".vd-faithfulness-key").innerHTML = reply ? key(reply) : "";
     element.querySelector(".vd-faithfulness-verdict").innerHTML = reply?.text ?? "";
     if (!context) return;

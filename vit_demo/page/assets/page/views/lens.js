@@ -9,13 +9,10 @@ export default {
   knockout: true,
   draw(view) {
     const { live, element } = view, strip = element.querySelector(".vd-lens-strip");
-    if (!live.state) {
-      strip.innerHTML = "";
-      return view.clear(null);
-    }
-    const reply = viewAnswer(live, "lens", "strip");
+    const reply = viewAnswer(live, "lens", "strip"); // (null without an image)
     if (!reply) {
       strip.innerHTML = "";
+      if (!live.state) return view.clear(null);
       view.canvas.dataset.ablated = "";
       return view.clear(null, view.onScreen ? waiting(live, "lens", "strip", {}) : ""); // asks once in view
     }

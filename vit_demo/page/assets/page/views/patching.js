@@ -19,12 +19,11 @@ function drawKept(canvas, kept) {
   const context = canvas.getContext("2d");
   context.clearRect(0, 0, canvas.width, canvas.height);
   if (!kept) return;
-  const bytes = kept.image, small = document.createElement("canvas");
-  small.width = kept.width;
-  small.height = kept.height;
-  const picture = small.getContext("2d").createImageData(kept.width, kept.height);
-  for (let p = 0; p < kept.width * kept.height; p++) {
-    for (let c = 0; c < 3; c++) picture.data[p * 4 + c] = bytes[p * kept.channels + (kept.channels === 1 ? 0 : c)];
+  const { image: bytes, width, height, channels } = kept;
+  const small = Object.assign(document.createElement("canvas"), { width, height });
+  const picture = small.getContext("2d").createImageData(width, height);
+  for (let p = 0; p < width * height; p++) {
+    for (let c = 0; c < 3; c++) picture.data[p * 4 + c] = bytes[p * channels + (channels === 1 ? 0 : c)];
     picture.data[p * 4 + 3] = 255;
   }
   small.getContext("2d").putImageData(picture, 0, 0);
@@ -37,15 +36,11 @@ function headsGrid(canvas, values, colour) {
   const L = values.length, H = values[0].length, left = 62, top = 20, w = 46, h = 26;
   canvas.width = left + H * w;
   canvas.height = top + L * h;
-  const context = canvas.getContext("2d");
-  context.font = "12px sans-serif";
-  context.textBaseline = "middle";
-  context.textAlign = "center";
-  context.fillStyle = "#444";
+  const context = Object.assign(canvas.getContext("2d"), { font: "12px sans-serif", textBaseline: "middle",
+                                                          textAlign: "center", fillStyle: "#444" });
   for (let head = 0; head < H; head++) context.fillText(`head ${head + 1}`, left + head * w + w / 2, top / 2);
   for (let layer = 0; layer < L; layer++) {
-    context.textAlign = "right";
-    context.fillStyle = "#444";
+    Object.assign(context, { textAlign: "right", fillStyle: "#444" });
     context.fillText(`layer ${layer + 1}`, left - 6, top + layer * h + h / 2);
     context.textAlign = "center";
     for (let head = 0; head < H; head++) {
@@ -63,10 +58,8 @@ function residualGrid(canvas, values, grid, colour) {
   const L = values.length, cell = grid <= 7 ? 7 : 6, tile = grid * cell, gap = 8, top = 16, bar = 10;
   canvas.width = L * (tile + gap) - gap;
   canvas.height = top + bar + 2 + tile;
-  const context = canvas.getContext("2d");
-  context.font = "12px sans-serif";
-  context.textAlign = "center";
-  context.textBaseline = "middle";
+  const context = Object.assign(canvas.getContext("2d"), { font: "12px sans-serif", textAlign: "center",
+                                                          textBaseline: "middle" });
   for (let layer = 0; layer < L; layer++) {
     const x = layer * (tile + gap), row = values[layer];
     context.fillStyle = "#444";

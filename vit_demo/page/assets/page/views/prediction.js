@@ -23,12 +23,9 @@ export default {
     const knocked = live.reading ? null : knockoutNow(live);
     const numbers = live.reading ?? knocked?.reply ?? live.state?.numbers;
     const about = live.reading ?? live.state?.numbers; // the image's own notice (unfamiliar), with heads off too
-    const notice = element.querySelector(".vd-notice"), info = element.querySelector(".vd-info");
-    notice.innerHTML = about?.notice ?? "";
-    notice.hidden = !about?.notice;
-    const ablated = element.querySelector(".vd-ablated");
-    ablated.hidden = !live.knockout.off.length;
-    ablated.innerHTML = ablatedText(live, knocked);
+    Object.assign(element.querySelector(".vd-notice"), { innerHTML: about?.notice ?? "", hidden: !about?.notice });
+    Object.assign(element.querySelector(".vd-ablated"), { innerHTML: ablatedText(live, knocked),
+                                                          hidden: !live.knockout.off.length });
     const top = element.querySelector(".vd-top-class");
     top.textContent = numbers?.label ?? "";
     top.classList.toggle("vd-guess", Boolean(about?.notice)); // a flagged image's label is a guess, and looks it
@@ -40,6 +37,7 @@ export default {
       ranked.map(([name, p]) =>
       `<div class="vd-prob-row"><span class="vd-prob-name">${name}</span><span class="vd-prob"><span ` +
       `style="width: ${percentText(p)}"></span></span><span class="vd-prob-share">${percentText(p)}</span></div>`).join("");
+    const info = element.querySelector(".vd-info");
     info.innerHTML = numbers?.info ?? live.message ?? info.dataset.prompt;
   },
   setup({ element, live }) {

@@ -10,8 +10,7 @@ export default {
     const { live } = view, canvas = view.canvas;
     if (!live.state) return view.clear(null);
     const knocked = knockoutNow(live);
-    canvas.dataset.ablated = "";
-    canvas.dataset.numbers = "";
+    Object.assign(canvas.dataset, { ablated: "", numbers: "" });
     if (knocked && !knocked.reply) return view.clear(null, `Why this class?${view.knockedCaption(knocked)}`);
     const predicted = knocked?.reply.label ?? live.state.numbers.label; // the class the model as it is now says
     const label = answer || !live.choice || live.choice === canvas.dataset.predicted ? predicted : live.choice;
