@@ -50,18 +50,11 @@ def pytest_collection_modifyitems(items):
             item.add_marker(pytest.mark.slow)
 
 
-# Where the tests keep what they make from the real data (decoded datasets, drawings made in code and read as the app
-# reads them: minutes of work), from one run to the next, as uv keeps its downloads: every file's name holds a key of
-# what it was made from (the data's files, the code that draws and reads them), so a change makes it afresh. Apart
-# from the app's own cache (~/.cache/vit_demo); VIT_DEMO_TEST_CACHE moves it.
-TEST_CACHE = Path(os.environ.get("VIT_DEMO_TEST_CACHE", Path.home() / ".cache" / "vit_demo-tests"))
-
-
 @pytest.fixture(scope="session", autouse=True)
-def test_cache():
-    """The tests' caches go to TEST_CACHE, for this process and the ones it starts."""
+def private_cache(tmp_path_factory):
+    """Decoded-dataset caches go to a temporary folder, for this process and the ones it starts."""
     previous = os.environ.get("XDG_CACHE_HOME")
-    os.environ["XDG_CACHE_HOME"] = str(TEST_CACHE)
+    os.environ["XDG_CACHE_HOME"] = str(tmp_path_factory.mktemp("cache"))
     yield
     if previous is None:
         del os.environ["XDG_CACHE_HOME"]
