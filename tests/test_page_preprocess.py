@@ -11,6 +11,7 @@ refused by both with the same message.
 
 from __future__ import annotations
 
+import base64
 import json
 import shutil
 import struct
@@ -280,9 +281,9 @@ def run_page(items: list[tuple[int, np.ndarray]], tmp_path: Path) -> tuple[list[
 
 
 def run_python(kind: int, pixels: np.ndarray) -> tuple[int, object]:
-    """Python's answer for the same input: (OK, its 8-bit pixels, as captions.pixels makes them) or (status, the
-    error's message)."""
-    from vit_demo.page.captions import pixels as eight_bit_pixels
+    """Python's answer for the same input: (OK, its 8-bit pixels, as the page keeps them: captions.image_text) or
+    (status, the error's message)."""
+    from vit_demo.page.captions import image_text
 
     try:
         if kind == DRAWING:
@@ -295,7 +296,7 @@ def run_python(kind: int, pixels: np.ndarray) -> tuple[int, object]:
         return INPUT_ERROR, str(exc)
     except Exception as exc:  # noqa: BLE001 - compared with the page's own failure
         return OTHER_ERROR, f"{type(exc).__name__}: {exc}"
-    return OK, eight_bit_pixels(image)
+    return OK, np.frombuffer(base64.b64decode(image_text(image)), np.uint8).reshape(np.shape(image))
 
 
 @pytest.fixture(scope="module")
