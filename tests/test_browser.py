@@ -1,5 +1,6 @@
 """The app in a real browser: Playwright driving Debian's Chromium against the running server."""
 
+import contextlib
 import json
 import os
 import time
@@ -147,6 +148,32 @@ def test_the_page_draws_the_large_view_as_the_server_draws_it(page):
     assert page.console_errors == []
 
 
+@contextlib.contextmanager
+def reading_the_example_three(browser, app_url, where: str = "page"):
+    """The app, its forward pass ``where`` ("page", or "server": ?model=server), once its example 3 is read and every
+    answer for it has landed."""
+    with app_page(browser, app_url + ("?model=server" if where == "server" else "")) as page:
+        page.wait_for_selector(f"#canvas canvas.vd-draw[data-model={where}]", timeout=30000)
+        page.locator("#canvas .vd-examples button[title='example: 3']").click()
+        wait_for_label(page, "3")
+        settled(page)
+        yield page
+
+
+def steps_shown(page, panel: str = "digit") -> dict:
+    return json.loads(page.evaluate(f"() => document.querySelector('#{panel}-steps').dataset.steps || '{{}}'"))
+
+
+def open_the_steps(page) -> dict:
+    """Go deeper to "How attention is computed" (the address kept: scrolled to, not reloaded); its numbers."""
+    address = page.url
+    page.locator("#tab-digit details.vd-deeper summary").click()
+    page.locator("a[href='#digit-steps-title']").click()
+    assert page.url == address
+    page.wait_for_function("() => document.querySelector('#digit-steps').dataset.steps", timeout=20000)
+    return steps_shown(page)
+
+
 def test_with_the_model_on_the_server_every_view_reads_as_in_the_page(browser, app_url):
     """?model=server (as in a browser without WebAssembly): the forward pass runs on the server, and every view of
     the digit tab is drawn from numbers the page makes of its raw outputs, the same as with the model in the page."""
@@ -155,18 +182,17 @@ def test_with_the_model_on_the_server_every_view_reads_as_in_the_page(browser, a
     views = {"digit-patches": "patch {patch}", "digit-selected": "6/mean", "digit-cls-grid": "grid",
              "digit-rollout": "map", "digit-relevance": "relevance 3", "digit-query": "query {patch}",
              "digit-training": "trained", "digit-lens": "lens"}
-    read = {}
+    read, steps = {}, {}
     for where in ("page", "server"):
-        with app_page(browser, app_url + ("?model=server" if where == "server" else "")) as page:
-            page.wait_for_selector(f"#canvas canvas.vd-draw[data-model={where}]", timeout=30000)
-            page.locator("#canvas .vd-examples button[title='example: 3']").click()
-            wait_for_label(page, "3")
-            settled(page)
+        with reading_the_example_three(browser, app_url, where) as page:
             patch = page.evaluate("() => window.vdLive.digit.patch")
             for view, shows in views.items():
                 wait_for_live(page, view, shows.format(patch=patch))
             read[where] = json.loads(page.evaluate("() => window.vdLive.digit.numbers()"))
+            steps[where] = open_the_steps(page)  # how attention is computed
             assert page.console_errors == []
+    for name in ("query", "scores", "weights", "output"):
+        np.testing.assert_allclose(steps["server"][name], steps["page"][name], atol=1e-4, err_msg=name)
     page_numbers, server_numbers = read["page"], read["server"]
     assert "on the server" in server_numbers["info"] and "in this page" in page_numbers["info"]
     assert server_numbers["label"] == page_numbers["label"] == "3" and server_numbers["patch"] == page_numbers["patch"]
@@ -522,49 +548,32 @@ def test_why_this_class_why_not_another_and_how_far_to_trust_the_maps(page):
     assert page.outside_requests == [] and page.console_errors == []
 
 
-def steps_shown(page, panel: str = "digit") -> dict:
-    return json.loads(page.evaluate(f"() => document.querySelector('#{panel}-steps').dataset.steps || '{{}}'"))
-
-
 def test_how_attention_is_computed_step_by_step(browser, app_url):
     """The steps view: for the query patch, one head of one layer (its own choices), the query, the scores against
     every key, their softmax and the weighted sum of the values, with the model's numbers: its softmax is the same
-    attention the query view draws, a click on a patch there chooses it, and on the server it reads the same."""
+    attention the query view draws, and a click on a patch there chooses it. (On the server it reads the same: above.)"""
     import numpy as np
 
-    read = {}
-    for where in ("page", "server"):
-        with app_page(browser, app_url + ("?model=server" if where == "server" else "")) as page:
-            page.wait_for_selector(f"#canvas canvas.vd-draw[data-model={where}]", timeout=30000)
-            page.locator("#canvas .vd-examples button[title='example: 3']").click()
-            wait_for_label(page, "3")
-            settled(page)
-            page.locator("#tab-digit details.vd-deeper summary").click()
-            page.locator("a[href='#digit-steps-title']").click()
-            assert page.url == app_url + ("?model=server" if where == "server" else "")  # scrolled, not reloaded
-            page.wait_for_function("() => document.querySelector('#digit-steps').dataset.steps", timeout=20000)
-            steps, numbers = steps_shown(page), json.loads(page.evaluate("() => window.vdLive.digit.numbers()"))
-            assert (steps["layer"], steps["head"], steps["patch"]) == (3, 0, numbers["patch"])  # layer 4 of 6, head 1
-            weights = np.asarray(steps["weights"])  # [CLS], then the patches: where the patch looks, as drawn above
-            query_map = np.asarray(numbers["query"]["maps"]).reshape(6, 5, 49)[3, 0]
-            np.testing.assert_allclose(weights[1:] / weights[1:].sum(), query_map, atol=1e-5)
-            text = page.inner_text("#digit-steps")
-            for words in ("The query.", "Scores.", "Softmax.", "Values, mixed.", f"Patch {numbers['patch']}, layer 4"):
-                assert words in text, words
-            smallest = page.evaluate("() => Math.min(...[...document.querySelectorAll('#digit-steps *')].filter((e) => "
-                                     "e.childNodes[0]?.nodeType === 3).map((e) => parseFloat(getComputedStyle(e).fontSize)))")
-            assert smallest >= 14  # the numbers too, readable from further than a reader's chair
-            page.locator("#digit-steps .vd-token-grid [data-patch='20']").first.click()
-            page.wait_for_function("() => JSON.parse(document.querySelector('#digit-steps').dataset.steps || '{}')"
-                                   ".patch === 20", timeout=20000)
-            assert page.evaluate("() => window.vdLive.digit.patch") == 20  # the tab's query patch, every view's
-            page.locator("#digit-steps select.vd-steps-layer").select_option(index=0)
-            page.wait_for_function("() => JSON.parse(document.querySelector('#digit-steps').dataset.steps || '{}')"
-                                   ".layer === 0", timeout=20000)
-            read[where] = steps_shown(page)
-            assert page.console_errors == []
-    for name in ("scores", "weights", "output"):
-        np.testing.assert_allclose(read["server"][name], read["page"][name], atol=1e-4, err_msg=name)
+    with reading_the_example_three(browser, app_url) as page:
+        steps, numbers = open_the_steps(page), json.loads(page.evaluate("() => window.vdLive.digit.numbers()"))
+        assert (steps["layer"], steps["head"], steps["patch"]) == (3, 0, numbers["patch"])  # layer 4 of 6, head 1
+        weights = np.asarray(steps["weights"])  # [CLS], then the patches: where the patch looks, as drawn above
+        query_map = np.asarray(numbers["query"]["maps"]).reshape(6, 5, 49)[3, 0]
+        np.testing.assert_allclose(weights[1:] / weights[1:].sum(), query_map, atol=1e-5)
+        text = page.inner_text("#digit-steps")
+        for words in ("The query.", "Scores.", "Softmax.", "Values, mixed.", f"Patch {numbers['patch']}, layer 4"):
+            assert words in text, words
+        smallest = page.evaluate("() => Math.min(...[...document.querySelectorAll('#digit-steps *')].filter((e) => "
+                                 "e.childNodes[0]?.nodeType === 3).map((e) => parseFloat(getComputedStyle(e).fontSize)))")
+        assert smallest >= 14  # the numbers too, readable from further than a reader's chair
+        page.locator("#digit-steps .vd-token-grid [data-patch='20']").first.click()
+        page.wait_for_function("() => JSON.parse(document.querySelector('#digit-steps').dataset.steps || '{}')"
+                               ".patch === 20", timeout=20000)
+        assert page.evaluate("() => window.vdLive.digit.patch") == 20  # the tab's query patch, every view's
+        page.locator("#digit-steps select.vd-steps-layer").select_option(index=0)
+        page.wait_for_function("() => JSON.parse(document.querySelector('#digit-steps').dataset.steps || '{}')"
+                               ".layer === 0", timeout=20000)
+        assert page.console_errors == []
 
 
 def test_inside_the_model(page, tmp_path):
