@@ -68,8 +68,9 @@ class Tab:
     def example_files(self) -> list[Path]:
         return sorted((EXAMPLES / self.examples).glob("*.png"))
 
-    def tries(self) -> dict[str, str]:  # "Also try": things its model was never taught, file -> what it teaches
-        return json.loads((EXAMPLES / "outside" / self.examples / "lessons.json").read_text(encoding="utf-8"))
+    def tries(self) -> dict[Path, str]:  # "Also try": things its model was never taught -> what each teaches
+        folder = EXAMPLES / "outside" / self.examples
+        return {folder / f: lesson for f, lesson in json.loads((folder / "lessons.json").read_text("utf-8")).items()}
 
     def first(self) -> Path | None:
         return next((p for p in self.example_files() if p.stem == self.first_example), None)
@@ -164,8 +165,7 @@ def tab_data(tab: Tab, address: Callable[[str], str]) -> dict:
         "prompt": caption_html(tab.prompt), "classes": list(classifier(tab.model).classes),
         "head_names": [f"head {h + 1}" for h in range(config.heads)],
         "examples": [{"name": p.stem, "src": src(p), "first": p == first} for p in tab.example_files()],
-        "tries": [{"name": Path(f).stem, "src": src(EXAMPLES / "outside" / tab.examples / f), "lesson": lesson}
-                  for f, lesson in tab.tries().items()],
+        "tries": [{"name": p.stem, "src": src(p), "lesson": lesson} for p, lesson in tab.tries().items()],
         "first": src(first) if first else None, "grid": grid_geometry(config),
         "patch_layer": png_data_url(render.patch_grid_layer(config.grid_size, LARGE)),
         "means": has_means(tab.model), "matter": json.dumps(matter) if matter else None,

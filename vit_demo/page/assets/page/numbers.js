@@ -73,7 +73,7 @@ export function attentionSteps(qkv, { layers, heads, tokens: T }, layer, head, t
   // keys and values (L, 3, H, T, Dh): {query (Dh), keys, values (T * Dh), scores = query . key / sqrt(Dh) (T), their
   // softmax ``weights`` (T), output = the values summed with those weights (Dh)}, in float64.
   const Dh = qkv.length / (layers * 3 * heads * T);
-  const part = (p) => qkv.subarray(((layer * 3 + p) * heads + head) * T * Dh, ((layer * 3 + p) * heads + head + 1) * T * Dh);
+  const part = (p, at = ((layer * 3 + p) * heads + head) * T * Dh) => qkv.subarray(at, at + T * Dh); // (T, Dh)
   const [keys, values] = [part(1), part(2)], query = part(0).subarray(token * Dh, (token + 1) * Dh);
   const scores = Float64Array.from({ length: T }, (_, j) =>
     query.reduce((sum, q, d) => sum + q * keys[j * Dh + d], 0) / Math.sqrt(Dh));

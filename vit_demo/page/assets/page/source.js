@@ -172,11 +172,11 @@ export function pageSource(described, base, where = {}) {
 
     async steps(request) {
       // How one head of one layer computes where a patch looks (numbers.js: attentionSteps), with the heads off.
-      const { layer, head, patch } = request, patches = model.grid * model.grid;
-      if (![layer < model.layers, head < model.heads, patch < patches].every(Boolean) ||
-          ![layer, head, patch].every((n) => Number.isInteger(n) && n >= 0))
+      const { layer, head, patch } = request, within = (n, count) => Number.isInteger(n) && n >= 0 && n < count;
+      if (!within(layer, model.layers) || !within(head, model.heads) || !within(patch, model.grid * model.grid))
         throw new Error(`there is no layer ${layer}, head ${head} or patch ${patch} in this model (numbered from 0)`);
-      const [run] = await graph.run(model.graph, model, [image(request.image)], { ...offOf(request), outputs: ["qkv"] });
+      const outputs = { ...offOf(request), outputs: ["qkv"] };
+      const [run] = await graph.run(model.graph, model, [image(request.image)], outputs);
       return { layer, head, patch, ...attentionSteps(run.qkv, model, layer, head, 1 + patch) };
     },
 

@@ -11,14 +11,14 @@ const number = (v) => v.toFixed(1).replace("-0.0", "0.0");
 const factor = (v) => (v < 0 ? `(${number(v)})` : number(v)); // a negative number in a product, bracketed
 const share = (w) => `${(100 * w).toFixed(w < 0.0005 || w >= 0.095 ? 0 : 1)}%`;
 const big = (x) => (x < 1000 ? x.toPrecision(3) : x < 1e9 ? Math.round(x).toLocaleString("en") : x.toExponential(2));
+const ink = (strength) => (strength > 0.6 ? "; color: #fff" : ""); // white on a strong colour
 
 function vector(values, top = Math.max(...values.map(Math.abs))) {
   // A row of numbers, each on its colour: blue below 0, white at 0, red above (``top``: the strongest colour's).
   return `<div class="vd-vector">${Array.from(values, (v) => {
     const strength = Math.min(Math.abs(v) / (top || 1), 1), fade = Math.round(255 * (1 - strength));
     const colour = v < 0 ? `${fade} ${fade} 255` : `255 ${fade} ${fade}`;
-    return `<span style="background: rgb(${colour})${strength > 0.6 ? "; color: #fff" : ""}" title="${v}">` +
-      `${number(v)}</span>`;
+    return `<span style="background: rgb(${colour})${ink(strength)}" title="${v}">${number(v)}</span>`;
   }).join("")}</div>`;
 }
 
@@ -27,8 +27,9 @@ function tokens(values, g, patch, text) {
   // click on a patch chooses it (data-patch); the query patch outlined.
   const low = Math.min(...values), span = Math.max(...values) - low || 1;
   const cell = (j) => {
-    const strength = (values[j] - low) / span, look = `style="--share: ${strength}${strength > 0.6 ? "; color: #fff" : ""}"`;
-    const mark = `class="vd-token${j === patch + 1 ? " vd-query" : ""}" title="${token(j)}" ${look}`;
+    const strength = (values[j] - low) / span;
+    const mark = `class="vd-token${j === patch + 1 ? " vd-query" : ""}" title="${token(j)}" ` +
+      `style="--share: ${strength}${ink(strength)}"`;
     return j ? `<button type="button" ${mark} data-patch="${j - 1}">${text(values[j])}</button>`
       : `<span ${mark}>[CLS]<br>${text(values[j])}</span>`;
   };
@@ -39,11 +40,13 @@ function tokens(values, g, patch, text) {
 function steps(reply, g) {
   // The four steps, in words and numbers.
   const { query, keys, values, scores, weights, output } = reply, Dh = query.length, asker = `patch ${reply.patch}`;
-  const order = [...weights.keys()].sort((a, b) => weights[b] - weights[a]), best = order[0];
+  const order = [...weights.keys()].sort((a, b) => weights[b] - weights[a]), [best] = order;
+  const shown = order.slice(0, SHOWN);
   const terms = [0, 1, 2].map((d) => `${factor(query[d])} × ${factor(keys[best * Dh + d])}`).join(" + ");
   const total = scores.reduce((sum, score) => sum + Math.exp(score), 0);
   const value = (j) => values.subarray(j * Dh, (j + 1) * Dh), top = Math.max(...values.map(Math.abs));
-  const rest = 1 - order.slice(0, SHOWN).reduce((sum, j) => sum + weights[j], 0);
+  const rest = 1 - shown.reduce((sum, j) => sum + weights[j], 0);
+  const term = (words, numbers) => `<div class="vd-term">${words}${vector(numbers, top)}</div>`; // on one scale
   return [
     `<b>The query.</b> Patch ${reply.patch} asks with its <i>query</i>: ${Dh} numbers this head makes from its token.` +
       vector(query),
@@ -55,12 +58,10 @@ function steps(reply, g) {
       `<b>${share(weights[best])}</b>. These weights are where ${asker} looks: this head's map.` +
       tokens(weights, g, reply.patch, share),
     `<b>Values, mixed.</b> Each token offers a <i>value</i>; the head's answer for ${asker} is the values summed ` +
-      `with those weights: ${order.slice(0, SHOWN).map((j) => `${share(weights[j])} × ${token(j)}'s`).join(" + ")} ` +
+      `with those weights: ${shown.map((j) => `${share(weights[j])} × ${token(j)}'s`).join(" + ")} ` +
       `+ the other ${weights.length - SHOWN} tokens' (${share(rest)} in all) =` +
-      order.slice(0, SHOWN).map((j) => `<div class="vd-term">${share(weights[j])} × ${token(j)}${vector(value(j), top)}` +
-                                       "</div>").join("") +
-      `<div class="vd-term"><b>= the output</b>, passed on with the other heads' to ${asker}'s token` +
-      `${vector(output, top)}</div>`,
+      shown.map((j) => term(`${share(weights[j])} × ${token(j)}`, value(j))).join("") +
+      term(`<b>= the output</b>, passed on with the other heads' to ${asker}'s token`, output),
   ].map((text) => `<li>${text}</li>`).join("");
 }
 
