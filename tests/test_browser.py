@@ -566,10 +566,12 @@ def test_how_attention_is_computed_step_by_step(browser, app_url):
         smallest = page.evaluate("() => Math.min(...[...document.querySelectorAll('#digit-steps *')].filter((e) => "
                                  "e.childNodes[0]?.nodeType === 3).map((e) => parseFloat(getComputedStyle(e).fontSize)))")
         assert smallest >= 14  # the numbers too, readable from further than a reader's chair
+        before = len(page.requests_made)
         page.locator("#digit-steps .vd-token-grid [data-patch='20']").first.click()
         page.wait_for_function("() => JSON.parse(document.querySelector('#digit-steps').dataset.steps || '{}')"
                                ".patch === 20", timeout=20000)
         assert page.evaluate("() => window.vdLive.digit.patch") == 20  # the tab's query patch, every view's
+        assert page.requests_made[before:] == []  # worked out in the page: no request
         page.locator("#digit-steps select.vd-steps-layer").select_option(index=0)
         page.wait_for_function("() => JSON.parse(document.querySelector('#digit-steps').dataset.steps || '{}')"
                                ".layer === 0", timeout=20000)

@@ -296,8 +296,9 @@ def patch_three_into_eight(page) -> None:
 
 def test_once_saved_it_reloads_and_runs_every_tab_with_the_network_gone(static_folder, browser):
     """After its first answer the page keeps every file of the site in the browser (sw.js answers from it) and says
-    so; then, with its file server stopped, it reads an uploaded photo, shows every Inside picture of both models,
-    patches one digit into another, and reloads and reads a drawing."""
+    so; then, with its file server stopped, it reads an uploaded photo and an "Also try" photo, shows every Inside
+    picture of both models, patches one digit into another, shows how attention is computed, and reloads and reads
+    a drawing."""
     inside_loaded = """(model) => [...document.querySelectorAll(`[data-model=${model}] img`)].every((img) =>
         img.complete && img.naturalWidth > 0)"""
     with serving(static_folder) as (url, server), static_page(browser, url) as page:
@@ -307,12 +308,19 @@ def test_once_saved_it_reloads_and_runs_every_tab_with_the_network_gone(static_f
         page.get_by_role("tab", name="Upload a photo (CIFAR-10)").click()
         page.locator(".vd-photo input[type=file]").set_input_files(str(PHOTOS / "ship.png"))
         wait_for_label(page, "ship", panel="photo", timeout=60)
+        key = page.evaluate("window.vdLive.photo.state.key")
+        page.click("#photo-input .vd-tries button[data-src$='rocket.png']")  # kept too: read as a ship as well
+        page.wait_for_function("(key) => window.vdLive.photo.state?.key > key", arg=key, timeout=60_000)
+        assert label_text(page, "photo") == "ship" and "A rocket" in page.inner_text("#tab-photo .vd-lesson")
         page.click("[data-tab=inside]")
         page.wait_for_function(inside_loaded, arg="mnist", timeout=20_000)
         page.check("#inside-model input[value=cifar10]")
         page.wait_for_function(inside_loaded, arg="cifar10", timeout=20_000)
         page.click("[data-tab=digit]")
         patch_three_into_eight(page)
+        page.locator("#tab-digit details.vd-deeper summary").click()
+        page.locator("a[href='#digit-steps-title']").click()
+        page.wait_for_function("() => document.querySelector('#digit-steps').dataset.steps", timeout=20_000)
         page.reload()
         page.wait_for_selector("#canvas canvas.vd-draw[data-ready]", timeout=30_000)
         clear_and_draw(page, SEVEN)
