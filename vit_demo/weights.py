@@ -160,8 +160,8 @@ def read_weights_info(folder: Path) -> tuple[WeightsInfo, str]:
             preprocessing = spec.preprocessing
             if classes != spec.classes:
                 raise ValueError("its classes do not match the dataset")
-        if config.num_classes != len(classes):
-            raise ValueError(f"{len(classes)} classes for a head of {config.num_classes}")
+        if config.num_classes != len(classes) or len(set(classes)) != len(classes):
+            raise ValueError(f"{len(set(classes))} distinct classes for a head of {config.num_classes}")
         temperature = float(raw.get("temperature", 1.0))
         if not 0 < temperature < float("inf"):
             raise ValueError(f"temperature {temperature} is not a positive number")

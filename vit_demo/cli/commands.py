@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import shlex
 import sys
 import time
 from collections.abc import Sequence
@@ -18,6 +19,7 @@ from vit_demo.classifier import Classifier, load_model
 from vit_demo.data.datasets import DatasetNotFound, load_split, spread
 from vit_demo.data.preprocess import InputError
 from vit_demo.device import resolve_device
+from vit_demo.importing import write_import
 from vit_demo.interpret import heads
 from vit_demo.interpret.faithfulness import mean_aucs, write_record
 from vit_demo.interpret.inside import ATTENTION_DISTANCE_FILE, write_attention_distance
@@ -180,6 +182,14 @@ def run_onnx(args: argparse.Namespace) -> list[dict]:
     for name in args.model or ["mnist", "cifar10"]:
         records += [{"model": name, **record} for record in write_onnx(name)]
     return records
+
+
+def run_import(args: argparse.Namespace) -> dict:
+    """Import a pretrained ViT into a weights folder (vit_demo/importing.py); return what was written."""
+    options = [] if args.checkpoint is None else ["--checkpoint", args.checkpoint]
+    options += [] if args.image_size is None else ["--image-size", str(args.image_size)]
+    command = shlex.join(["python", "-m", "vit_demo", "import", args.source, *options, "--out", args.out])
+    return write_import(args.source, args.out, args.checkpoint, args.image_size, command, args.force)
 
 
 def run_export(args: argparse.Namespace) -> dict:
