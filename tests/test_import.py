@@ -2,6 +2,7 @@
 weights saved where a user's would be, give in our model the logits and attention their own library gives, from the
 same preprocessed pixels, on real photos; what is no plain ViT is refused in one line."""
 
+import argparse
 import json
 
 import numpy as np
@@ -230,6 +231,9 @@ def test_bad_sources_and_checkpoints_are_refused(tmp_path):
     (tmp_path / "notes.txt").write_text("hello")
     with pytest.raises(NotImportable, match="a state dict is"):
         import_vit("timm:vit_tiny_patch16_224", tmp_path / "notes.txt")
+    torch.save({"model": {"head.weight": torch.zeros(3)}, "args": argparse.Namespace(lr=1)}, tmp_path / "code.pth")
+    with pytest.raises(NotImportable, match="cannot be read as tensors"):  # unpickling it could run code
+        import_vit("timm:vit_tiny_patch16_224", tmp_path / "code.pth")
     torch.save({"head.weight": torch.zeros(3, 192)}, tmp_path / "other.pth")
     with pytest.raises(NotImportable, match="does not fit timm:vit_tiny_patch16_224"):
         import_vit("timm:vit_tiny_patch16_224", tmp_path / "other.pth")

@@ -20,6 +20,7 @@ import dataclasses
 import importlib
 import json
 import math
+import pickle
 import re
 from collections import Counter
 from collections.abc import Sequence
@@ -109,11 +110,13 @@ def write_import(source: str, out: str | Path, checkpoint: str | Path | None, im
     imported = import_vit(source, checkpoint, image_size)
     save_imported(out, imported.model, imported.classes, imported.preprocessing, {**imported.record, "command": command})
     c = imported.model.config
-    return {"source": source, "out": str(shown_path(out)), "image_size": c.image_size, "patch_size": c.patch_size,
-            "dim": c.dim, "depth": c.depth, "heads": c.heads, "prefix_tokens": c.prefix_tokens,
-            "classes": len(imported.classes), "preprocessing": imported.preprocessing.to_dict(),
-            "bytes": (out / WEIGHTS_FILE).stat().st_size, "config": str(shown_path(out / CONFIG_FILE)),
-            **{key: value for key, value in imported.record.items() if key == "max_difference"}}
+    written = {"source": source, "out": str(shown_path(out)), "image_size": c.image_size, "patch_size": c.patch_size,
+               "dim": c.dim, "depth": c.depth, "heads": c.heads, "prefix_tokens": c.prefix_tokens,
+               "classes": len(imported.classes), "preprocessing": imported.preprocessing.to_dict(),
+               "bytes": (out / WEIGHTS_FILE).stat().st_size, "config": str(shown_path(out / CONFIG_FILE))}
+    if "max_difference" in imported.record:  # (timm's models are checked against ours)
+        written["max_difference"] = imported.record["max_difference"]
+    return written
 
 
 def distinct(names: Sequence[str]) -> tuple[str, ...]:
@@ -145,7 +148,7 @@ def read_checkpoint(path: Path) -> dict[str, torch.Tensor]:
             state = load_safetensors_file(path)
         else:  # tensors only: unpickling anything else could run code
             state = torch.load(path, map_location="cpu", weights_only=True)
-    except (SafetensorError, RuntimeError, OSError, ValueError) as exc:
+    except (SafetensorError, pickle.UnpicklingError, EOFError, RuntimeError, OSError, ValueError) as exc:
         raise NotImportable(f"--checkpoint {path} cannot be read as tensors ({str(exc).splitlines()[0]})") from None
     for key in ("model", "state_dict"):
         state = state.get(key, state) if isinstance(state, dict) else state
