@@ -166,7 +166,7 @@ def _timm_model(timm, name: str, checkpoint: Path | None) -> torch.nn.Module:
         probe = timm.create_model(name, pretrained=False)
     except RuntimeError as exc:  # timm: "Unknown model (...)"
         raise NotImportable(f"timm:{name}: {exc}") from None
-    _check_timm_architecture(timm, name, probe)
+    _check_timm_architecture(name, probe)
     if checkpoint is None:
         try:
             return timm.create_model(name, pretrained=True).eval()
@@ -190,7 +190,7 @@ def _timm_model(timm, name: str, checkpoint: Path | None) -> torch.nn.Module:
     return model.eval()
 
 
-def _check_timm_architecture(timm, name: str, model: torch.nn.Module) -> None:
+def _check_timm_architecture(name: str, model: torch.nn.Module) -> None:
     """Refuse, in one line, a timm model that is not a plain ViT reading [CLS]."""
     from timm.layers import PatchEmbed
     from timm.models.deit import VisionTransformerDistilled
@@ -211,7 +211,9 @@ def _check_timm_architecture(timm, name: str, model: torch.nn.Module) -> None:
                             f" patches: only square ones can be imported")
 
 
-def _from_timm(name: str, checkpoint: Path | None):
+def _from_timm(name: str, checkpoint: Path | None
+               ) -> tuple[VisionTransformer, tuple[str, ...], SourcePreprocessing, dict]:
+    """timm's ``name`` as our model, its classes, its preprocessing and the import's record."""
     timm = _require("timm")
     from timm.data import ImageNetInfo, infer_imagenet_subset, resolve_data_config
     from timm.models.deit import VisionTransformerDistilled
@@ -351,7 +353,8 @@ def _read_json(path: Path) -> dict:
         raise NotImportable(f"{path} cannot be read ({exc})") from None
 
 
-def _from_hf(spec: str):
+def _from_hf(spec: str) -> tuple[VisionTransformer, tuple[str, ...], SourcePreprocessing, dict]:
+    """The Hugging Face ViT ``spec`` names as our model, its classes, its preprocessing and the import's record."""
     folder = _hf_folder(spec)
     if not (folder / "config.json").is_file():
         raise NotImportable(f"hf:{spec}: {folder} has no config.json (save_pretrained writes one)")
