@@ -328,7 +328,8 @@ def test_also_try_things_it_was_never_taught_each_with_its_lesson(page):
     assert "A letter is no digit" in page.inner_text("#tab-digit .vd-lesson")
     page.click("#canvas button.vd-clear")
     assert page.locator("#tab-digit .vd-lesson").is_hidden()
-    page.locator("#canvas .vd-tries button").last.click()  # the smiley, as the lesson asks: is it warned of?
+    page.locator("#canvas .vd-tries button").last.click()  # the smiley, as the lesson asks: is it warned of? It is
+    page.wait_for_function("() => document.querySelector('#digit-notice').innerText.includes('does not look like')")
     assert "A smiley is no digit" in page.inner_text("#tab-digit .vd-lesson")
     draw(page, [(0.1, 0.1), (0.15, 0.15)])  # drawing over it: the lesson goes
     assert page.locator("#tab-digit .vd-lesson").is_hidden()

@@ -50,6 +50,17 @@ def test_a_drawing_of_no_digit_gets_the_weighted_uniform_target(mnist_root):
     assert torch.allclose(target[3:], torch.full((2, 10), 0.03))
 
 
+def test_no_augment_trains_on_the_images_as_they_are(mnist_root):
+    # --no-augment (the shipped digit model's fine-tune): the batch is the images in [0, 1], each draw of the
+    # generator left for the order alone; with the augmentation, they move.
+    images, labels = load_split("mnist", mnist_root, "test", download=False)
+    spec, plain = dataset_spec("mnist"), dataclasses.replace(RECIPES["mnist"], augment=False)
+    x, _ = training_batches(images[:8], labels[:8], plain, spec, torch.Generator().manual_seed(0), 8)
+    assert torch.equal(x, images[:8].float() / 255)
+    moved, _ = training_batches(images[:8], labels[:8], RECIPES["mnist"], spec, torch.Generator().manual_seed(0), 8)
+    assert not torch.equal(moved, x)
+
+
 def test_training_drawings_are_none_the_unfamiliar_rule_is_measured_on():
     assert not set(loop.DRAWING_SEEDS.values()) & set(unfamiliar.SEEDS.values())
 

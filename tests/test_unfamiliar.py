@@ -19,7 +19,8 @@ from vit_demo.training.calibrate import data_for
 from vit_demo import unfamiliar_rule
 from vit_demo.weights import WEIGHTS_ROOT, read_calibration
 
-DIGIT_GOALS = {"pen digits flagged": 0.02, "non-digits flagged": 0.80, "accuracy": 0.995}
+# Issue 45's goals for the digits (issue 30 asked 80% of the drawings); the photos' are issue 30's.
+DIGIT_GOALS = {"pen digits flagged": 0.02, "non-digits flagged": 0.95, "accuracy": 0.995}
 PHOTO_GOALS = {"test photos flagged": 0.05, "test photos of a class flagged": 0.06, "outside photos flagged": 0.70}
 
 
@@ -62,7 +63,7 @@ def digit_rates(shipped_outputs):
 def test_the_digit_rule_is_the_recorded_choice_and_its_record_holds(digit_rates):
     report = read_calibration(WEIGHTS_ROOT / "mnist")["unfamiliar"]
     rule = load_model("mnist", device="cpu").info.unfamiliar
-    assert rule.score == report["score"] == "mahalanobis" and rule.threshold == pytest.approx(report["threshold"], abs=1e-6)
+    assert rule.score == report["score"] and rule.threshold == pytest.approx(report["threshold"], abs=1e-6)
     chosen = recorded(report, report["chosen"])
     assert chosen["outside_flagged_choose"] == max(r["outside_flagged_choose"] for r in report["candidates"] if r["page"])
     assert digit_rates["pen digits flagged"] == pytest.approx(report["flagged"]["test digits written on the canvas"],
@@ -81,10 +82,8 @@ def test_the_digit_rule_meets_its_goals_on_held_out_drawings(digit_rates):
 
 
 @pytest.mark.slow
-@pytest.mark.xfail(strict=True, reason="the shipped MNIST model reads these as a 0: a fine-tune with drawings of no "
-                   "digit fixes it (docs/calibration.md) and is not shipped yet")
 def test_the_drawings_a_visitor_makes_that_read_as_a_zero_are_flagged():
-    # A heart, a smiley, a cloud or a cat's face is a closed round outline, which the model reads as a 0 unless it is
+    # A heart, a smiley, a cloud or a cat's face is a closed round outline, which the model read as a 0 until it was
     # fine-tuned with drawings of no digit (docs/calibration.md): asked as the app asks, on drawings never trained on.
     drawings, names = sketches.drawing_set("non-digits", unfamiliar.DRAWINGS, unfamiliar.SEEDS["report"])
     round_ones = [i for i, name in enumerate(names)
@@ -162,11 +161,17 @@ def test_mahalanobis_distance_by_hand_and_its_whitening_from_samples():
     assert distance.tolist() == pytest.approx([1.0, 1.0], rel=0.05)
 
 
-def test_the_rule_keeps_its_numbers_through_config_json():
-    rule = load_model("mnist", device="cpu").info.unfamiliar
+def test_a_distance_rule_keeps_its_numbers_through_config_json():
+    # A Mahalanobis rule of every layer's [CLS] features (the shipped digit rule, the energy, has no arrays to keep),
+    # fitted on random features of 6 layers, as calibrate fits it.
+    generator = torch.Generator().manual_seed(0)
+    train, labels = torch.randn(400, 6, 16, generator=generator), torch.arange(400) % 10
+    fitted = [unfamiliar.whitening(train[:, layer], labels, 10) for layer in range(6)]
+    rule = unfamiliar_rule.UnfamiliarRule("mahalanobis", -30.0, tuple(range(6)), False, np.stack([m for m, _ in fitted]),
+                                          np.stack([w for _, w in fitted]), (-15.0,) * 6, (3.0,) * 6)
     again = unfamiliar_rule.UnfamiliarRule.from_dict(json.loads(json.dumps(rule.to_dict())))
     assert np.array_equal(again.means, rule.means) and np.array_equal(again.whitenings, rule.whitenings)
-    features, logits = torch.randn(5, 6, 64), torch.randn(5, 10)
+    features, logits = torch.randn(5, 6, 16, generator=generator), torch.randn(5, 10, generator=generator)
     assert torch.equal(again.scores(logits, 0.5, features), rule.scores(logits, 0.5, features))
     with pytest.raises(ValueError, match="needs the \\[CLS\\] features"):
         rule.flags(logits, 0.5)

@@ -272,8 +272,10 @@ def supervised(args: argparse.Namespace, command: str, device: torch.device, ran
     }
     save_weights(out, model, spec)
     write_attention_distance(out, model, test_x, "test")  # for the app's inside-the-model view
-    # For mean-ablation of heads (heads/knockout.py): over images of a class, not drawings of none.
-    write_head_means(out, model, mean_sample(train_x[train_y != NO_CLASS]))
+    # For mean-ablation of heads (heads/knockout.py): over the dataset's own training images, as `python -m vit_demo
+    # head-means` takes them, not over the drawings a recipe adds after them (training_data).
+    own = len(train_x) - recipe.canvas_digits - recipe.outlier_drawings
+    write_head_means(out, model, mean_sample(train_x[:own]))
     if snapshots:
         write_snapshot_index(out, history)
     atomic_write_text(out / METRICS_FILE, json.dumps(metrics, indent=2) + "\n")

@@ -31,6 +31,8 @@ FLAG_RANGES = {"label_smoothing": float_in(0, 1), "random_erasing": float_in(0, 
                "drop_path": float_in(0, 1), "mask_ratio": float_in(0, 0.99), "outlier_weight": float_in(0, 1)}
 FLAG_HELP = {  # what a flag's name does not say
     "batch_size": "global batch size (split across torchrun processes)",
+    "augment": "the dataset's own augmentation (digits: rotation, shift, scale, shear, stroke width; photos: crop "
+               "and flip); --no-augment trains on the images as they are",
     "trivial_augment": "TrivialAugment, per image, on top of the crop/flip or affine augmentation",
     "auto_augment": "AutoAugment's CIFAR-10 policy, per image, in place of TrivialAugment",
     "random_erasing": "each image's chance of a random erased rectangle (0: off)",

@@ -20,6 +20,7 @@ class Recipe:
     weight_decay: float
     warmup_epochs: float
     label_smoothing: float
+    augment: bool = True  # the dataset's own augmentation (data/augment.py: AUGMENTATIONS); off: images as they are
     trivial_augment: bool = False  # TrivialAugment, per image, on top of the dataset's own augmentation
     auto_augment: bool = False  # AutoAugment's CIFAR-10 policy instead (Lee et al. 2021's recipe), per image
     random_erasing: float = 0.0  # each image's chance of a rectangle filled with the mean colour (0 = off)

@@ -31,7 +31,9 @@ def training_batches(images: torch.Tensor, labels: torch.Tensor, recipe: Recipe,
     Every draw, each image's and each batch's, comes from ``generator``, on the images' device: nothing waits
     for the host, and one call makes N batches in the same few kernels as one.
     """
-    x = AUGMENTATIONS[spec.name](images.float().div_(255), generator)
+    x = images.float().div_(255)  # (N * B, C, H, W)
+    if recipe.augment:
+        x = AUGMENTATIONS[spec.name](x, generator)
     if recipe.auto_augment:
         x = auto_augment(x, generator)
     elif recipe.trivial_augment:
