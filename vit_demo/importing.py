@@ -2,7 +2,8 @@
 (``python -m vit_demo import SOURCE --out DIR``), which ``load_model`` and every command take as they take ours.
 
 SOURCE is ``timm:NAME`` (the weights timm downloads for NAME, or with ``checkpoint`` a local state dict of it, read
-without a network), ``hf:REPO_ID`` (a Hub repository, downloaded by huggingface_hub) or ``hf:FOLDER`` (what
+without a network; NAME may be timm's ``local-dir:FOLDER`` or ``hf-hub:USER/NAME``, as the folder ``python -m vit_demo
+hub`` writes, vit_demo/deploy/hub.py, whose classes and preprocessing come back with it), ``hf:REPO_ID`` (a Hub repository, downloaded by huggingface_hub) or ``hf:FOLDER`` (what
 ``save_pretrained`` wrote). The model keeps its source's classes in the head's order (timm: ImageNet's names for an
 ImageNet head; Hugging Face: ``id2label``) and its preprocessing, exactly (timm: its data config, the shorter side
 resized to floor(size / crop_pct) by PIL, the centre cropped; Hugging Face: ``preprocessor_config.json``, resized to
@@ -40,6 +41,7 @@ HF_WEIGHTS_FILES = ("model.safetensors", "pytorch_model.bin")  # what a Hugging 
 HF_FILES = ("config.json", "preprocessor_config.json", *HF_WEIGHTS_FILES)
 HF_ARCHITECTURES = ("ViTForImageClassification", "ViTModel")
 PIL_RESAMPLE = {0: "nearest", 2: "bilinear", 3: "bicubic"}  # Hugging Face's ``resample`` (PIL's numbering)
+HUB_BLOCK = "vit_demo"  # what a folder python -m vit_demo hub wrote keeps of ours in its config.json (deploy/hub.py)
 CHECK_TOLERANCE = 1e-3  # ours and timm's outputs on a random image must agree this closely (measured: ~1e-6)
 
 
@@ -128,6 +130,23 @@ def distinct(names: Sequence[str]) -> tuple[str, ...]:
 
 # ---- timm ----------------------------------------------------------------------------------------
 
+# Our tensor names -> timm's VisionTransformer's (docs/byo-vit.md), the one table both directions read (this import,
+# and the way back: vit_demo/deploy/hub.py): only the patch embedding differs, timm's being a module (``proj``) inside
+# ``PatchEmbed``. Every other name is the same, and no tensor is reshaped (qkv's layout, (3, heads, head_dim) along
+# its output, is the same).
+TIMM_RENAMES = {"patch_embed.weight": "patch_embed.proj.weight", "patch_embed.bias": "patch_embed.proj.bias"}
+
+
+def ours_state_to_timm(state: dict[str, torch.Tensor]) -> dict[str, torch.Tensor]:
+    """Our model's tensors under timm's names (``TIMM_RENAMES``)."""
+    return {TIMM_RENAMES.get(name, name): tensor for name, tensor in state.items()}
+
+
+def timm_state_to_ours(state: dict[str, torch.Tensor]) -> dict[str, torch.Tensor]:
+    """timm's ViT's tensors under our names (``TIMM_RENAMES``, read backwards)."""
+    ours = {timm_name: name for name, timm_name in TIMM_RENAMES.items()}
+    return {ours.get(name, name): tensor for name, tensor in state.items()}
+
 
 def _require(module: str):
     try:
@@ -212,7 +231,7 @@ def _check_timm_architecture(name: str, model: torch.nn.Module) -> None:
 
 
 def _from_timm(name: str, checkpoint: Path | None
-               ) -> tuple[VisionTransformer, tuple[str, ...], SourcePreprocessing, dict]:
+               ) -> tuple[VisionTransformer, tuple[str, ...], SourcePreprocessing | KeptPreprocessing, dict]:
     """timm's ``name`` as our model, its classes, its preprocessing and the import's record."""
     timm = _require("timm")
     from timm.data import ImageNetInfo, infer_imagenet_subset, resolve_data_config
@@ -226,43 +245,82 @@ def _from_timm(name: str, checkpoint: Path | None
     if data["interpolation"] not in ("nearest", "bilinear", "bicubic"):
         raise NotImportable(f"timm:{name} resizes with {data['interpolation']!r} interpolation: only nearest, "
                             f"bilinear and bicubic can be imported")
+    kept = _kept_preprocessing(source)
+    channels = source.patch_embed.proj.in_channels
+    if channels != 3 and kept is None:
+        raise NotImportable(f"timm:{name} reads {channels}-channel images: only RGB ones can be imported (or a folder "
+                            f"that python -m vit_demo hub wrote, which says how to preprocess them)")
     first = source.blocks[0]
     config = ViTConfig(
-        image_size=source.patch_embed.img_size[0], patch_size=source.patch_embed.patch_size[0], in_channels=3,
+        image_size=source.patch_embed.img_size[0], patch_size=source.patch_embed.patch_size[0], in_channels=channels,
         num_classes=source.num_classes, dim=source.embed_dim, depth=len(source.blocks), heads=first.attn.num_heads,
         mlp_dim=first.mlp.fc1.out_features, mean=tuple(data["mean"]), std=tuple(data["std"]),
         norm_eps=source.norm.eps if isinstance(source.norm, torch.nn.LayerNorm) else first.norm1.eps,
         distillation_token=isinstance(source, VisionTransformerDistilled), register_tokens=source.num_reg_tokens,
         layer_scale=getattr(first.ls1, "init_values", None), prefix_pos_embed=not source.no_embed_class)
-    state = dict(source.state_dict())
-    for part in ("weight", "bias"):
-        state[f"patch_embed.{part}"] = state.pop(f"patch_embed.proj.{part}")
-    model = _load(f"timm:{name}", config, state)
+    model = _load(f"timm:{name}", config, timm_state_to_ours(source.state_dict()))
     difference = _compare(source, model)
     if not difference <= CHECK_TOLERANCE:
         raise NotImportable(f"timm:{name} computes something our ViT does not (on a random image its output and ours "
                             f"differ by {difference:.3g}): it cannot be imported")
     subset = infer_imagenet_subset(source) if config.num_classes else None
+    labels = source.pretrained_cfg.get("label_names")  # a Hub folder's own (timm's save_for_hf writes them)
     if subset:
         names = ImageNetInfo(subset)
         classes = distinct([names.index_to_description(i) for i in range(config.num_classes)])
+        classes_from = subset
+    elif isinstance(labels, (list, tuple)) and len(labels) == config.num_classes:
+        classes, classes_from = distinct([str(label) for label in labels]), "label_names"
     else:  # a head timm names no classes for (a checkpoint fine-tuned elsewhere): its outputs, numbered
         classes = tuple(str(i) for i in range(config.num_classes))
+        classes_from = "none: no head" if not config.num_classes else "none: numbered"
     square = data.get("crop_mode") == "squash"
-    recipe = SourcePreprocessing("pil", data["interpolation"], data["crop_pct"], square)
+    recipe = kept or SourcePreprocessing("pil", data["interpolation"], data["crop_pct"], square)
     record = {"timm": timm.__version__, "architecture": source.pretrained_cfg.get("architecture", name),
-              "classes_from": subset or ("none: no head" if not config.num_classes else "none: numbered"),
+              "classes_from": classes_from,
               "max_difference": float(f"{difference:.3g}")}
     if checkpoint is not None:
         record["checkpoint"] = str(checkpoint)
     return model, classes, recipe, record
 
 
+@dataclasses.dataclass(frozen=True)
+class KeptPreprocessing:
+    """The preprocessing a folder that ``python -m vit_demo hub`` wrote records (its config.json's ``vit_demo``
+    block): our own (a drawing, a photo), kept as it was at any image size."""
+
+    kept: Preprocessing
+
+    def preprocessing(self, size: int) -> Preprocessing:
+        return self.kept
+
+
+def _kept_preprocessing(source: torch.nn.Module) -> KeptPreprocessing | None:
+    """What a timm model loaded from a folder or the Hub (``local-dir:``, ``hf-hub:``) that vit_demo wrote records
+    of our preprocessing (vit_demo/deploy/hub.py); None for any other."""
+    found = source.pretrained_cfg
+    if found.get("source") == "local-dir":
+        path = Path(found["file"]) / CONFIG_FILE
+    elif found.get("source") == "hf-hub":
+        from timm.models._hub import download_from_hf  # cached when the model was built
+
+        path = Path(download_from_hf(found["hf_hub_id"], CONFIG_FILE))
+    else:
+        return None
+    ours = _read_json(path).get(HUB_BLOCK)
+    if not isinstance(ours, dict) or "preprocessing" not in ours:
+        return None
+    try:
+        return KeptPreprocessing(Preprocessing.from_dict(ours["preprocessing"]))
+    except (TypeError, ValueError) as exc:
+        raise NotImportable(f"{path}: its {HUB_BLOCK}.preprocessing is not one of ours ({exc})") from None
+
+
 @torch.no_grad()
 def _compare(source: torch.nn.Module, model: VisionTransformer) -> float:
     """The largest difference between timm's output and ours on one random image (ours normalises it itself)."""
     c = model.config
-    image = torch.rand(1, 3, c.image_size, c.image_size, generator=torch.Generator().manual_seed(0))
+    image = torch.rand(1, c.in_channels, c.image_size, c.image_size, generator=torch.Generator().manual_seed(0))
     theirs = source((image - model.mean) / model.std)  # (1, K) or (1, D)
     return float((model(image) - theirs).abs().max())
 

@@ -1,5 +1,5 @@
 """``python -m vit_demo predict|evaluate|calibrate|faithfulness|inside|export|heads|lens|head-means|head-importance|
-onnx|space|static|import``: the command line over the same functions as the app."""
+onnx|space|static|import|hub``: the command line over the same functions as the app."""
 
 from __future__ import annotations
 
@@ -11,8 +11,8 @@ from collections.abc import Callable, Sequence
 from vit_demo.arguments import int_in, positive_int
 from vit_demo.classifier import load_model
 from vit_demo.cli.commands import (predict_files, run_calibrate, run_evaluate, run_export, run_faithfulness,
-                                   run_head_importance, run_head_means, run_heads, run_import, run_inside, run_lens,
-                                   run_onnx)
+                                   run_head_importance, run_head_means, run_heads, run_hub, run_import, run_inside,
+                                   run_lens, run_onnx)
 from vit_demo.data.datasets import SPLITS, DatasetNotFound
 from vit_demo.data.preprocess import InputError
 from vit_demo.deploy.space import write_space
@@ -220,6 +220,21 @@ def build_parser() -> argparse.ArgumentParser:
                               "embeddings resampled, bicubic, as timm does")
     imports.add_argument("--force", action="store_true", help="write into a folder that already holds files")
     imports.set_defaults(run=one(run_import))
+
+    hub = commands.add_parser(
+        "hub", help="a weights folder as a timm checkpoint and Hugging Face Hub model folder, with a model card "
+                    "(docs/import.md)",
+        description="Write into OUT the weights folder DIR (mnist, cifar10, or a path) as timm's hf-hub: and "
+                    "local-dir: loaders read it: config.json (timm's architecture, model_args, pretrained_cfg with "
+                    "our mean and std, label_names), model.safetensors (timm's names) and README.md (a model card "
+                    "with the measured results). Upload it with: hf upload USER/NAME OUT. One JSON line.")
+    hub.add_argument("folder", metavar="DIR", help="mnist, cifar10, or a path to a weights folder")
+    hub.add_argument("out", metavar="OUT", help="the folder to write (new or empty)")
+    hub.add_argument("--repo", default="USER/NAME", help="the Hub repository it will be uploaded to, for the card's "
+                                                         "code (default: USER/NAME)")
+    hub.add_argument("--project", metavar="URL", help="where this project lives, linked from the card")
+    hub.add_argument("--force", action="store_true", help="write into a folder that already holds files")
+    hub.set_defaults(run=one(run_hub))
     return parser
 
 

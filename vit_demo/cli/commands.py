@@ -192,6 +192,17 @@ def run_import(args: argparse.Namespace) -> dict:
     return write_import(args.source, args.out, args.checkpoint, args.image_size, command, args.force)
 
 
+def run_hub(args: argparse.Namespace) -> dict:
+    """Write a weights folder as a timm checkpoint and Hub model folder (vit_demo/deploy/hub.py); return what was
+    written."""
+    from vit_demo.deploy.hub import write_hub
+
+    options = ([] if args.repo == "USER/NAME" else ["--repo", args.repo]) + ([] if args.project is None else
+                                                                             ["--project", args.project])
+    command = shlex.join(["python", "-m", "vit_demo", "hub", args.folder, args.out, *options])
+    return write_hub(args.folder, args.out, args.force, args.repo, args.project, command)
+
+
 def run_export(args: argparse.Namespace) -> dict:
     """Write one view of ``args.file`` for a slide; return what was written."""
     if args.out is not None and not Path(args.out).resolve().parent.is_dir():
