@@ -61,6 +61,20 @@ def test_attention_steps_are_the_models_own_attention_and_head_output():
 def test_grid_size_checks_the_token_count():
     with pytest.raises(AssertionError, match="square grid"):
         explain.grid_size(np.zeros((1, 1, 11, 11)))
+    assert explain.grid_size(np.zeros((1, 1, 11, 11)), prefix_tokens=2) == 3  # DeiT's [CLS] and distillation token
+
+
+def test_maps_skip_the_prefix_tokens():
+    # Four prefix tokens ([CLS] and three registers) before a 2 x 2 grid: whatever they hold, the maps cover the
+    # patches only, from [CLS]'s row.
+    rng = np.random.default_rng(0)
+    attention = rng.random((2, 3, 8, 8))
+    attention /= attention.sum(-1, keepdims=True)
+    maps = explain.token_attention_maps(attention, prefix_tokens=4)
+    assert maps.shape == (2, 3, 2, 2)
+    np.testing.assert_allclose(maps[1, 2].ravel(), attention[1, 2, 0, 4:] / attention[1, 2, 0, 4:].sum())
+    rollout = explain.attention_rollout(attention, prefix_tokens=4)
+    assert rollout.shape == (2, 2) and rollout.sum() == pytest.approx(1)
 
 
 def test_overlays_show_where_the_map_is_hot():

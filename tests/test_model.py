@@ -106,6 +106,57 @@ def test_config_round_trip_and_checks():
         ViTConfig.from_dict({**config.to_dict(), "surprise": 1})
 
 
+def test_fields_beyond_the_plain_vit_are_written_only_where_set():
+    # The shipped config.json files (and the ONNX graphs' metadata, which quotes a config) hold no such fields: a
+    # plain config reads and writes as it did before they existed.
+    plain = RECIPES["mnist"].vit
+    assert set(plain.to_dict()) == {"image_size", "patch_size", "in_channels", "num_classes", "dim", "depth", "heads",
+                                    "mlp_dim", "dropout", "drop_path", "mean", "std"}
+    grown = dataclasses.replace(plain, norm_eps=1e-6, distillation_token=True, register_tokens=2, layer_scale=0.1,
+                                prefix_pos_embed=False)
+    assert set(grown.to_dict()) - set(plain.to_dict()) == {"norm_eps", "distillation_token", "register_tokens",
+                                                            "layer_scale", "prefix_pos_embed"}
+    assert ViTConfig.from_dict(grown.to_dict()) == grown
+    assert (plain.prefix_tokens, grown.prefix_tokens, grown.num_tokens) == (1, 4, 4 + 49)
+
+
+def test_prefix_tokens_distillation_registers_and_layer_scale():
+    config = ViTConfig(dim=32, depth=2, heads=2, mlp_dim=64, distillation_token=True, register_tokens=3,
+                       layer_scale=0.5, prefix_pos_embed=False, norm_eps=1e-6)
+    model = VisionTransformer(config).eval()
+    names = set(model.state_dict())
+    assert {"dist_token", "head_dist.weight", "reg_token", "blocks.0.ls1.gamma", "blocks.1.ls2.gamma"} <= names
+    assert model.pos_embed.shape == (1, 49, 32) and model.reg_token.shape == (1, 3, 32)  # the patches' only
+    assert model.blocks[0].ls1.gamma.eq(0.5).all() and model.norm.eps == 1e-6
+    images = torch.rand(2, 1, 28, 28)
+    found = model.forward_activations(images, attention=True, stream=True)
+    assert found.attention.shape == (2, 2, 2, 5 + 49, 5 + 49) and found.stream.shape == (2, 2, 54, 32)
+    tokens = model.forward_features(images)  # (B, T, D): [CLS], the distillation token, 3 registers, the patches
+    expected = (model.head(tokens[:, 0]) + model.head_dist(tokens[:, 1])) / 2  # DeiT at inference
+    torch.testing.assert_close(found.logits, expected)
+    torch.testing.assert_close(model.forward_head(tokens, pre_logits=True), (tokens[:, 0] + tokens[:, 1]) / 2)
+    torch.testing.assert_close(model(images), found.logits, rtol=1e-5, atol=1e-5)
+
+
+def test_a_model_without_classes_gives_cls_features():
+    model = VisionTransformer(ViTConfig(dim=32, depth=2, heads=2, mlp_dim=64, num_classes=0)).eval()
+    images = torch.rand(3, 1, 28, 28)
+    assert not any(name.startswith("head") for name in model.state_dict())
+    torch.testing.assert_close(model(images), model.forward_features(images)[:, 0])
+
+
+def test_at_image_size_resamples_the_patches_position_embeddings_only():
+    config = ViTConfig(image_size=32, patch_size=4, in_channels=3, dim=32, depth=2, heads=2, mlp_dim=64,
+                       mean=(0.5,) * 3, std=(0.5,) * 3, register_tokens=2)
+    model = VisionTransformer(config).eval()
+    bigger = model.at_image_size(48)
+    assert bigger.config.image_size == 48 and not bigger.training
+    assert bigger.pos_embed.shape == (1, 3 + 144, 32)
+    assert torch.equal(bigger.pos_embed[:, :3], model.pos_embed[:, :3])  # [CLS]'s and the registers' kept
+    assert bigger(torch.rand(1, 3, 48, 48)).shape == (1, 10)
+    assert torch.equal(model.at_image_size(32).pos_embed, model.pos_embed)
+
+
 def test_mnist_recipe_is_a_small_patch4_vit():
     config = RECIPES["mnist"].vit
     n_params = sum(p.numel() for p in VisionTransformer(config).parameters())

@@ -6,11 +6,14 @@ import shutil
 
 import numpy as np
 import pytest
-from conftest import HAS_SHARED_CIFAR, HAS_SHARED_MNIST, PHOTOS, SHARED_DATA, STROKES, draw_digit, draw_on_canvas, mnist_test_digits
+import torch
+from conftest import HAS_SHARED_CIFAR, HAS_SHARED_MNIST, PHOTOS, REPO, SHARED_DATA, STROKES, draw_digit, draw_on_canvas, mnist_test_digits
 from PIL import Image
+from safetensors import safe_open
 
 from vit_demo import InputError, NothingDrawn, WeightsError, load_model
 from vit_demo.data.datasets import load_split
+from vit_demo.interpret import explain
 from vit_demo.weights import (CONFIG_FILE, CURVES_FILE, METRICS_FILE, WEIGHTS_FILE, WEIGHTS_ROOT, load_snapshots,
                               snapshot_epochs)
 
@@ -68,6 +71,44 @@ def test_shipped_photo_model_reads_the_example_photos():
     results = {path.stem: photos.predict(path) for path in sorted(PHOTOS.glob("*.png"))}
     wrong = {name: (r.label, r.unfamiliar) for name, r in results.items() if r.label != name or r.unfamiliar}
     assert len(results) == 10 and not wrong, wrong
+
+
+# What the shipped models gave on fixed inputs (two example files each, then a seeded random image) before the model grew
+# what imported ViTs need (issue 46), recorded on the CPU with one thread: their config.json files still load, and the
+# same inputs give the same logits, attention and maps, bit for bit.
+REFERENCE_OUTPUTS = REPO / "tests" / "fixtures" / "shipped_outputs.safetensors"
+REFERENCE_FILES = {"mnist": ["examples/digits/3.png", "examples/digits/8.png"],
+                   "cifar10": ["examples/photos/cat.png", "examples/photos/ship.png"]}
+
+
+@pytest.fixture
+def one_thread():
+    threads = torch.get_num_threads()
+    torch.set_num_threads(1)
+    yield
+    torch.set_num_threads(threads)
+
+
+@pytest.mark.parametrize("name", REFERENCE_FILES)
+def test_shipped_models_give_the_outputs_recorded_before_issue_46(name, one_thread):
+    with safe_open(REFERENCE_OUTPUTS, "pt") as recorded:
+        expected = {key.split(".", 1)[1]: recorded.get_tensor(key) for key in recorded.keys() if key.startswith(name)}
+        attention_sha256 = recorded.metadata()[f"{name}.attention_sha256"]
+    clf = load_model(name, device="cpu")
+    inputs = clf.batch([clf.preprocess(REPO / file) for file in REFERENCE_FILES[name]])  # (2, C, H, W)
+    assert torch.equal(inputs, expected["inputs"][:2])
+    with torch.inference_mode():
+        found = clf.model.forward_activations(expected["inputs"], attention=True)
+        assert torch.equal(clf.model(expected["inputs"]), expected["fast_logits"])
+    assert torch.equal(found.logits, expected["logits"])
+    assert hashlib.sha256(found.attention.contiguous().numpy().tobytes()).hexdigest() == attention_sha256
+    assert torch.equal(found.attention[:, :, :, 0], expected["attention_cls"])
+    attention = found.attention.numpy()  # (B, L, H, T, T)
+    assert np.array_equal(np.stack([explain.attention_rollout(a) for a in attention]), expected["rollout"].numpy())
+    assert np.array_equal(np.stack([explain.token_attention_maps(a) for a in attention]), expected["cls_maps"].numpy())
+    images = [x.permute(1, 2, 0).numpy() for x in expected["inputs"]]  # (H, W, C), as the preprocessing gives them
+    relevance = clf.relevance_preprocessed([x[..., 0] if x.shape[-1] == 1 else x for x in images], [None] * len(images))
+    assert np.array_equal(relevance, expected["relevance"].numpy())
 
 
 @pytest.mark.parametrize("canvas,box,pen", [

@@ -3,13 +3,14 @@
 from __future__ import annotations
 
 import dataclasses
+import functools
 from collections.abc import Sequence
 from pathlib import Path
 
 import numpy as np
 import torch
 
-from vit_demo.data.preprocess import ImageInput, preprocess_drawing, preprocess_photo
+from vit_demo.data.preprocess import ImageInput
 from vit_demo.device import resolve_device
 from vit_demo.interpret.explain import PREDICTED, relevance_forward
 from vit_demo.model import VisionTransformer
@@ -21,8 +22,8 @@ from vit_demo.weights import WeightsError, WeightsInfo, load_weights, shown_path
 class Prediction:
     label: str
     probs: dict[str, float]  # class name -> calibrated probability (the weights' temperature), in class order
-    attention: np.ndarray | None  # (layers, heads, tokens, tokens); token 0 is [CLS]
-    input: np.ndarray  # what the model saw, in [0, 1]: (28, 28) for digits, (32, 32, 3) for photos
+    attention: np.ndarray | None  # (layers, heads, tokens, tokens); token 0 is [CLS], the patches after the prefix
+    input: np.ndarray  # what the model saw, in [0, 1]: (28, 28) for digits, (size, size, 3) for photos
     relevance: np.ndarray | None = None  # (g, g) class-specific relevance for relevance_label, when asked for
     relevance_label: str | None = None
     unfamiliar: bool = False  # the image looks unlike anything the model knows (the weights' rule: unfamiliar_rule.py)
@@ -36,15 +37,15 @@ class Prediction:
 
 
 class Classifier:
-    """A trained ViT with the preprocessing that suits its dataset."""
+    """A trained (or imported) ViT with the preprocessing its weights folder names."""
 
     def __init__(self, info: WeightsInfo, model: VisionTransformer) -> None:
         self.info = info
         self.model = model.requires_grad_(False)  # for inference only: relevance needs no gradients of the weights
         self.temperature = info.temperature
         self.device = next(model.parameters()).device
-        self.classes = info.dataset.classes
-        self.preprocess = preprocess_drawing if info.dataset.name == "mnist" else preprocess_photo
+        self.classes = info.classes
+        self.preprocess = functools.partial(info.preprocessing.apply, size=info.config.image_size)
 
     def predict(self, image: ImageInput) -> Prediction:
         """Classify one image: a path, file bytes, a PIL image or a numpy array.
@@ -135,14 +136,20 @@ def to_chw(image: np.ndarray) -> np.ndarray:
 
 
 def load_model(name_or_path: str | Path = "mnist", device: str = "auto") -> Classifier:
-    """Load a shipped model by name (``mnist``, ``cifar10``) or a weights folder by path.
+    """Load a shipped model by name (``mnist``, ``cifar10``) or a weights folder by path (``python -m vit_demo
+    import`` writes one from a timm or Hugging Face ViT).
 
     Raises:
-        WeightsError: missing or corrupt weights; the message names the file and the command that makes it.
+        WeightsError: missing or corrupt weights; the message names the file and the command that makes it. Weights
+            without a trained head: a pretraining run's encoder, or an imported model without one (DINO's).
     """
     info, model = load_weights(name_or_path, resolve_device(device))
     if info.pretrained:
         raise WeightsError(f"{shown_path(info.folder)} holds an encoder from self-supervised pretraining, not a "
                            f"classifier: its head is untrained. Fine-tune it with: python train.py --dataset "
                            f"{info.dataset.name} --init-from {shown_path(info.folder)}")
+    if not info.classes:
+        raise WeightsError(f"{shown_path(info.folder)} holds a model without a classification head (imported from "
+                           f"{info.imported['source']}): it gives features, not classes; load its weights with "
+                           f"vit_demo.weights.load_weights")
     return Classifier(info, model)

@@ -2,6 +2,11 @@
 
 safetensors holds tensors only, so loading weights can never run code; the SHA-256 of the tensor
 file is recorded in the config and checked on load.
+
+A model trained here names its dataset, whose classes and preprocessing it takes (vit_demo/data/datasets.py). A model
+imported from timm or Hugging Face (``python -m vit_demo import``, vit_demo/importing.py) has no dataset: its config
+records where it came from (``import``), its classes in the head's order, and its own ``preprocessing``
+(vit_demo/data/preprocess.py, ``Preprocessing``).
 """
 
 from __future__ import annotations
@@ -20,6 +25,7 @@ from safetensors.torch import save as save_safetensors
 
 from vit_demo.atomic import atomic_write, atomic_write_text
 from vit_demo.data.datasets import DATASETS, DatasetSpec, dataset_spec
+from vit_demo.data.preprocess import Preprocessing, resized_shape
 from vit_demo.model import ViTConfig, VisionTransformer
 from vit_demo.unfamiliar_rule import UnfamiliarRule
 
@@ -53,11 +59,27 @@ class WeightsError(RuntimeError):
 @dataclasses.dataclass(frozen=True)
 class WeightsInfo:
     folder: Path
-    dataset: DatasetSpec
+    dataset: DatasetSpec | None  # what the model was trained on; None: it was imported
     config: ViTConfig
+    classes: tuple[str, ...]  # what the head's outputs mean, in its order; none for a model without a head
+    preprocessing: Preprocessing  # what an image goes through before the model reads it
     temperature: float = 1.0  # logits are divided by it before the softmax (interpret/calibration.py); 1: not calibrated
     unfamiliar: UnfamiliarRule | None = None  # when an image looks unlike anything the model knows; None: no rule
     pretrained: dict | None = None  # a pretrained encoder's record (train.py --pretrain): its head is untrained
+    imported: dict | None = None  # an imported model's record: its source, the command, the library's version
+
+    @property
+    def name(self) -> str:
+        """The model's name in the files made from it: its dataset's, or an imported model's folder's."""
+        return self.folder.name if self.dataset is None else self.dataset.name
+
+    def trained_dataset(self) -> DatasetSpec:
+        """The dataset the model was trained on, for the commands that measure it there; for an imported model a
+        WeightsError that says it has none."""
+        if self.dataset is None:
+            raise WeightsError(f"{shown_path(self.folder)} holds a model imported from {self.imported['source']}, not "
+                               f"one trained here: it has no dataset ({', '.join(DATASETS)}) to measure it on")
+        return self.dataset
 
 
 def weights_sha256(folder: Path) -> str:
@@ -88,19 +110,32 @@ def _train_command(folder: Path, dataset: str | None) -> str:
     return f"python train.py --dataset {dataset or 'mnist|cifar10'} --out {shown_path(folder)}"
 
 
+def _make_command(info: WeightsInfo) -> str:
+    """The command that makes a weights folder again: the import, or the training run."""
+    if info.imported is not None:
+        return info.imported["command"]
+    return _train_command(info.folder, info.dataset.name)
+
+
 def save_weights(folder: str | Path, model: VisionTransformer, dataset: DatasetSpec) -> None:
-    """Write the weights, then the config that vouches for them, each atomically."""
+    """Write the weights of a model trained on ``dataset``, then the config that vouches for them, each atomically."""
+    _save(folder, model, {"dataset": dataset.name, "classes": list(dataset.classes)})
+
+
+def save_imported(folder: str | Path, model: VisionTransformer, classes: tuple[str, ...],
+                  preprocessing: Preprocessing, record: dict) -> None:
+    """Write an imported model's weights, then its config: ``record`` (its ``source`` and the ``command`` that
+    imported it), its classes in the head's order and its preprocessing."""
+    _save(folder, model, {"import": record, "classes": list(classes), "preprocessing": preprocessing.to_dict()})
+
+
+def _save(folder: str | Path, model: VisionTransformer, identity: dict) -> None:
     folder = Path(folder)
     folder.mkdir(parents=True, exist_ok=True)
     state = {k: v.detach().cpu().contiguous() for k, v in model.state_dict().items()}
     blob = save_safetensors(state)
     atomic_write(folder / WEIGHTS_FILE, lambda f: f.write(blob))
-    config = {
-        "dataset": dataset.name,
-        "classes": list(dataset.classes),
-        "vit": model.config.to_dict(),
-        "weights_sha256": hashlib.sha256(blob).hexdigest(),
-    }
+    config = {**identity, "vit": model.config.to_dict(), "weights_sha256": hashlib.sha256(blob).hexdigest()}
     atomic_write_text(folder / CONFIG_FILE, json.dumps(config, indent=2) + "\n")
 
 
@@ -109,24 +144,38 @@ def read_weights_info(folder: Path) -> tuple[WeightsInfo, str]:
     config_path = folder / CONFIG_FILE
     if not config_path.is_file():
         raise WeightsError(f"{shown_path(config_path)} not found. Make it with: {_train_command(folder, None)}")
+    raw = None
     try:
         raw = json.loads(config_path.read_text(encoding="utf-8"))
-        spec = dataset_spec(raw["dataset"])
         config = ViTConfig.from_dict(raw["vit"])
         checksum = str(raw["weights_sha256"])
-        if tuple(raw["classes"]) != spec.classes or config.num_classes != len(spec.classes):
-            raise ValueError("its classes do not match the dataset")
+        classes = tuple(str(name) for name in raw["classes"])
+        if "import" in raw:
+            spec, preprocessing, imported = None, Preprocessing.from_dict(raw["preprocessing"]), dict(raw["import"])
+            size = config.image_size
+            if preprocessing.method == "resize_crop" and min(resized_shape(size, size, preprocessing.resize)) < size:
+                raise ValueError(f"its preprocessing resizes to less than the model's {size} pixels")
+        else:
+            spec, imported = dataset_spec(raw["dataset"]), None
+            preprocessing = spec.preprocessing
+            if classes != spec.classes:
+                raise ValueError("its classes do not match the dataset")
+        if config.num_classes != len(classes) or len(set(classes)) != len(classes):
+            raise ValueError(f"{len(set(classes))} distinct classes for a head of {config.num_classes}")
         temperature = float(raw.get("temperature", 1.0))
         if not 0 < temperature < float("inf"):
             raise ValueError(f"temperature {temperature} is not a positive number")
         unfamiliar = UnfamiliarRule.from_dict(raw["unfamiliar"]) if raw.get("unfamiliar") else None
     except (ValueError, KeyError, TypeError, UnicodeDecodeError) as exc:
+        imported = raw.get("import") if isinstance(raw, dict) else None
+        command = imported.get("command") if isinstance(imported, dict) else None
         raise WeightsError(
             f"{shown_path(config_path)} is not a valid weights config ({exc}). "
-            f"Make it again with: {_train_command(folder, None)}"
+            f"Make it again with: {command if isinstance(command, str) else _train_command(folder, None)}"
         ) from exc
-    return WeightsInfo(folder=folder, dataset=spec, config=config, temperature=temperature,
-                       unfamiliar=unfamiliar, pretrained=raw.get("pretrained")), checksum
+    return WeightsInfo(folder=folder, dataset=spec, config=config, classes=classes, preprocessing=preprocessing,
+                       temperature=temperature, unfamiliar=unfamiliar, pretrained=raw.get("pretrained"),
+                       imported=imported), checksum
 
 
 def update_config(folder: str | Path, **fields: object) -> None:
@@ -146,10 +195,10 @@ def load_weights(name_or_path: str | Path, device: torch.device | str = "cpu") -
     """Load a weights folder into a model in eval mode, verifying the checksum first."""
     folder = resolve_weights_folder(name_or_path)
     info, checksum = read_weights_info(folder)
-    remake = f"Make it again with: {_train_command(folder, info.dataset.name)}"
+    remake = f"Make it again with: {_make_command(info)}"
     weights_path = folder / WEIGHTS_FILE
     if not weights_path.is_file():
-        raise WeightsError(f"{shown_path(weights_path)} not found. Make it with: {_train_command(folder, info.dataset.name)}")
+        raise WeightsError(f"{shown_path(weights_path)} not found. Make it with: {_make_command(info)}")
     blob = weights_path.read_bytes()
     if hashlib.sha256(blob).hexdigest() != checksum:
         raise WeightsError(
@@ -254,7 +303,7 @@ def load_snapshots(name_or_path: str | Path, device: torch.device | str = "cpu")
         blob = path.read_bytes() if path.is_file() else b""
         if hashlib.sha256(blob).hexdigest() != entry["sha256"]:
             raise WeightsError(f"{shown_path(path)} is missing or corrupt: its SHA-256 does not match {shown_path(index)}. "
-                               f"Make it again with: {_train_command(folder, info.dataset.name)}")
+                               f"Make it again with: {_make_command(info)}")
         model = VisionTransformer(info.config)
         model.load_state_dict({k: v.float() for k, v in load_safetensors(blob).items()})
         snapshots.append(Snapshot(entry["epoch"], entry["test_accuracy"], model.to(device).eval(),

@@ -1,5 +1,5 @@
 """``python -m vit_demo predict|evaluate|calibrate|faithfulness|inside|export|heads|lens|head-means|head-importance|
-onnx|space|static``: the command line over the same functions as the app."""
+onnx|space|static|import|hub``: the command line over the same functions as the app."""
 
 from __future__ import annotations
 
@@ -11,7 +11,8 @@ from collections.abc import Callable, Sequence
 from vit_demo.arguments import int_in, positive_int
 from vit_demo.classifier import load_model
 from vit_demo.cli.commands import (predict_files, run_calibrate, run_evaluate, run_export, run_faithfulness,
-                                   run_head_importance, run_head_means, run_heads, run_inside, run_lens, run_onnx)
+                                   run_head_importance, run_head_means, run_heads, run_hub, run_import, run_inside,
+                                   run_lens, run_onnx)
 from vit_demo.data.datasets import SPLITS, DatasetNotFound
 from vit_demo.data.preprocess import InputError
 from vit_demo.deploy.space import write_space
@@ -203,6 +204,37 @@ def build_parser() -> argparse.ArgumentParser:
                     "empty, or a folder this command wrote before, which is rewritten whole (a .git folder in it is "
                     "kept). One JSON line.",
     ).set_defaults(run=one(write_static_folder))
+
+    imports = commands.add_parser(
+        "import", help="a pretrained ViT from timm or Hugging Face as a weights folder (docs/import.md)",
+        description="Write into DIR a weights folder that --model takes as it takes ours: a plain ViT from timm "
+                    "(timm:NAME, its weights downloaded as timm does, or --checkpoint FILE) or Hugging Face (hf:REPO_ID, "
+                    "downloaded, or hf:FOLDER, what save_pretrained wrote), with its own classes and preprocessing. "
+                    "Swin, hybrids and other models that are not plain ViTs are refused. One JSON line.")
+    imports.add_argument("source", metavar="SOURCE", help="timm:NAME, hf:REPO_ID or hf:FOLDER")
+    imports.add_argument("--out", required=True, metavar="DIR", help="the weights folder to write (new or empty)")
+    imports.add_argument("--checkpoint", metavar="FILE",
+                         help="timm only: its weights from a local state dict (.safetensors, .pth, .bin), offline")
+    imports.add_argument("--image-size", type=positive_int, metavar="PIXELS",
+                         help="run the model at this image size (a multiple of its patch size): its position "
+                              "embeddings resampled, bicubic, as timm does")
+    imports.add_argument("--force", action="store_true", help="write into a folder that already holds files")
+    imports.set_defaults(run=one(run_import))
+
+    hub = commands.add_parser(
+        "hub", help="a weights folder as a timm checkpoint and Hugging Face Hub model folder, with a model card "
+                    "(docs/import.md)",
+        description="Write into OUT the weights folder DIR (mnist, cifar10, or a path) as timm's hf-hub: and "
+                    "local-dir: loaders read it: config.json (timm's architecture, model_args, pretrained_cfg with "
+                    "our mean and std, label_names), model.safetensors (timm's names) and README.md (a model card "
+                    "with the measured results). Upload it with: hf upload USER/NAME OUT. One JSON line.")
+    hub.add_argument("folder", metavar="DIR", help="mnist, cifar10, or a path to a weights folder")
+    hub.add_argument("out", metavar="OUT", help="the folder to write (new or empty)")
+    hub.add_argument("--repo", default="USER/NAME", help="the Hub repository it will be uploaded to, for the card's "
+                                                         "code (default: USER/NAME)")
+    hub.add_argument("--project", metavar="URL", help="where this project lives, linked from the card")
+    hub.add_argument("--force", action="store_true", help="write into a folder that already holds files")
+    hub.set_defaults(run=one(run_hub))
     return parser
 
 

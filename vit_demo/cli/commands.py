@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import shlex
 import sys
 import time
 from collections.abc import Sequence
@@ -18,6 +19,7 @@ from vit_demo.classifier import Classifier, load_model
 from vit_demo.data.datasets import DatasetNotFound, load_split, spread
 from vit_demo.data.preprocess import InputError
 from vit_demo.device import resolve_device
+from vit_demo.importing import write_import
 from vit_demo.interpret import heads
 from vit_demo.interpret.faithfulness import mean_aucs, write_record
 from vit_demo.interpret.inside import ATTENTION_DISTANCE_FILE, write_attention_distance
@@ -58,14 +60,14 @@ def model_and_split(args: argparse.Namespace, count: int | None = None
     """The model ``args.model`` and ``count`` images (None: all) of its dataset's split with their labels, spread
     evenly over it (CIFAR-10's folders keep a split in class order: its first 1,000 test photos are all airplanes)."""
     classifier = load_model(args.model, args.device)
-    images, labels = load_split(classifier.info.dataset.name, args.data_dir, args.split)
+    images, labels = load_split(classifier.info.trained_dataset().name, args.data_dir, args.split)
     chosen = slice(None) if count is None else spread(count, len(images))
     return classifier, images[chosen], labels[chosen]
 
 
 def run_evaluate(args: argparse.Namespace) -> dict:
     classifier, images, labels = model_and_split(args, args.limit)
-    dataset = classifier.info.dataset.name
+    dataset = classifier.info.trained_dataset().name
     started = time.perf_counter()
     _, correct, n = evaluate(classifier.model, images, labels, args.batch_size)
     return {"model": args.model, "dataset": dataset, "split": args.split, "n": n, "correct": correct,
@@ -77,7 +79,8 @@ def run_faithfulness(args: argparse.Namespace) -> list[dict]:
     """One record per kind of map: mean deletion and insertion AUC over ``args.n`` images spread evenly over the
     split; with ``args.keep``, kept in the weights folder too (the page shows the most faithful map first)."""
     classifier, images, _ = model_and_split(args, args.n)
-    aucs = mean_aucs(classifier.model, images, classifier.info.dataset.name, classifier.temperature, args.batch_size)
+    aucs = mean_aucs(classifier.model, images, classifier.info.trained_dataset().name, classifier.temperature,
+                     args.batch_size)
     if args.keep:
         write_record(classifier.info.folder, aucs, args.split, len(images))
     return [{"method": kind, "model": args.model, "n": len(images), **auc} for kind, auc in aucs.items()]
@@ -106,7 +109,7 @@ def heads_split(args: argparse.Namespace, split: str) -> tuple[Classifier, torch
     if not Path(args.data_dir).is_dir():
         raise DatasetNotFound(f"--data-dir {args.data_dir}: no such folder")
     classifier = load_model(args.model, args.device)
-    images, labels = load_split(classifier.info.dataset.name, args.data_dir, split, download=False)
+    images, labels = load_split(classifier.info.trained_dataset().name, args.data_dir, split, download=False)
     return classifier, images, labels
 
 
@@ -117,7 +120,7 @@ def ablation_means(args: argparse.Namespace, classifier: Classifier) -> torch.Te
         print(f"note: {shown_path(classifier.info.folder)} has no {HEAD_MEANS_FILE} for these weights; the "
               f"means are computed for this run (keep them: python -m vit_demo head-means --model {args.model} "
               f"--data-dir {args.data_dir})", file=sys.stderr)
-        train, _ = load_split(classifier.info.dataset.name, args.data_dir, "train", download=False)
+        train, _ = load_split(classifier.info.trained_dataset().name, args.data_dir, "train", download=False)
         means = heads.head_means(classifier.model, heads.mean_sample(train)).half().float()  # as the file keeps them
     return means
 
@@ -179,6 +182,25 @@ def run_onnx(args: argparse.Namespace) -> list[dict]:
     for name in args.model or ["mnist", "cifar10"]:
         records += [{"model": name, **record} for record in write_onnx(name)]
     return records
+
+
+def run_import(args: argparse.Namespace) -> dict:
+    """Import a pretrained ViT into a weights folder (vit_demo/importing.py); return what was written."""
+    options = [] if args.checkpoint is None else ["--checkpoint", args.checkpoint]
+    options += [] if args.image_size is None else ["--image-size", str(args.image_size)]
+    command = shlex.join(["python", "-m", "vit_demo", "import", args.source, *options, "--out", args.out])
+    return write_import(args.source, args.out, args.checkpoint, args.image_size, command, args.force)
+
+
+def run_hub(args: argparse.Namespace) -> dict:
+    """Write a weights folder as a timm checkpoint and Hub model folder (vit_demo/deploy/hub.py); return what was
+    written."""
+    from vit_demo.deploy.hub import write_hub
+
+    options = ([] if args.repo == "USER/NAME" else ["--repo", args.repo]) + ([] if args.project is None else
+                                                                             ["--project", args.project])
+    command = shlex.join(["python", "-m", "vit_demo", "hub", args.folder, args.out, *options])
+    return write_hub(args.folder, args.out, args.force, args.repo, args.project, command)
 
 
 def run_export(args: argparse.Namespace) -> dict:

@@ -21,6 +21,7 @@ import torch
 from PIL import Image
 
 from vit_demo.atomic import atomic_write
+from vit_demo.data.preprocess import Preprocessing
 
 
 @dataclasses.dataclass(frozen=True)
@@ -31,6 +32,7 @@ class DatasetSpec:
     channels: int
     mean: tuple[float, ...]
     std: tuple[float, ...]
+    preprocessing: Preprocessing  # what a user's image goes through to look like the dataset's
 
 
 DATASETS = {
@@ -41,6 +43,7 @@ DATASETS = {
         channels=1,
         mean=(0.1307,),
         std=(0.3081,),
+        preprocessing=Preprocessing("drawing"),
     ),
     "cifar10": DatasetSpec(
         name="cifar10",
@@ -49,6 +52,7 @@ DATASETS = {
         channels=3,
         mean=(0.4914, 0.4822, 0.4465),
         std=(0.2470, 0.2435, 0.2616),
+        preprocessing=Preprocessing("photo"),
     ),
 }
 

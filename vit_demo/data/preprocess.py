@@ -4,19 +4,22 @@ One function per input kind, shared by the app, the CLI and the tests:
 
 - :func:`preprocess_drawing`: a digit drawn anywhere, at any size, with any pen -> MNIST-like 28x28.
 - :func:`preprocess_photo`: a photo of any size and mode -> CIFAR-10-like 32x32 RGB.
+- :func:`preprocess_resized`: a photo -> what an imported model (timm's, Hugging Face's) read in training: resized and
+  centre-cropped exactly as its own library does it.
 
-Both return float32 arrays with values in [0, 1] on 256 levels, as the datasets' 8-bit images are (so the page,
-which gets the input as bytes, holds exactly what the model read), and raise :class:`InputError`, whose message is
-meant for the user, for anything they cannot use.
+:class:`Preprocessing` says which one a weights folder's model takes. All return float32 arrays with values in [0, 1]
+on 256 levels, as the datasets' 8-bit images are (so the page, which gets the input as bytes, holds exactly what the
+model read), and raise :class:`InputError`, whose message is meant for the user, for anything they cannot use.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import io
 import os
 import warnings
 from pathlib import Path
-from typing import Union
+from typing import Any, Union
 
 import numpy as np
 import torch
@@ -282,10 +285,8 @@ def _centre_by_mass(digit: np.ndarray) -> np.ndarray:
 FLAT_RANGE = 4 / 255  # a photo whose pixel values all lie closer than this is one flat colour: nothing to classify
 
 
-def preprocess_photo(image: ImageInput, size: int = 32) -> np.ndarray:
-    """A photo of any size and mode -> a (size, size, 3) float32 RGB image in [0, 1].
-
-    Transparent areas become white; the shorter side is resized to ``size`` and the centre cropped.
+def photo_rgb(image: ImageInput) -> np.ndarray:
+    """A photo of any size and mode -> float32 (H, W, 3) RGB in [0, 1], transparent areas composited over white.
 
     Raises:
         NothingDrawn: for an empty image, or one of a single flat colour (all white, all black, fully
@@ -301,7 +302,18 @@ def preprocess_photo(image: ImageInput, size: int = 32) -> np.ndarray:
         pixels = np.repeat(pixels, 3, axis=-1)
     if np.ptp(pixels.reshape(-1, 3), axis=0).max() < FLAT_RANGE:  # every channel's range
         raise NothingDrawn("Nothing to classify: the image is one flat colour.")
-    rgb = torch.from_numpy(np.ascontiguousarray(pixels)).permute(2, 0, 1)[None]  # (1, 3, H, W)
+    return pixels
+
+
+def preprocess_photo(image: ImageInput, size: int = 32) -> np.ndarray:
+    """A photo of any size and mode -> a (size, size, 3) float32 RGB image in [0, 1].
+
+    Transparent areas become white (``photo_rgb``); the shorter side is resized to ``size`` and the centre cropped.
+
+    Raises:
+        NothingDrawn, InputError: as ``photo_rgb``.
+    """
+    rgb = torch.from_numpy(np.ascontiguousarray(photo_rgb(image))).permute(2, 0, 1)[None]  # (1, 3, H, W)
     h, w = rgb.shape[-2:]
     scale = size / min(h, w)
     new_h, new_w = max(size, round(h * scale)), max(size, round(w * scale))
@@ -309,3 +321,89 @@ def preprocess_photo(image: ImageInput, size: int = 32) -> np.ndarray:
     top, left = (new_h - size) // 2, (new_w - size) // 2
     rgb = rgb[0, :, top : top + size, left : left + size].clamp(0, 1)  # (3, size, size)
     return eight_bit(rgb.permute(1, 2, 0).numpy())
+
+
+# ---- Photos -> an imported model's input ---------------------------------------------------------
+
+INTERPOLATIONS = {"pil": {"nearest": Image.NEAREST, "bilinear": Image.BILINEAR, "bicubic": Image.BICUBIC},
+                  "torchvision": {"bilinear": "BILINEAR", "bicubic": "BICUBIC"}}  # by library: what each can do here
+
+
+def resized_shape(height: int, width: int, resize: int | tuple[int, int]) -> tuple[int, int]:
+    """The (height, width) an image is resized to: ``resize`` (h, w) itself, or an int for the shorter side, the
+    longer one scaled to keep the aspect ratio and truncated, as torchvision's ``Resize(int)`` does."""
+    if not isinstance(resize, int):
+        return resize
+    short, long = (width, height) if width <= height else (height, width)
+    scaled = int(resize * long / short)
+    return (scaled, resize) if width <= height else (resize, scaled)
+
+
+def preprocess_resized(image: ImageInput, size: int, resize: int | tuple[int, int], interpolation: str,
+                       library: str) -> np.ndarray:
+    """A photo -> a (size, size, 3) float32 RGB image in [0, 1]: resized (``resized_shape``) by ``library`` ("pil":
+    PIL's ``Image.resize``, as timm's eval transform does; "torchvision": its ``resize`` of a uint8 tensor with
+    antialiasing, as Hugging Face's ``ViTImageProcessor`` does in transformers 5) with ``interpolation``, then the
+    centre cropped as torchvision's ``CenterCrop`` (its offsets rounded), then divided by 255 (``ToTensor``). What
+    timm's ``create_transform(**resolve_data_config({}, model=m))`` and the processor give, before normalisation,
+    which the model does itself.
+
+    Raises:
+        NothingDrawn, InputError: as ``photo_rgb``.
+    """
+    rgb = np.round(photo_rgb(image) * 255).astype(np.uint8)  # (H, W, 3): an 8-bit photo's own values, exactly
+    height, width = resized_shape(*rgb.shape[:2], resize)
+    if library == "pil":
+        rgb = np.asarray(Image.fromarray(rgb).resize((width, height), INTERPOLATIONS[library][interpolation]))
+    else:
+        from torchvision.transforms.v2 import functional as tvF  # (imported models only)
+
+        mode = getattr(tvF.InterpolationMode, INTERPOLATIONS[library][interpolation])
+        chw = torch.from_numpy(rgb).permute(2, 0, 1)  # (3, H, W) uint8
+        rgb = tvF.resize(chw, [height, width], interpolation=mode, antialias=True).permute(1, 2, 0).numpy()
+    top, left = int(round((height - size) / 2.0)), int(round((width - size) / 2.0))
+    return rgb[top : top + size, left : left + size].astype(np.float32) / 255  # (size, size, 3)
+
+
+@dataclasses.dataclass(frozen=True)
+class Preprocessing:
+    """Which preprocessing a weights folder's model takes (config.json's ``preprocessing``; where there is none, its
+    dataset's: vit_demo/data/datasets.py). ``method``: "drawing" (``preprocess_drawing``), "photo"
+    (``preprocess_photo``) or "resize_crop" (``preprocess_resized``, with ``resize``, ``interpolation`` and
+    ``library``: an imported model's own steps). The model normalises what it gets with its config's mean and std."""
+
+    method: str
+    resize: int | tuple[int, int] | None = None  # the shorter side, or (height, width)
+    interpolation: str | None = None
+    library: str | None = None
+
+    def __post_init__(self) -> None:
+        resizing = (self.resize, self.interpolation, self.library)
+        if self.method in ("drawing", "photo") and resizing != (None, None, None):
+            raise ValueError(f"the {self.method} preprocessing takes no resize, interpolation or library")
+        if self.method == "resize_crop":
+            if self.interpolation not in INTERPOLATIONS.get(self.library, {}):
+                raise ValueError(f"cannot resize with {self.library}'s {self.interpolation!r} interpolation: "
+                                 f"{', '.join(f'{k}: {sorted(v)}' for k, v in INTERPOLATIONS.items())}")
+            sides = (self.resize,) if isinstance(self.resize, int) else self.resize
+            if not isinstance(sides, tuple) or len(sides) not in (1, 2) or not all(
+                    isinstance(side, int) and side > 0 for side in sides):
+                raise ValueError(f"resize must be a positive whole number or [height, width], not {self.resize}")
+        elif self.method not in ("drawing", "photo"):
+            raise ValueError(f"unknown preprocessing {self.method!r}: drawing, photo or resize_crop")
+
+    def apply(self, image: ImageInput, size: int) -> np.ndarray:
+        """``image`` as the model of input ``size`` reads it, in [0, 1]: (28, 28) for digits, else (size, size, 3)."""
+        if self.method == "drawing":
+            return preprocess_drawing(image)
+        if self.method == "photo":
+            return preprocess_photo(image, size)
+        return preprocess_resized(image, size, self.resize, self.interpolation, self.library)
+
+    def to_dict(self) -> dict[str, Any]:
+        return {key: value for key, value in dataclasses.asdict(self).items() if value is not None}
+
+    @classmethod
+    def from_dict(cls, values: dict[str, Any]) -> Preprocessing:
+        resize = values.get("resize")
+        return cls(**{**values, "resize": tuple(resize) if isinstance(resize, list) else resize})

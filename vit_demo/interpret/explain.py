@@ -1,8 +1,11 @@
 """Explanation maps over the patch grid: from attention weights (layers, heads, tokens, tokens), and
 class-specific relevance from attention and its gradients.
 
-Token 0 is [CLS]; token 1 + i is patch i in row-major order on a square grid. ``MAPS`` holds every kind of map under
-one signature, ``fn(model, images, target) -> (B, g, g)`` (as Captum gives every attribution method one
+Token 0 is [CLS]; the patches follow the model's prefix tokens (``ViTConfig.prefix_tokens``: [CLS], then DeiT's
+distillation token and DINOv2's registers, where a model has them), token ``prefix_tokens + i`` being patch i in
+row-major order on a square grid. The functions over attention arrays take ``prefix_tokens`` (1: [CLS] alone, as in
+the models trained here); every map starts from [CLS] and covers the patches only. ``MAPS`` holds every kind of map
+under one signature, ``fn(model, images, target) -> (B, g, g)`` (as Captum gives every attribution method one
 ``attribute``): what faithfulness.py and the command line loop over.
 """
 
@@ -15,46 +18,49 @@ import torch
 from torch import nn
 
 
-def grid_size(attention: np.ndarray) -> int:
-    """Patches along one side, from (..., T, T) attention with T = grid**2 + 1."""
-    g = int(round((attention.shape[-1] - 1) ** 0.5))
-    assert g * g + 1 == attention.shape[-1], f"{attention.shape[-1]} tokens is not a square grid plus [CLS]"
+def grid_size(attention: np.ndarray, prefix_tokens: int = 1) -> int:
+    """Patches along one side, from (..., T, T) attention with T = prefix_tokens + grid**2."""
+    g = int(round((attention.shape[-1] - prefix_tokens) ** 0.5))
+    assert g * g + prefix_tokens == attention.shape[-1], \
+        f"{attention.shape[-1]} tokens is not a square grid after {prefix_tokens} prefix token(s)"
     return g
 
 
-def token_attention_maps(attention: np.ndarray, token: int = 0) -> np.ndarray:
+def token_attention_maps(attention: np.ndarray, token: int = 0, prefix_tokens: int = 1) -> np.ndarray:
     """Where one token attends over the patches, per layer and head: (L, H, T, T) -> (L, H, g, g).
 
-    ``token`` 0 is [CLS]; ``1 + i`` is patch i. Weights on [CLS] itself are dropped and the rest
-    rescaled to sum to 1, so maps of different heads share one scale.
+    ``token`` 0 is [CLS]; ``prefix_tokens + i`` is patch i. Weights on the prefix tokens ([CLS] and any others) are
+    dropped and the rest rescaled to sum to 1, so maps of different heads share one scale.
     """
-    g = grid_size(attention)
-    rows = attention[:, :, token, 1:]  # (L, H, g*g)
+    g = grid_size(attention, prefix_tokens)
+    rows = attention[:, :, token, prefix_tokens:]  # (L, H, g*g)
     rows = rows / np.maximum(rows.sum(axis=-1, keepdims=True), 1e-12)
     return rows.reshape(*attention.shape[:2], g, g)
 
 
-def cls_attention_map(attention: np.ndarray, layer: int, head: int | None = None) -> np.ndarray:
+def cls_attention_map(attention: np.ndarray, layer: int, head: int | None = None, prefix_tokens: int = 1
+                      ) -> np.ndarray:
     """Where [CLS] attends in ``layer`` (0-based) and ``head`` (0-based; None: the mean over heads):
     (L, H, T, T) -> (g, g)."""
-    maps = token_attention_maps(attention[layer : layer + 1])[0]  # (H, g, g)
+    maps = token_attention_maps(attention[layer : layer + 1], prefix_tokens=prefix_tokens)[0]  # (H, g, g)
     return maps.mean(axis=0) if head is None else maps[head]
 
 
-def attention_rollout(attention: np.ndarray) -> np.ndarray:
+def attention_rollout(attention: np.ndarray, prefix_tokens: int = 1) -> np.ndarray:
     """Attention rollout (Abnar and Zuidema, 2020): how [CLS] draws on each patch through all layers.
 
     Each layer's head-averaged attention is mixed half-and-half with the identity (the residual
-    path), rows renormalised, and the layers multiplied in order. (L, H, T, T) -> (g, g), summing to 1.
+    path), rows renormalised, and the layers multiplied in order. (L, H, T, T) -> (g, g), summing to 1: [CLS]'s row
+    over the patches (the flow through the other prefix tokens is in it; their own entries are left out).
     """
-    g = grid_size(attention)
+    g = grid_size(attention, prefix_tokens)
     tokens = attention.shape[-1]
     joint = np.eye(tokens)
     for layer in attention.mean(axis=1):  # (T, T) per layer
         mixed = 0.5 * layer + 0.5 * np.eye(tokens)
         mixed = mixed / mixed.sum(axis=-1, keepdims=True)
         joint = mixed @ joint
-    cls_to_patches = joint[0, 1:]
+    cls_to_patches = joint[0, prefix_tokens:]  # (g*g,)
     return (cls_to_patches / cls_to_patches.sum()).reshape(g, g)
 
 
@@ -112,15 +118,15 @@ def relevance_forward(model: nn.Module, images: torch.Tensor,
         classes = torch.where(classes == PREDICTED, logits.argmax(1), classes)  # (B,)
         chosen = logits.gather(1, classes.view(-1, 1)).sum()
         gradients = torch.autograd.grad(chosen, attentions)  # L x (B, H, T, T)
-    B, _, T, _ = attentions[0].shape
-    g = int(round((T - 1) ** 0.5))
-    maps = accumulate_relevance(attentions, gradients)[:, 1:].reshape(B, g, g).float().cpu().numpy()
+    B, g, prefix = len(images), model.config.grid_size, model.config.prefix_tokens
+    maps = accumulate_relevance(attentions, gradients)[:, prefix:].reshape(B, g, g).float().cpu().numpy()
     return logits.detach(), found.attention.detach(), maps
 
 
 def accumulate_relevance(attentions: Sequence[torch.Tensor], gradients: Sequence[torch.Tensor]) -> torch.Tensor:
     """Chefer et al.'s rule (see ``relevance_forward``) from each layer's attention and the gradient of the class
-    logit with respect to it, L x (B, H, T, T): R <- R + Abar_l R from R = I; [CLS]'s row of R, (B, T)."""
+    logit with respect to it, L x (B, H, T, T): R <- R + Abar_l R from R = I; [CLS]'s row of R, (B, T): the patches'
+    from ``config.prefix_tokens`` on."""
     B, _, T, _ = attentions[0].shape
     relevance = torch.eye(T, device=attentions[0].device).repeat(B, 1, 1)  # (B, T, T)
     for attention, gradient in zip(attentions, gradients):
@@ -139,7 +145,9 @@ def attention_maps(model: nn.Module, images: torch.Tensor, classes: torch.Tensor
     """Where [CLS] attends in the last layer, the mean over heads, for images (B, C, H, W) in [0, 1]: (B, g, g).
     The same whatever the class (``classes`` is there for ``MAPS``' signature)."""
     attention = model.forward_activations(images, attention=True).attentions[-1]  # (B, H, T, T)
-    return np.stack([token_attention_maps(a[None])[0].mean(0) for a in attention.float().cpu().numpy()])
+    prefix = model.config.prefix_tokens
+    return np.stack([token_attention_maps(a[None], prefix_tokens=prefix)[0].mean(0)
+                     for a in attention.float().cpu().numpy()])
 
 
 @torch.no_grad()
@@ -147,7 +155,7 @@ def rollout_maps(model: nn.Module, images: torch.Tensor, classes: torch.Tensor) 
     """Attention rollout (see ``attention_rollout``) for images (B, C, H, W) in [0, 1]: (B, g, g). The same whatever
     the class (``classes`` is there for ``MAPS``' signature)."""
     attention = model.forward_activations(images, attention=True).attention  # (B, L, H, T, T)
-    return np.stack([attention_rollout(a) for a in attention.float().cpu().numpy()])
+    return np.stack([attention_rollout(a, model.config.prefix_tokens) for a in attention.float().cpu().numpy()])
 
 
 # Every kind of map, by name: fn(model, images (B, C, H, W) in [0, 1], classes (B,), PREDICTED allowed) -> (B, g, g).

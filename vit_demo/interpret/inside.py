@@ -42,8 +42,9 @@ def embedding_components(model: nn.Module, count: int = 28) -> tuple[np.ndarray,
 
 def position_similarity(model: nn.Module) -> np.ndarray:
     """Cosine similarity of each patch's position embedding with every patch's: (g, g, g, g), where
-    [r, c] is the (g, g) map of patch (r, c)'s similarity to all patches. [CLS]'s embedding is left out."""
-    patches = model.pos_embed.detach().float().cpu()[0, 1:]  # (N, D)
+    [r, c] is the (g, g) map of patch (r, c)'s similarity to all patches. The prefix tokens' embeddings (where they
+    have any) are left out."""
+    patches = model.pos_embed.detach().float().cpu()[0, -model.config.grid_size**2 :]  # (N, D)
     unit = patches / patches.norm(dim=1, keepdim=True).clamp_min(1e-12)
     g = int(round(len(patches) ** 0.5))
     return (unit @ unit.T).reshape(g, g, g, g).numpy()
@@ -61,19 +62,19 @@ def mean_attention_distance(model: nn.Module, images: torch.Tensor, batch_size: 
     """How far each head looks, in pixels, per layer: (L, H).
 
     For a query patch i and a key patch j, the distance between their centres is weighted by the attention
-    from i to j; this is averaged over the query patches and over ``images`` (B, C, H, W) in [0, 1]. [CLS]
-    has no place in the image, so it is left out as a query, and its column is dropped from each patch's
-    attention, which is renormalised over the patches (the share a head gives [CLS] does not count as near
-    or far).
+    from i to j; this is averaged over the query patches and over ``images`` (B, C, H, W) in [0, 1]. [CLS] (and
+    any other prefix token) has no place in the image, so it is left out as a query, and its column is dropped from
+    each patch's attention, which is renormalised over the patches (the share a head gives [CLS] does not count as
+    near or far).
     """
-    grid = model.config.grid_size
+    grid, prefix = model.config.grid_size, model.config.prefix_tokens
     distances = torch.from_numpy(patch_distances(grid, model.config.patch_size)).float()  # (N, N)
     device = next(model.parameters()).device
     total = torch.zeros(model.config.depth, model.config.heads, dtype=torch.float64)
     for start in range(0, len(images), batch_size):
         x = images[start : start + batch_size].to(device)  # (B, C, H, W)
         attention = model.forward_activations(x, attention=True).attention  # (B, L, H, T, T)
-        to_patches = attention[..., 1:, 1:].float().cpu()  # (B, L, H, N, N): patch queries, patch keys
+        to_patches = attention[..., prefix:, prefix:].float().cpu()  # (B, L, H, N, N): patch queries, patch keys
         to_patches = to_patches / to_patches.sum(-1, keepdim=True).clamp_min(1e-12)
         total += (to_patches * distances).sum(-1).mean(-1).sum(0).double()  # (L, H)
     return (total / len(images)).float().numpy()

@@ -15,10 +15,11 @@ Outputs
                    softmax(logits) is the probability the app shows.
     ``attention``  float32 (B, L, H, T, T): every layer's and head's attention weights as the knockout leaves
                    them (``VisionTransformer.forward_activations(..., attention=True)`` under
-                   ``heads.switched_off``); token 0 is [CLS], token 1 + i patch i in reading order.
+                   ``heads.switched_off``); token 0 is [CLS], token P + i patch i in reading order (P: the
+                   model's ``config.prefix_tokens``, 1 for the models trained here).
     ``lens``       float32 (B, L, T, K): the final norm and head applied to the residual stream after each block, at
                    every token, raw (not divided by the temperature). Token 0 is [CLS]'s logit lens
-                   (``heads.logit_lens``); the softmax of tokens 1.. gives ``heads.lens_maps``.
+                   (``heads.logit_lens``); the softmax of tokens P.. gives ``heads.lens_maps``.
     ``features``   float32 (B, L, D): [CLS] after each block through the final norm (what the lens reads at [CLS]),
                    for the unfamiliar-image rule (interpret/unfamiliar.py).
     ``qkv``        float32 (B, L, 3, H, T, Dh): every layer's queries, keys and values, per head, as the knockout
@@ -135,7 +136,8 @@ class PageGraph(nn.Module):
             x = image.detach().requires_grad_(True)  # the graph starts at the image, as relevance_forward's
             found = self.model.forward_activations(x, attention=True, edits=self.edits_for(heads_off, mean_ablation))
             gradients = torch.autograd.grad((found.logits * target).sum(), found.attentions)  # L x (B, H, T, T)
-        relevance = explain.accumulate_relevance(found.attentions, gradients)[:, 1:]  # (B, N)
+        patches = self.model.config.prefix_tokens
+        relevance = explain.accumulate_relevance(found.attentions, gradients)[:, patches:]  # (B, N)
         return found.logits.detach() / self.temperature, relevance
 
 
@@ -209,7 +211,7 @@ def expected_metadata(folder: str | Path) -> dict[str, dict[str, str]]:
     snapshots.json. Checks nothing itself."""
     folder = resolve_weights_folder(folder)
     info, checksum = read_weights_info(folder)
-    common = {"dataset": info.dataset.name, "classes": json.dumps(list(info.dataset.classes)),
+    common = {"dataset": info.name, "classes": json.dumps(list(info.classes)),
               "vit": json.dumps(info.config.to_dict(), separators=(",", ":"))}
     means_file = folder / HEAD_MEANS_FILE
     model = VisionTransformer(info.config)

@@ -37,26 +37,30 @@ def slide_name(model: str, label: str, view: str, layer: int = 0, head: int | No
 
 
 def view_slide(view: str, image: np.ndarray, attention: np.ndarray, layer: int = -1, head: int | None = None,
-               relevance: np.ndarray | None = None, patch: int = 0, width: int = SLIDE_WIDTH) -> Image.Image:
+               relevance: np.ndarray | None = None, patch: int = 0, width: int = SLIDE_WIDTH,
+               prefix_tokens: int = 1) -> Image.Image:
     """One view of an image for a slide, at least ``width`` pixels wide.
 
-    ``image``: the model's input in [0, 1]; ``attention``: (L, H, T, T); ``layer`` (0-based, -1 the last) and
-    ``head`` (0-based; None: the mean) for LAYER; ``relevance``: the (g, g) map for RELEVANCE; ``patch`` (0-based,
-    reading order) for QUERY: where that patch looks in every layer and head.
+    ``image``: the model's input in [0, 1]; ``attention``: (L, H, T, T), the patches after ``prefix_tokens`` tokens
+    (the model's ``config.prefix_tokens``); ``layer`` (0-based, -1 the last) and ``head`` (0-based; None: the mean)
+    for LAYER; ``relevance``: the (g, g) map for RELEVANCE; ``patch`` (0-based, reading order) for QUERY: where that
+    patch looks in every layer and head.
     """
     if view in (CLS_GRID, QUERY):
-        maps = explain.token_attention_maps(attention, 0 if view == CLS_GRID else 1 + patch)  # (L, H, g, g)
+        token = 0 if view == CLS_GRID else prefix_tokens + patch
+        maps = explain.token_attention_maps(attention, token, prefix_tokens)  # (L, H, g, g)
         return render.attention_grid(image, maps, thumb=render.attention_grid_thumb(maps.shape[1], width))
     if view == LAYER:
-        return render.overlay(image, explain.cls_attention_map(attention, layer % len(attention), head), width)
+        return render.overlay(image, explain.cls_attention_map(attention, layer % len(attention), head, prefix_tokens),
+                              width)
     if view == ROLLOUT:
-        return render.overlay(image, explain.attention_rollout(attention), width)
+        return render.overlay(image, explain.attention_rollout(attention, prefix_tokens), width)
     if view == RELEVANCE:
         if relevance is None:
             raise ValueError("a relevance slide needs the relevance map")
         return render.overlay(image, relevance, width)
     if view == PATCHES:
-        return render.patch_grid(image, explain.grid_size(attention), width)
+        return render.patch_grid(image, explain.grid_size(attention, prefix_tokens), width)
     raise ValueError(f"unknown view {view!r}: one of {', '.join(PNG_VIEWS)}")
 
 
@@ -75,11 +79,13 @@ def _captioned(picture: Image.Image, caption: str) -> Image.Image:
     return framed
 
 
-def layers_gif(image: np.ndarray, attention: np.ndarray, head: int | None = None, size: int = GIF_SIZE) -> bytes:
+def layers_gif(image: np.ndarray, attention: np.ndarray, head: int | None = None, size: int = GIF_SIZE,
+               prefix_tokens: int = 1) -> bytes:
     """An animated GIF, one frame a layer, of where [CLS] looks in ``head`` (0-based; None: the mean over heads),
-    each frame captioned with its layer; it loops forever."""
+    each frame captioned with its layer; it loops forever. ``attention`` (L, H, T, T): as ``view_slide``'s."""
     layers, heads = attention.shape[:2]
-    chosen = np.stack([explain.cls_attention_map(attention, layer, head) for layer in range(layers)])  # (L, g, g)
+    chosen = np.stack([explain.cls_attention_map(attention, layer, head, prefix_tokens)
+                       for layer in range(layers)])  # (L, g, g)
     which = f"mean of {heads} heads" if head is None else f"head {head + 1} of {heads}"
     frames = [_captioned(picture, f"[CLS] attention · layer {layer + 1} of {layers} · {which}")
               for layer, picture in enumerate(render.overlays(image, chosen, size))]
@@ -107,15 +113,15 @@ def export_slide(classifier, image: np.ndarray, view: str, layer: int | None = N
     if label is not None and label not in classifier.classes:
         raise ValueError(f"there is no class {label!r}: one of {', '.join(classifier.classes)}")
     prediction = classifier.predict_preprocessed([image], relevance_for=[label])[0]
-    patches = explain.grid_size(prediction.attention) ** 2
+    prefix, patches = classifier.model.config.prefix_tokens, classifier.model.config.grid_size**2
     if patch is None:
-        patch = explain.first_query_patch(explain.attention_rollout(prediction.attention))
+        patch = explain.first_query_patch(explain.attention_rollout(prediction.attention, prefix))
     if not 0 <= patch < patches:
         raise ValueError(f"the patch must be 0 to {patches - 1}")
-    name = slide_name(classifier.info.dataset.name, prediction.label, view, layer - 1, head_index,
+    name = slide_name(classifier.info.name, prediction.label, view, layer - 1, head_index,
                       prediction.relevance_label, patch)
     if view == LAYERS_GIF:
-        return name, layers_gif(prediction.input, prediction.attention, head_index), prediction
+        return name, layers_gif(prediction.input, prediction.attention, head_index, prefix_tokens=prefix), prediction
     picture = view_slide(view, prediction.input, prediction.attention, layer - 1, head_index, prediction.relevance,
-                         patch, width)
+                         patch, width, prefix)
     return name, png_bytes(picture), prediction

@@ -85,7 +85,7 @@ def calibrate(folder: str | Path, data_dir: str | Path, device: torch.device | s
     ``calibration.json``. ``data``: what to fit and measure on (default: ``data_for`` the folder)."""
     folder = Path(folder)
     info, model = load_weights(folder, device)
-    data = data or data_for(folder, info.dataset.name, data_dir)
+    data = data or data_for(folder, info.trained_dataset().name, data_dir)
     fit_logits, measure_logits = (calibration.all_logits(model, x) for x, _ in (data.fit, data.measure))
     fit_y, measure_y = data.fit[1], data.measure[1]
     temperature = calibration.fit_temperature(fit_logits, fit_y)

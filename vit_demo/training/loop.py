@@ -99,7 +99,7 @@ def continued_record(folder: Path | None, dataset: str) -> dict | None:
         info, _ = read_weights_info(resolve_weights_folder(folder))
     except WeightsError as exc:
         raise SystemExit(f"--init-from: {exc}") from None
-    if info.pretrained is not None or info.dataset.name != dataset:
+    if info.pretrained is not None or info.dataset is None or info.dataset.name != dataset:
         return None
     return read_metrics(folder) or {"epochs": 0, "history": []}
 

@@ -25,7 +25,8 @@ def lens_maps(model: VisionTransformer, images: torch.Tensor, classes: torch.Ten
     found = model.forward_activations(model_input(model, images), stream=True)
     if classes is None:
         classes = found.logits.argmax(-1)  # (B,)
-    probs = model.head(model.norm(found.stream[:, :, 1:])).softmax(-1)  # (B, L, N, classes)
+    patches = found.stream[:, :, model.config.prefix_tokens :]  # (B, L, N, D)
+    probs = model.head(model.norm(patches)).softmax(-1)  # (B, L, N, classes)
     g = model.config.grid_size
     picked = probs.gather(-1, classes.to(probs.device).view(-1, 1, 1, 1).expand(*probs.shape[:3], 1))  # (B, L, N, 1)
     return picked[..., 0].reshape(len(images), -1, g, g).cpu()
