@@ -53,7 +53,8 @@ def page_request(model: str, image: np.ndarray) -> dict:
 def recipe_photo_model() -> Iterator[None]:
     """While inside, the app's photo model is the cifar10 recipe's architecture, with random weights."""
     vit = RECIPES["cifar10"].vit
-    recipe_model = Classifier(WeightsInfo(Path("recipe"), dataset_spec("cifar10"), vit),
+    spec = dataset_spec("cifar10")
+    recipe_model = Classifier(WeightsInfo(Path("recipe"), spec, vit, spec.classes, spec.preprocessing),
                               VisionTransformer(vit).to(service.classifier("mnist").device).eval())
     shipped = service.classifier
     service.classifier = lambda name: recipe_model if name == "cifar10" else shipped(name)
