@@ -71,8 +71,9 @@ def drawings(recipe: Recipe, spec: DatasetSpec, train_x: torch.Tensor, train_y: 
 def training_data(args: argparse.Namespace, spec: DatasetSpec, device: torch.device,
                   recipe: Recipe | None = None):
     """The run's images, uint8 (N, C, H, W) with int64 labels (N,): the training images less the calibration hold-out,
-    limited by --train-limit, with the drawings ``recipe`` asks for; the test images, limited by --test-limit; the
-    held-out ones. On CUDA the first two move to the GPU (uint8 images are small enough to live there)."""
+    limited by --train-limit, with the drawings ``recipe`` asks for after them; the test images, limited by
+    --test-limit; the held-out ones; and how many of the first are the dataset's own, before the drawings. On CUDA the
+    first two move to the GPU (uint8 images are small enough to live there)."""
     try:
         train_x, train_y = load_split(spec.name, args.data_dir, "train")
         test = load_split(spec.name, args.data_dir, "test")
@@ -81,13 +82,14 @@ def training_data(args: argparse.Namespace, spec: DatasetSpec, device: torch.dev
     trained_on, held = holdout_indices(len(train_x), args.calibration_images, args.seed)
     calibration_set = train_x[held], train_y[held]  # never trained on: the temperature is fitted on it
     train_x, train_y = subset(train_x[trained_on], train_y[trained_on], args.train_limit, args.seed)
+    own = len(train_x)
     if recipe is not None and (recipe.canvas_digits or recipe.outlier_drawings):
         drawn_x, drawn_y = drawings(recipe, spec, train_x, train_y, args.seed)
         train_x, train_y = torch.cat([train_x, drawn_x]), torch.cat([train_y, drawn_y])
     test_x, test_y = subset(*test, args.test_limit, args.seed + 1)
     if device.type == "cuda":
         train_x, train_y, test_x, test_y = (t.to(device) for t in (train_x, train_y, test_x, test_y))
-    return (train_x, train_y), (test_x, test_y), calibration_set
+    return (train_x, train_y), (test_x, test_y), calibration_set, own
 
 
 def continued_record(folder: Path | None, dataset: str) -> dict | None:
@@ -161,7 +163,7 @@ def supervised(args: argparse.Namespace, command: str, device: torch.device, ran
     out = args.out or WEIGHTS_ROOT / spec.name
     checkpoint_path = (args.checkpoint_dir or Path("runs") / spec.name) / CHECKPOINT_FILE
 
-    (train_x, train_y), (test_x, test_y), calibration_set = training_data(args, spec, device, recipe)
+    (train_x, train_y), (test_x, test_y), calibration_set, own = training_data(args, spec, device, recipe)
     held = len(calibration_set[0])
     # Each process takes an equal share so that all of them run the same number of steps. Every batch is
     # full (the last partial one is dropped), so shapes never change: what torch.compile and CUDA graphs need.
@@ -274,7 +276,6 @@ def supervised(args: argparse.Namespace, command: str, device: torch.device, ran
     write_attention_distance(out, model, test_x, "test")  # for the app's inside-the-model view
     # For mean-ablation of heads (heads/knockout.py): over the dataset's own training images, as `python -m vit_demo
     # head-means` takes them, not over the drawings a recipe adds after them (training_data).
-    own = len(train_x) - recipe.canvas_digits - recipe.outlier_drawings
     write_head_means(out, model, mean_sample(train_x[:own]))
     if snapshots:
         write_snapshot_index(out, history)

@@ -102,7 +102,7 @@ def pretrain(args: argparse.Namespace, command: str, device: torch.device, world
     out = args.out or Path("runs") / name
     checkpoint_path = (args.checkpoint_dir or Path("runs") / f"{name}-checkpoint") / CHECKPOINT_FILE
 
-    (train_x, train_y), (test_x, test_y), _ = training_data(args, spec, device)
+    (train_x, train_y), (test_x, test_y), _, _ = training_data(args, spec, device)
     eval_x = subset(test_x, test_y, EVAL_IMAGES, args.seed + 4)[0]  # a random share: the split is sorted by class
     batch = max(1, min(recipe.batch_size, len(train_x)))
     steps_per_epoch = len(train_x) // batch  # full batches only, as in supervised training
