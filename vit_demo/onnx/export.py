@@ -136,8 +136,8 @@ class PageGraph(nn.Module):
             x = image.detach().requires_grad_(True)  # the graph starts at the image, as relevance_forward's
             found = self.model.forward_activations(x, attention=True, edits=self.edits_for(heads_off, mean_ablation))
             gradients = torch.autograd.grad((found.logits * target).sum(), found.attentions)  # L x (B, H, T, T)
-        patches = self.model.config.prefix_tokens
-        relevance = explain.accumulate_relevance(found.attentions, gradients)[:, patches:]  # (B, N)
+        prefix = self.model.config.prefix_tokens  # the patches follow
+        relevance = explain.accumulate_relevance(found.attentions, gradients)[:, prefix:]  # (B, N)
         return found.logits.detach() / self.temperature, relevance
 
 
