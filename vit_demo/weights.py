@@ -3,8 +3,9 @@
 safetensors holds tensors only, so loading weights can never run code; the SHA-256 of the tensor
 file is recorded in the config and checked on load.
 
-A model trained here names its dataset, whose classes and preprocessing it takes (vit_demo/data/datasets.py). A model
-imported from timm or Hugging Face (``python -m vit_demo import``, vit_demo/importing.py) has no dataset: its config
+A model trained here names its dataset, whose classes and preprocessing it takes (vit_demo/data/datasets.py); one
+trained on a folder of one's own pictures (``folder:PATH``) records its classes and preprocessing itself, as an
+imported one does, so that it loads where the folder is not. A model imported from timm or Hugging Face (``python -m vit_demo import``, vit_demo/importing.py) has no dataset: its config
 records where it came from (``import``), its classes in the head's order, and its own ``preprocessing``
 (vit_demo/data/preprocess.py, ``Preprocessing``).
 """
@@ -24,7 +25,7 @@ from safetensors.torch import load as load_safetensors
 from safetensors.torch import save as save_safetensors
 
 from vit_demo.atomic import atomic_write, atomic_write_text
-from vit_demo.data.datasets import DATASETS, DatasetSpec, dataset_spec
+from vit_demo.data.datasets import DATASETS, FOLDER_PREFIX, DatasetSpec, dataset_spec, image_folder_spec
 from vit_demo.data.preprocess import Preprocessing, resized_shape
 from vit_demo.model import ViTConfig, VisionTransformer
 from vit_demo.unfamiliar_rule import UnfamiliarRule
@@ -70,8 +71,9 @@ class WeightsInfo:
 
     @property
     def name(self) -> str:
-        """The model's name in the files made from it: its dataset's, or an imported model's folder's."""
-        return self.folder.name if self.dataset is None else self.dataset.name
+        """The model's name in the files made from it: its dataset's (mnist, cifar10), or its weights folder's (an
+        imported model's, or one trained on a folder of one's own pictures)."""
+        return self.folder.name if self.dataset is None or self.dataset.root is not None else self.dataset.name
 
     def trained_dataset(self) -> DatasetSpec:
         """The dataset the model was trained on, for the commands that measure it there; for an imported model a
@@ -107,7 +109,7 @@ def shown_path(path: Path) -> Path:
 def _train_command(folder: Path, dataset: str | None) -> str:
     if folder.resolve() == (WEIGHTS_ROOT / folder.name).resolve() and folder.name in DATASETS:
         return f"python train.py --dataset {folder.name}"
-    return f"python train.py --dataset {dataset or 'mnist|cifar10'} --out {shown_path(folder)}"
+    return f"python train.py --dataset {dataset or 'mnist|cifar10|folder:PATH'} --out {shown_path(folder)}"
 
 
 def _make_command(info: WeightsInfo) -> str:
@@ -118,8 +120,10 @@ def _make_command(info: WeightsInfo) -> str:
 
 
 def save_weights(folder: str | Path, model: VisionTransformer, dataset: DatasetSpec) -> None:
-    """Write the weights of a model trained on ``dataset``, then the config that vouches for them, each atomically."""
-    _save(folder, model, {"dataset": dataset.name, "classes": list(dataset.classes)})
+    """Write the weights of a model trained on ``dataset``, then the config that vouches for them, each atomically.
+    A folder dataset's preprocessing is recorded beside its classes (mnist's and cifar10's are their dataset's)."""
+    own = {"preprocessing": dataset.preprocessing.to_dict()} if dataset.root is not None else {}
+    _save(folder, model, {"dataset": dataset.name, "classes": list(dataset.classes), **own})
 
 
 def save_imported(folder: str | Path, model: VisionTransformer, classes: tuple[str, ...],
@@ -155,6 +159,12 @@ def read_weights_info(folder: Path) -> tuple[WeightsInfo, str]:
             size = config.image_size
             if preprocessing.method == "resize_crop" and min(resized_shape(size, size, preprocessing.resize)) < size:
                 raise ValueError(f"its preprocessing resizes to less than the model's {size} pixels")
+        elif str(raw["dataset"]).startswith(FOLDER_PREFIX):  # a folder of one's own pictures: not read here
+            spec, imported = image_folder_spec(Path(raw["dataset"][len(FOLDER_PREFIX):]), classes, config.mean,
+                                               config.std, config.image_size), None
+            preprocessing = Preprocessing.from_dict(raw["preprocessing"])
+            if preprocessing != spec.preprocessing:
+                raise ValueError(f"a folder of pictures is read with the {spec.preprocessing.method} preprocessing")
         else:
             spec, imported = dataset_spec(raw["dataset"]), None
             preprocessing = spec.preprocessing

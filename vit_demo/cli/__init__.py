@@ -41,7 +41,8 @@ def parents() -> dict[str, argparse.ArgumentParser]:
     found["model"].add_argument("--model", default="mnist", help="mnist, cifar10, or a path to a weights folder")
     found["model"].add_argument("--device", default="auto")
     found["data"].add_argument("--data-dir", required=True,
-                               help="dataset root (MNIST/raw/ or cifar10/<split>/<class>/)")
+                               help="dataset root (MNIST/raw/ or cifar10/<split>/<class>/), or the folder of pictures "
+                                    "a folder:PATH model was trained on")
     found["split"].add_argument("--split", default="test", choices=SPLITS)
     found["n"].add_argument("--n", type=positive_int, required=True, help="the first N images of the split")
     return found

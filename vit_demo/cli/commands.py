@@ -60,7 +60,7 @@ def model_and_split(args: argparse.Namespace, count: int | None = None
     """The model ``args.model`` and ``count`` images (None: all) of its dataset's split with their labels, spread
     evenly over it (CIFAR-10's folders keep a split in class order: its first 1,000 test photos are all airplanes)."""
     classifier = load_model(args.model, args.device)
-    images, labels = load_split(classifier.info.trained_dataset().name, args.data_dir, args.split)
+    images, labels = load_split(classifier.info.trained_dataset(), args.data_dir, args.split)
     chosen = slice(None) if count is None else spread(count, len(images))
     return classifier, images[chosen], labels[chosen]
 
@@ -109,7 +109,7 @@ def heads_split(args: argparse.Namespace, split: str) -> tuple[Classifier, torch
     if not Path(args.data_dir).is_dir():
         raise DatasetNotFound(f"--data-dir {args.data_dir}: no such folder")
     classifier = load_model(args.model, args.device)
-    images, labels = load_split(classifier.info.trained_dataset().name, args.data_dir, split, download=False)
+    images, labels = load_split(classifier.info.trained_dataset(), args.data_dir, split, download=False)
     return classifier, images, labels
 
 
@@ -120,7 +120,7 @@ def ablation_means(args: argparse.Namespace, classifier: Classifier) -> torch.Te
         print(f"note: {shown_path(classifier.info.folder)} has no {HEAD_MEANS_FILE} for these weights; the "
               f"means are computed for this run (keep them: python -m vit_demo head-means --model {args.model} "
               f"--data-dir {args.data_dir})", file=sys.stderr)
-        train, _ = load_split(classifier.info.trained_dataset().name, args.data_dir, "train", download=False)
+        train, _ = load_split(classifier.info.trained_dataset(), args.data_dir, "train", download=False)
         means = heads.head_means(classifier.model, heads.mean_sample(train)).half().float()  # as the file keeps them
     return means
 

@@ -3,7 +3,9 @@
 MNIST is read from its original ``*-idx?-ubyte(.gz)`` files under ``<data_dir>/MNIST/raw`` and
 CIFAR-10 from an ImageFolder layout ``<data_dir>/cifar10/{train,test}/<class>/*.png``. Where
 neither is found, torchvision downloads the dataset into ``data_dir`` (this needs internet).
-Decoded PNGs are cached as one tensor file so that an epoch never decodes 60,000 files again.
+A folder of one's own pictures (``folder:PATH``, ``image_folder_dataset``) is an ImageFolder too, its images of any
+size and mode read as the app reads an uploaded photo (``preprocess_photo``). Decoded images are cached as one tensor
+file so that an epoch never decodes 60,000 files again.
 """
 
 from __future__ import annotations
@@ -21,18 +23,25 @@ import torch
 from PIL import Image
 
 from vit_demo.atomic import atomic_write
-from vit_demo.data.preprocess import Preprocessing
+from vit_demo.data.preprocess import Preprocessing, preprocess_photo
 
 
 @dataclasses.dataclass(frozen=True)
 class DatasetSpec:
-    name: str
+    name: str  # what train.py --dataset takes: mnist, cifar10, or folder:PATH (PATH absolute)
     classes: tuple[str, ...]
     image_size: int
     channels: int
     mean: tuple[float, ...]
     std: tuple[float, ...]
     preprocessing: Preprocessing  # what a user's image goes through to look like the dataset's
+    recipe: str  # the recipe (training/recipes.py) and augmentation (data/augment.py) it trains with
+    root: Path | None = None  # a folder of one's own pictures: where it was read; None: mnist, cifar10 (--data-dir)
+
+    @property
+    def folder_name(self) -> str:
+        """The name of the folders made for it (``weights/<name>``, ``runs/<name>``): the dataset's, or its folder's."""
+        return self.name if self.root is None else self.root.name
 
 
 DATASETS = {
@@ -44,6 +53,7 @@ DATASETS = {
         mean=(0.1307,),
         std=(0.3081,),
         preprocessing=Preprocessing("drawing"),
+        recipe="mnist",
     ),
     "cifar10": DatasetSpec(
         name="cifar10",
@@ -53,6 +63,7 @@ DATASETS = {
         mean=(0.4914, 0.4822, 0.4465),
         std=(0.2470, 0.2435, 0.2616),
         preprocessing=Preprocessing("photo"),
+        recipe="cifar10",
     ),
 }
 
@@ -65,10 +76,14 @@ class DatasetNotFound(FileNotFoundError):
 
 
 def dataset_spec(name: str) -> DatasetSpec:
+    """A dataset by the name train.py --dataset takes: ``mnist``, ``cifar10``, or ``folder:PATH``, a folder of one's
+    own pictures, read (and measured: its classes, mean and std) by ``image_folder_dataset``."""
+    if name.startswith(FOLDER_PREFIX):
+        return image_folder_dataset(name[len(FOLDER_PREFIX):])
     try:
         return DATASETS[name]
     except KeyError:
-        raise ValueError(f"unknown dataset {name!r}; choose one of {sorted(DATASETS)}") from None
+        raise ValueError(f"unknown dataset {name!r}; choose one of {sorted(DATASETS)} or {FOLDER_PREFIX}PATH") from None
 
 
 def default_cache_dir() -> Path:
@@ -76,18 +91,22 @@ def default_cache_dir() -> Path:
 
 
 def load_split(
-    name: str, data_dir: str | Path, split: str = "train", *, download: bool = True, cache_dir: Path | None = None
+    dataset: str | DatasetSpec, data_dir: str | Path, split: str = "train", *, download: bool = True,
+    cache_dir: Path | None = None
 ) -> tuple[torch.Tensor, torch.Tensor]:
     """Return ``(images, labels)``: uint8 (N, C, H, W) and int64 (N,).
 
-    ``data_dir`` may be read-only; a decoded-image cache is written to ``cache_dir`` instead
-    (default: ``$XDG_CACHE_HOME/vit_demo``).
+    ``dataset``: mnist or cifar10 (by name or spec), found under ``data_dir``; or a folder dataset's spec, whose
+    images ``data_dir`` itself holds (``image_folder_dataset``), with the spec's classes. ``data_dir`` may be
+    read-only; a decoded-image cache is written to ``cache_dir`` instead (default: ``$XDG_CACHE_HOME/vit_demo``).
     """
-    spec = dataset_spec(name)
+    spec = dataset if isinstance(dataset, DatasetSpec) else dataset_spec(dataset)
     if split not in SPLITS:
         raise ValueError(f"unknown split {split!r}; choose one of {SPLITS}")
     data_dir = Path(data_dir)
-    if name == "mnist":
+    if spec.root is not None:
+        return _folder_splits(spec, data_dir, cache_dir or default_cache_dir()).splits[split]
+    if spec.name == "mnist":
         return _load_mnist(data_dir, split, download)
     return _load_image_folder_cached(data_dir, spec, split, download, cache_dir or default_cache_dir())
 
@@ -206,3 +225,166 @@ def _load_image_folder_cached(
     cache_dir.mkdir(parents=True, exist_ok=True)
     atomic_write(cache_file, lambda f: torch.save({"images": images, "labels": labels}, f))
     return images, labels
+
+
+# ---- A folder of one's own pictures (folder:PATH) ---------------------------------------------------------
+
+FOLDER_PREFIX = "folder:"
+FOLDER_TEST_SHARE = 0.1  # of each class, held out as the test split where a folder has no train/ and test/
+FOLDER_SPLIT_SEED = 0  # that split's seed: the same whatever a run's --seed, so runs are measured on the same images
+IMAGE_EXTENSIONS = frozenset(Image.registered_extensions())  # the files read as images (".png", ".jpg", ".webp"...)
+
+
+def image_folder_spec(root: Path, classes: tuple[str, ...], mean: tuple[float, ...], std: tuple[float, ...],
+                      image_size: int = DATASETS["cifar10"].image_size) -> DatasetSpec:
+    """A folder of photos as a dataset: read as the app reads a photo, trained with the photo (cifar10) recipe."""
+    photos = DATASETS["cifar10"]
+    return DatasetSpec(name=f"{FOLDER_PREFIX}{root}", classes=tuple(classes), image_size=image_size,
+                       channels=photos.channels, mean=tuple(mean), std=tuple(std),
+                       preprocessing=photos.preprocessing, recipe=photos.recipe, root=root)
+
+
+def image_folder_dataset(path: str | Path, cache_dir: Path | None = None) -> DatasetSpec:
+    """``path`` as a dataset: ``path/train/<class>/*`` and ``path/test/<class>/*`` as they are, or ``path/<class>/*``
+    with ``FOLDER_TEST_SHARE`` of each class held out as the test split (seed ``FOLDER_SPLIT_SEED``). The classes are
+    the class folders' names in sorted order, as torchvision's ImageFolder takes them (folders whose name starts with
+    a dot left out); the mean and std are each channel's over the training images, as preprocessed.
+
+    Raises:
+        DatasetNotFound: no such folder. ValueError: fewer than two classes, or a class without a readable image.
+    """
+    given = Path(path).expanduser()
+    if not given.is_dir():
+        raise DatasetNotFound(f"{path}: no such folder")
+    root = given.resolve()
+    classes = _folder_classes(root)
+    unmeasured = image_folder_spec(root, classes, mean=(0.0,) * 3, std=(1.0,) * 3)
+    train_x, _ = load_split(unmeasured, root, "train", cache_dir=cache_dir)
+    if not len(load_split(unmeasured, root, "test", cache_dir=cache_dir)[0]):
+        raise ValueError(f"{root}: too few pictures to hold any out to test on (a class needs 2 or more)")
+    pixels = train_x.float().div_(255)  # (N, 3, H, W)
+    mean, std = pixels.mean(dim=(0, 2, 3)), pixels.std(dim=(0, 2, 3)).clamp_min(1e-3)  # (3,) each
+    return dataclasses.replace(unmeasured, mean=tuple(round(v, 4) for v in mean.tolist()),
+                               std=tuple(round(v, 4) for v in std.tolist()))
+
+
+def image_folder_record(spec: DatasetSpec, cache_dir: Path | None = None) -> dict:
+    """What metrics.json keeps of a folder dataset: where it is, how it was split, each split's images per class,
+    and the files skipped (not readable as an image, or a single flat colour)."""
+    found = _folder_splits(spec, spec.root, cache_dir or default_cache_dir())
+    counts = {split: dict(zip(spec.classes, torch.bincount(labels, minlength=len(spec.classes)).tolist()))
+              for split, (_, labels) in found.splits.items()}
+    held_out = None if found.has_split_folders else {"share_of_each_class": FOLDER_TEST_SHARE,
+                                                     "seed": FOLDER_SPLIT_SEED}
+    return {"path": str(spec.root), "test_held_out": held_out, "images_per_class": counts,
+            "skipped": list(found.skipped)}
+
+
+@dataclasses.dataclass(frozen=True)
+class _FolderSplits:
+    splits: dict[str, tuple[torch.Tensor, torch.Tensor]]  # split -> uint8 (N, 3, S, S), int64 (N,)
+    skipped: tuple[str, ...]  # "relative/path: why", each file that could not be used
+    has_split_folders: bool  # train/ and test/ as given; else the test split was held out
+
+
+def _has_split_folders(root: Path) -> bool:
+    given = [split for split in SPLITS if (root / split).is_dir()]
+    if given and len(given) < len(SPLITS):
+        raise DatasetNotFound(f"{root} has {given[0]}/ but no {[s for s in SPLITS if s not in given][0]}/: give it "
+                              "both, or only a folder per class")
+    return bool(given)
+
+
+def _class_folders(root: Path) -> tuple[str, ...]:
+    return tuple(sorted(entry.name for entry in os.scandir(root) if entry.is_dir() and not entry.name.startswith(".")))
+
+
+def _folder_classes(root: Path) -> tuple[str, ...]:
+    """The class folders of a folder dataset, checked: at least two, the same in train/ and test/, none empty."""
+    if _has_split_folders(root):
+        classes, test_classes = _class_folders(root / "train"), _class_folders(root / "test")
+        if test_classes != classes:
+            raise ValueError(f"{root}/test's class folders {list(test_classes)} are not train's {list(classes)}")
+        where = root / "train"
+    else:
+        classes, where = _class_folders(root), root
+    if len(classes) < 2:
+        raise ValueError(f"{where} holds {len(classes)} class folder{'' if len(classes) == 1 else 's'}"
+                         f"{' (' + classes[0] + ')' if classes else ''}: a classifier needs at least 2, a folder of "
+                         "pictures for each class")
+    return classes
+
+
+def _image_files(root: Path, classes: tuple[str, ...]) -> list[tuple[Path, int]]:
+    """Every image file under each class folder (at any depth), in sorted order, with its class's index."""
+    missing = [c for c in classes if not (root / c).is_dir()]
+    if missing:
+        raise DatasetNotFound(f"{root} lacks class folders {missing}")
+    files = []
+    for label, name in enumerate(classes):
+        found = sorted(p for p in (root / name).rglob("*") if p.suffix.lower() in IMAGE_EXTENSIONS and p.is_file()
+                       and not any(part.startswith(".") for part in p.relative_to(root).parts))
+        if not found:
+            raise ValueError(f"{root / name} holds no pictures: every class needs some")
+        files += [(path, label) for path in found]
+    return files
+
+
+def _decode_folder_cached(root: Path, classes: tuple[str, ...], size: int, cache_dir: Path
+                          ) -> tuple[torch.Tensor, torch.Tensor, tuple[str, ...]]:
+    """Every image file under ``root``'s class folders, preprocessed as the app preprocesses a photo: uint8
+    (N, 3, size, size), labels (N,), and the files skipped, each with why. Cached, keyed on the folder's listing."""
+    files = _image_files(root, classes)
+    listing = "\n".join(f"{p.relative_to(root)}:{p.stat().st_size}:{p.stat().st_mtime_ns}" for p, _ in files)
+    key = hashlib.sha256(f"{root}\n{size}\n{classes}\n{listing}".encode()).hexdigest()[:16]
+    cache_file = cache_dir / f"folder-{root.name}-{key}.pt"
+    if cache_file.is_file():
+        cached = torch.load(cache_file, weights_only=True)
+        return cached["images"], cached["labels"], tuple(cached["skipped"])
+    pictures, labels, skipped = [], [], []
+    for path, label in files:
+        try:
+            picture = preprocess_photo(path, size)  # (size, size, 3) in [0, 1], on 256 levels
+        except ValueError as exc:  # InputError: not an image, damaged, too large, one flat colour
+            skipped.append(f"{path.relative_to(root)}: {exc}")
+            continue
+        pictures.append(torch.from_numpy(np.round(picture * 255).astype(np.uint8)).permute(2, 0, 1))  # (3, S, S)
+        labels.append(label)
+    images = torch.stack(pictures) if pictures else torch.empty(0, 3, size, size, dtype=torch.uint8)
+    labels = torch.tensor(labels, dtype=torch.int64)
+    empty = [c for k, c in enumerate(classes) if not (labels == k).any()]
+    if empty:
+        raise ValueError(f"{root / empty[0]} holds no picture that can be read: every class needs some")
+    cache_dir.mkdir(parents=True, exist_ok=True)
+    atomic_write(cache_file, lambda f: torch.save({"images": images, "labels": labels, "skipped": skipped}, f))
+    return images, labels, tuple(skipped)
+
+
+def stratified_holdout(labels: torch.Tensor, share: float, seed: int) -> tuple[torch.Tensor, torch.Tensor]:
+    """Labels (N,) -> (indices kept, indices held out), each in order: ``share`` of each class held out (rounded; at
+    least one of a class of two or more, none of a class of one), chosen at random with ``seed``."""
+    generator = torch.Generator().manual_seed(seed)
+    held = []
+    for k in range(int(labels.max()) + 1 if len(labels) else 0):
+        members = torch.nonzero(labels == k).flatten()
+        count = max(1, round(share * len(members))) if len(members) > 1 else 0
+        held.append(members[torch.randperm(len(members), generator=generator)[:count]])
+    held_out = torch.cat(held).sort().values if held else torch.empty(0, dtype=torch.int64)
+    kept = torch.ones(len(labels), dtype=torch.bool)
+    kept[held_out] = False
+    return torch.nonzero(kept).flatten(), held_out
+
+
+def _folder_splits(spec: DatasetSpec, root: Path, cache_dir: Path) -> _FolderSplits:
+    if not root.is_dir():
+        raise DatasetNotFound(f"{root}: no such folder (the pictures of {spec.name})")
+    if _has_split_folders(root):
+        decoded = {split: _decode_folder_cached(root / split, spec.classes, spec.image_size, cache_dir)
+                   for split in SPLITS}
+        return _FolderSplits({split: (x, y) for split, (x, y, _) in decoded.items()},
+                             tuple(f"{split}/{file}" for split, (*_, skipped) in decoded.items() for file in skipped),
+                             has_split_folders=True)
+    images, labels, skipped = _decode_folder_cached(root, spec.classes, spec.image_size, cache_dir)
+    kept, held_out = stratified_holdout(labels, FOLDER_TEST_SHARE, FOLDER_SPLIT_SEED)
+    return _FolderSplits({"train": (images[kept], labels[kept]), "test": (images[held_out], labels[held_out])},
+                         skipped, has_split_folders=False)

@@ -11,8 +11,7 @@ import re
 
 import numpy as np
 
-from vit_demo.app.service import TrainingRun, calibration_report
-from vit_demo.data.datasets import dataset_spec
+from vit_demo.app.service import TrainingRun, calibration_report, classifier
 
 INFO_TEXT = "**{label}** ({percent}%) · model {ms} ms {where}"
 GUESS_TEXT = "No percentage: the model cannot read this image · model {ms} ms {where}"  # (its label: a guess)
@@ -34,10 +33,10 @@ def unfamiliar_text(model: str) -> str:
     """The notice above an unfamiliar image's label. For a drawing: that it does not look like a digit. For a photo:
     that it looks unlike the photos the model knows, with how often the model reads such photos right (the share of
     its own test photos this unfamiliar that it classified right, from calibration.json)."""
-    if dataset_spec(model).channels == 1:
+    if classifier(model).info.config.in_channels == 1:
         return ("**This does not look like a digit.** The model only knows the digits 0 to 9, so its answer is a "
                 "guess.")
-    classes = ", ".join(dataset_spec(model).classes)
+    classes = ", ".join(classifier(model).classes)
     found = (calibration_report(model) or {}).get("unfamiliar") or {}
     odds = (f" Of the test photos that look this unfamiliar to it, it reads {100 * found['accuracy_on_flagged']:.0f}% "
             "right." if "accuracy_on_flagged" in found else "")

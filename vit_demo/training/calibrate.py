@@ -19,7 +19,7 @@ from pathlib import Path
 import torch
 
 from vit_demo.atomic import atomic_write, atomic_write_text
-from vit_demo.data.datasets import load_split
+from vit_demo.data.datasets import DatasetSpec, load_split
 from vit_demo.data.outside_photos import OutsidePhotosMissing
 from vit_demo.interpret import calibration, unfamiliar
 from vit_demo.pictures.figures import reliability_diagram
@@ -58,14 +58,14 @@ def held_out(fit: tuple[torch.Tensor, torch.Tensor], test: tuple[torch.Tensor, t
                            f"the {len(test[0]):,} test images")
 
 
-def held_out_data(dataset: str, data_dir: str | Path, images: int, seed: int) -> CalibrationData:
+def held_out_data(dataset: DatasetSpec, data_dir: str | Path, images: int, seed: int) -> CalibrationData:
     """The training images a run held out to fit on, found again from its seed; the whole test split to measure on."""
     train_x, train_y = load_split(dataset, data_dir, "train")
     _, held = holdout_indices(len(train_x), images, seed)
     return held_out((train_x[held], train_y[held]), load_split(dataset, data_dir, "test"), seed)
 
 
-def data_for(folder: Path, dataset: str, data_dir: str | Path) -> CalibrationData:
+def data_for(folder: Path, dataset: DatasetSpec, data_dir: str | Path) -> CalibrationData:
     """What to fit a weights folder on: the training images its run held out, as its metrics.json records; for
     weights trained on the whole training split, a random half of the test split (measured on the other half)."""
     held = (read_metrics(folder) or {}).get("calibration_holdout")
@@ -85,7 +85,7 @@ def calibrate(folder: str | Path, data_dir: str | Path, device: torch.device | s
     ``calibration.json``. ``data``: what to fit and measure on (default: ``data_for`` the folder)."""
     folder = Path(folder)
     info, model = load_weights(folder, device)
-    data = data or data_for(folder, info.trained_dataset().name, data_dir)
+    data = data or data_for(folder, info.trained_dataset(), data_dir)
     fit_logits, measure_logits = (calibration.all_logits(model, x) for x, _ in (data.fit, data.measure))
     fit_y, measure_y = data.fit[1], data.measure[1]
     temperature = calibration.fit_temperature(fit_logits, fit_y)
@@ -103,13 +103,17 @@ def calibrate(folder: str | Path, data_dir: str | Path, device: torch.device | s
         set_snapshot_temperatures(folder, temperatures)
         report["snapshot_temperatures"] = {str(epoch): t for epoch, t in temperatures.items()}
     rule = None
-    try:
-        sets = unfamiliar.image_sets(model, info.dataset.name, data_dir, data.fit[0], data.measure)
-        name = info.dataset.name
-        rule, report["unfamiliar"] = unfamiliar.measure(sets, temperature, unfamiliar.FLAGGED_SHARE[name],
-                                                        unfamiliar.BY_CLASS[name])
-    except OutsidePhotosMissing as exc:
-        print(f"no rule for unfamiliar photos: {exc}", file=sys.stderr)
+    if info.dataset.root is not None:  # outside photos are what its rule is chosen on: they may show its classes
+        print("no rule for unfamiliar photos: a folder of your own pictures has no photos known to lie outside it",
+              file=sys.stderr)
+    else:
+        try:
+            sets = unfamiliar.image_sets(model, info.dataset.name, data_dir, data.fit[0], data.measure)
+            name = info.dataset.name
+            rule, report["unfamiliar"] = unfamiliar.measure(sets, temperature, unfamiliar.FLAGGED_SHARE[name],
+                                                            unfamiliar.BY_CLASS[name])
+        except OutsidePhotosMissing as exc:
+            print(f"no rule for unfamiliar photos: {exc}", file=sys.stderr)
     update_config(folder, temperature=report["temperature"], unfamiliar=rule and rule.to_dict())
     atomic_write_text(folder / CALIBRATION_FILE, json.dumps(report, indent=2) + "\n")
     diagram = reliability_diagram(report["before"], report["after"], temperature)

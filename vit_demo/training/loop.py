@@ -17,7 +17,8 @@ from tqdm import tqdm
 
 from vit_demo.atomic import atomic_write, atomic_write_text
 from vit_demo.data import sketches
-from vit_demo.data.datasets import DatasetNotFound, DatasetSpec, dataset_spec, load_split
+from vit_demo.data.datasets import (DATASETS, DatasetNotFound, DatasetSpec, dataset_spec, image_folder_record,
+                                    load_split)
 from vit_demo.device import device_name
 from vit_demo.interpret.heads import mean_sample, write_head_means
 from vit_demo.interpret.inside import write_attention_distance
@@ -68,6 +69,34 @@ def drawings(recipe: Recipe, spec: DatasetSpec, train_x: torch.Tensor, train_y: 
     return torch.cat(found_x).mul(255).round().to(torch.uint8), torch.cat(found_y)
 
 
+def training_dataset(args: argparse.Namespace) -> DatasetSpec:
+    """The dataset --dataset names; for a folder of one's own pictures, read and measured here (cached), the files
+    skipped said in a line. A folder that cannot be used is refused in a line, with exit status 2 (as argparse's)."""
+    try:
+        spec = dataset_spec(args.dataset)
+        skipped = image_folder_record(spec)["skipped"] if spec.root is not None else []
+    except (DatasetNotFound, ValueError) as exc:
+        print(f"train.py: error: {exc}", file=sys.stderr)
+        raise SystemExit(2) from None
+    if skipped:
+        print(f"skipped {len(skipped)} file{'s' if len(skipped) > 1 else ''} of {shown_path(spec.root)} that "
+              f"cannot be used (metrics.json lists them), the first: {skipped[0]}", file=sys.stderr)
+    return spec
+
+
+def data_dir_of(spec: DatasetSpec, args: argparse.Namespace) -> Path:
+    """Where ``spec``'s images are: a folder dataset's own folder, else --data-dir."""
+    return spec.root if spec.root is not None else Path(args.data_dir)
+
+
+def default_folder(spec: DatasetSpec, under: Path) -> Path:
+    """``under/<name>`` for a run's output (weights/, runs/); a folder dataset may not take a shipped model's name."""
+    if spec.root is not None and spec.folder_name in DATASETS:
+        raise SystemExit(f"train.py: error: {under / spec.folder_name} is the shipped {spec.folder_name} model's "
+                         "name: give --out and --checkpoint-dir")
+    return under / spec.folder_name
+
+
 def training_data(args: argparse.Namespace, spec: DatasetSpec, device: torch.device,
                   recipe: Recipe | None = None):
     """The run's images, uint8 (N, C, H, W) with int64 labels (N,): the training images less the calibration hold-out,
@@ -75,8 +104,8 @@ def training_data(args: argparse.Namespace, spec: DatasetSpec, device: torch.dev
     --test-limit; the held-out ones; and how many of the first are the dataset's own, before the drawings. On CUDA the
     first two move to the GPU (uint8 images are small enough to live there)."""
     try:
-        train_x, train_y = load_split(spec.name, args.data_dir, "train")
-        test = load_split(spec.name, args.data_dir, "test")
+        train_x, train_y = load_split(spec, data_dir_of(spec, args), "train")
+        test = load_split(spec, data_dir_of(spec, args), "test")
     except (DatasetNotFound, ValueError) as exc:  # none, none to download, or damaged: said in a line
         raise SystemExit(f"train.py: error: {exc}") from None
     trained_on, held = holdout_indices(len(train_x), args.calibration_images, args.seed)
@@ -158,10 +187,10 @@ def supervised(args: argparse.Namespace, command: str, device: torch.device, ran
                ) -> dict | None:
     """The supervised run ``args`` asks for, in this process (of ``world_size``, DDP set up); the metrics on rank 0."""
     is_main = rank == 0
-    spec = dataset_spec(args.dataset)
-    recipe = recipe_from_args(args)
-    out = args.out or WEIGHTS_ROOT / spec.name
-    checkpoint_path = (args.checkpoint_dir or Path("runs") / spec.name) / CHECKPOINT_FILE
+    spec = training_dataset(args)
+    recipe = recipe_from_args(args, spec)
+    out = args.out or default_folder(spec, WEIGHTS_ROOT)
+    checkpoint_path = (args.checkpoint_dir or default_folder(spec, Path("runs"))) / CHECKPOINT_FILE
 
     (train_x, train_y), (test_x, test_y), calibration_set, own = training_data(args, spec, device, recipe)
     held = len(calibration_set[0])
@@ -263,6 +292,7 @@ def supervised(args: argparse.Namespace, command: str, device: torch.device, ran
         "device_name": device_name(device),
         "processes": world_size,
         "parameters": n_params,
+        **({"image_folder": image_folder_record(spec)} if spec.root is not None else {}),
         "calibration_holdout": {"images": held, "seed": args.seed} if held else None,
         "init_from": str(shown_path(args.init_from)) if args.init_from else None,
         "continues": {k: continued.get(k) for k in CONTINUED_FIELDS} if continued else None,
@@ -281,8 +311,9 @@ def supervised(args: argparse.Namespace, command: str, device: torch.device, ran
         write_snapshot_index(out, history)
     atomic_write_text(out / METRICS_FILE, json.dumps(metrics, indent=2) + "\n")
     if held:
-        calibrate(out, args.data_dir, device, held_out(calibration_set, (test_x.cpu(), test_y.cpu()), args.seed))
-    title = f"ViT on {spec.name}: {100 * metrics['test_accuracy']:.2f}% test accuracy"
+        calibrate(out, data_dir_of(spec, args), device,
+                  held_out(calibration_set, (test_x.cpu(), test_y.cpu()), args.seed))
+    title = f"ViT on {spec.folder_name}: {100 * metrics['test_accuracy']:.2f}% test accuracy"
     curves = training_curves(metrics["history"], title)
     atomic_write(out / CURVES_FILE, lambda f: curves.save(f, format="png"))
     print(json.dumps({k: metrics[k] for k in ("dataset", "test_accuracy", "epochs", "wall_time_s", "parameters")}))

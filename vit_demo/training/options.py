@@ -8,10 +8,12 @@ import typing
 from pathlib import Path
 
 from vit_demo.arguments import float_in, int_in
+from vit_demo.data.datasets import DATASETS, FOLDER_PREFIX, DatasetSpec
 from vit_demo.data.sketches import KIND_HALVES
 from vit_demo.model import ViTConfig
 from vit_demo.training.calibrate import HOLDOUT_IMAGES, HOLDOUT_SHARE
-from vit_demo.training.recipes import PRETRAIN_METHODS, PRETRAIN_RECIPES, RECIPES, PretrainRecipe, Recipe
+from vit_demo.training.recipes import (PRETRAIN_METHODS, PRETRAIN_RECIPES, RECIPES, PretrainRecipe, Recipe,
+                                      recipe_for)
 from vit_demo.training.step import GRAPH_CHUNK_BATCHES
 
 COMPILE_MODES = ("default", "reduce-overhead", "max-autotune")
@@ -59,16 +61,27 @@ FLAG_HELP = {  # what a flag's name does not say
 }
 
 
+def dataset_name(name: str) -> str:
+    """--dataset's argument, checked by its form (a folder is read when the run starts)."""
+    if name in DATASETS or (name.startswith(FOLDER_PREFIX) and len(name) > len(FOLDER_PREFIX)):
+        return name
+    raise argparse.ArgumentTypeError(f"{name!r}: choose from {', '.join(sorted(DATASETS))} or {FOLDER_PREFIX}PATH")
+
+
 def build_parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(
         prog="train.py",
-        description="Train the ViT on MNIST or CIFAR-10 and write a weights folder "
+        description="Train the ViT on MNIST, CIFAR-10 or a folder of your own pictures and write a weights folder "
         "(config.json, model.safetensors, metrics.json, training_curves.png).",
     )
-    p.add_argument("--dataset", required=True, choices=sorted(RECIPES))
-    p.add_argument("--data-dir", default="data", help="dataset root; downloaded there if not found (default: data)")
-    p.add_argument("--out", type=Path, help="weights folder to write (default: weights/<dataset>)")
-    p.add_argument("--checkpoint-dir", type=Path, help="where resumable checkpoints go (default: runs/<dataset>)")
+    p.add_argument("--dataset", required=True, type=dataset_name, metavar="{mnist,cifar10,folder:PATH}",
+                   help="folder:PATH: your own pictures, PATH/<class>/* (10%% of each class held out to test on) or "
+                        "PATH/train/<class>/* and PATH/test/<class>/*, trained with the cifar10 recipe")
+    p.add_argument("--data-dir", default="data", help="mnist's and cifar10's root; downloaded there if not found "
+                                                      "(default: data)")
+    p.add_argument("--out", type=Path, help="weights folder to write (default: weights/<dataset or PATH's name>)")
+    p.add_argument("--checkpoint-dir", type=Path,
+                   help="where resumable checkpoints go (default: runs/<dataset or PATH's name>)")
     p.add_argument("--resume", action="store_true", help="continue from the checkpoint in --checkpoint-dir")
     p.add_argument("--pretrain", choices=PRETRAIN_METHODS,
                    help="self-supervised pretraining instead (mae: a masked autoencoder), no labels used: writes the "
@@ -117,8 +130,9 @@ def architecture(vit: ViTConfig, **changes: int | float) -> ViTConfig:
         raise SystemExit(f"train.py: error: {exc}") from None
 
 
-def recipe_from_args(args: argparse.Namespace) -> Recipe:
-    recipe = RECIPES[args.dataset]
+def recipe_from_args(args: argparse.Namespace, spec: DatasetSpec | None = None) -> Recipe:
+    """The recipe of ``spec`` (default: the dataset --dataset names, mnist or cifar10) with the flags' overrides."""
+    recipe = recipe_for(spec) if spec is not None else RECIPES[args.dataset]
     arch = {k: getattr(args, k) for k in ARCHITECTURE_FLAGS if getattr(args, k) is not None}
     hyper = {k: getattr(args, k) for k in RECIPE_FLAGS if getattr(args, k) is not None}
     if hyper.get("auto_augment"):  # in place of the recipe's TrivialAugment, unless that is asked for too

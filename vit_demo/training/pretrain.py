@@ -96,8 +96,8 @@ def pretrain(args: argparse.Namespace, command: str, device: torch.device, world
     whole MAE and ``metrics.json``. Returns the metrics."""
     if world_size > 1:
         raise SystemExit("--pretrain runs in one process: start it with python, not torchrun")
+    recipe, vit = pretrain_recipe_from_args(args)  # (first: it refuses a dataset without a pretraining recipe)
     spec = dataset_spec(args.dataset)
-    recipe, vit = pretrain_recipe_from_args(args)
     name = f"{spec.name}-{args.pretrain}"
     out = args.out or Path("runs") / name
     checkpoint_path = (args.checkpoint_dir or Path("runs") / f"{name}-checkpoint") / CHECKPOINT_FILE
@@ -138,7 +138,7 @@ def pretrain(args: argparse.Namespace, command: str, device: torch.device, world
                    leave=False, file=sys.stderr)
         for i in bar:
             idx = order[i * batch : (i + 1) * batch]
-            x = AUGMENTATIONS[spec.name](train_x[idx].float().div_(255), generator)  # (B, C, H, W), crop and flip
+            x = AUGMENTATIONS[spec.recipe](train_x[idx].float().div_(255), generator)  # (B, C, H, W), crop and flip
             step(x, torch.rand(len(idx), patches, generator=generator, device=train_x.device))  # noise (B, N)
             if not bar.disable and (i + 1) % refresh_every == 0:
                 bar.set_postfix(loss=f"{step.sums[0].item() / ((i + 1) * batch):.4f}")

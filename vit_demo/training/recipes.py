@@ -68,6 +68,15 @@ RECIPES = {
 }
 
 
+def recipe_for(spec: DatasetSpec) -> Recipe:
+    """The recipe a dataset trains with: its own (mnist, cifar10), or for a folder of one's own pictures the photo
+    recipe, its model sized to the folder's classes and normalised with the folder's mean and std."""
+    recipe = RECIPES[spec.recipe]
+    return dataclasses.replace(recipe, vit=dataclasses.replace(
+        recipe.vit, image_size=spec.image_size, in_channels=spec.channels, num_classes=len(spec.classes),
+        mean=spec.mean, std=spec.std))
+
+
 @dataclasses.dataclass(frozen=True)
 class PretrainRecipe:
     """Self-supervised pretraining of a recipe's encoder (train.py --pretrain): a masked autoencoder's settings.

@@ -33,7 +33,7 @@ def training_batches(images: torch.Tensor, labels: torch.Tensor, recipe: Recipe,
     """
     x = images.float().div_(255)  # (N * B, C, H, W)
     if recipe.augment:
-        x = AUGMENTATIONS[spec.name](x, generator)
+        x = AUGMENTATIONS[spec.recipe](x, generator)
     if recipe.auto_augment:
         x = auto_augment(x, generator)
     elif recipe.trivial_augment:
