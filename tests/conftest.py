@@ -44,10 +44,25 @@ SLOW_FILES = {
 }
 
 
+def pytest_configure(config):
+    # Under pytest-xdist each of the N worker processes runs torch, and so do the commands and servers it starts. With
+    # every one of them taking all the cores (torch's default), N processes share them at a fraction of the speed
+    # (threads waiting on each other): each worker and what it starts keeps to its share of the cores.
+    workers = int(os.environ.get("PYTEST_XDIST_WORKER_COUNT", "0"))
+    if workers > 1:
+        share = str(max(1, (os.cpu_count() or 1) // workers))
+        os.environ["OMP_NUM_THREADS"] = os.environ["MKL_NUM_THREADS"] = share
+        import torch
+
+        torch.set_num_threads(int(share))
+
+
 def pytest_collection_modifyitems(items):
     for item in items:
         if item.path.name in SLOW_FILES:
             item.add_marker(pytest.mark.slow)
+        if "shipped_outputs" in item.fixturenames:  # in one process, so that each set of images is read once
+            item.add_marker(pytest.mark.xdist_group("shipped_outputs"))
 
 
 @pytest.fixture(scope="session", autouse=True)
