@@ -1,6 +1,8 @@
 // torch's F.interpolate on a (1, 1, H, W) float32 tensor, as aten/src/ATen/native/cpu computes it: area (adaptive
-// average pooling), bilinear with align_corners=False, and bilinear with antialias=True; for the page's preprocessing
-// (preprocess.js). An image is a plane: { h, w, data: Float32Array(h * w) }, row-major (one channel).
+// average pooling), bilinear with align_corners=False, and bilinear with antialias=True; and PIL's Image.resize of an
+// 8-bit image (pilResize); for the page's preprocessing (preprocess.js). For torch's, an image is a plane:
+// { h, w, data: Float32Array(h * w) }, row-major (one channel); for PIL's, { h, w, data } with data 8-bit and
+// interleaved, (h, w, channels).
 import { f32, fma } from "./arithmetic.js";
 
 export function areaResize(plane, oh, ow) {
@@ -131,4 +133,94 @@ export function antialiasResize(plane, oh, ow) {
     h = oh;
   }
   return { h, w, data };
+}
+
+// ---- PIL's Image.resize of 8-bit pixels, as Pillow 12.3 computes it (src/libImaging/Resample.c, Geometry.c) --------
+
+const PRECISION_BITS = 22; // 32 - 8 - 2: a weight is an integer, weight / 2^22 its value
+
+const PIL_FILTERS = { // Resample.c's filters (of |x|) and their supports: bilinear_filter, bicubic_filter (a = -0.5)
+  bilinear: [1, (x) => (x < 1 ? 1 - x : 0)],
+  bicubic: [2, (x) => (x < 1 ? (1.5 * x - 2.5) * x * x + 1 : x < 2 ? (((x - 5) * x + 8) * x - 4) * -0.5 : 0)],
+};
+
+function pilCoeffs(inSize, outSize, [filterSupport, filter]) {
+  // precompute_coeffs (its box the whole image) in double, then normalize_coeffs_8bpc: for each output index, the
+  // first input index, how many inputs it reads and their weights, normalised to sum 1 (unless they sum to 0) and
+  // rounded to fixed point, halves away from 0.
+  // -> { start, count: Int32Array(out), weights: Int32Array(out * taps), taps }
+  const scale = inSize / outSize, filterscale = Math.max(scale, 1), inverse = 1 / filterscale;
+  const support = filterSupport * filterscale, taps = Math.ceil(support) * 2 + 1;
+  const start = new Int32Array(outSize), count = new Int32Array(outSize), weights = new Int32Array(outSize * taps);
+  const k = new Float64Array(taps);
+  for (let o = 0; o < outSize; o++) {
+    const center = (o + 0.5) * scale;
+    const xmin = Math.max(Math.trunc(center - support + 0.5), 0);
+    const xsize = Math.min(Math.trunc(center + support + 0.5), inSize) - xmin;
+    let total = 0;
+    for (let j = 0; j < xsize; j++) total += k[j] = filter(Math.abs((j + xmin - center + 0.5) * inverse));
+    for (let j = 0; j < xsize; j++) {
+      const weight = total !== 0 ? k[j] / total : k[j];
+      weights[o * taps + j] = Math.trunc(weight * 2 ** PRECISION_BITS + (weight < 0 ? -0.5 : 0.5));
+    }
+    start[o] = xmin;
+    count[o] = xsize;
+  }
+  return { start, count, weights, taps };
+}
+
+function pilPass(image, channels, ow, oh, filter) {
+  // ImagingResampleHorizontal_8bpc (oh = h) or ImagingResampleVertical_8bpc (ow = w); the image itself where its
+  // size does not change. Each value: 2^21 (a half) plus the taps' integer products, shifted right by 22 and clamped to
+  // [0, 255] (clip8), as a Uint8ClampedArray clamps. { h, w, data } -> { h: oh, w: ow, data: Uint8ClampedArray }
+  const { h, w, data } = image, horizontal = ow !== w;
+  if (!horizontal && oh === h) return image;
+  const { start, count, weights, taps } = pilCoeffs(horizontal ? w : h, horizontal ? ow : oh, PIL_FILTERS[filter]);
+  const step = horizontal ? channels : w * channels, out = new Uint8ClampedArray(oh * ow * channels);
+  for (let y = 0; y < oh; y++) {
+    for (let x = 0; x < ow; x++) {
+      const o = horizontal ? x : y, from = (horizontal ? y * w + start[o] : start[o] * w + x) * channels;
+      const k = o * taps, n = count[o];
+      for (let c = 0; c < channels; c++) {
+        let sum = 1 << (PRECISION_BITS - 1);
+        for (let j = 0, at = from + c; j < n; j++, at += step) sum += data[at] * weights[k + j];
+        out[(y * ow + x) * channels + c] = sum >> PRECISION_BITS;
+      }
+    }
+  }
+  return { h: oh, w: ow, data: out };
+}
+
+function nearestIndices(inSize, outSize) {
+  // ImagingScaleAffine's input index for each output index: the coordinate summed in double from a / 2 in steps of
+  // a = in / out, truncated (COORD). -> Int32Array(out)
+  const a = inSize / outSize, at = new Int32Array(outSize);
+  let coordinate = a * 0.5;
+  for (let o = 0; o < outSize; o++, coordinate += a) at[o] = Math.trunc(coordinate);
+  return at;
+}
+
+export function pilResize(pixels, width, height, channels, outWidth, outHeight, filter) {
+  // Image.resize((outWidth, outHeight), filter) of an 8-bit image ("RGB", "L"...), filter "nearest", "bilinear" or
+  // "bicubic". NEAREST is an affine transform (_resize -> ImagingTransform: ImagingScaleAffine); the others
+  // ImagingResampleInner's two passes, 8-bit in between: along the width, then along the height (Image.resize, since
+  // Pillow 12.2, does the height first for an image over 100 times taller than wide that it makes shorter), each
+  // only if its side changes. (height, width, channels) interleaved -> (outHeight, outWidth, channels): a
+  // Uint8ClampedArray, or the pixels themselves if the size does not change.
+  if (filter === "nearest") {
+    const ys = nearestIndices(height, outHeight), xs = nearestIndices(width, outWidth);
+    const out = new Uint8ClampedArray(outHeight * outWidth * channels);
+    for (let y = 0, at = 0; y < outHeight; y++) {
+      for (let x = 0; x < outWidth; x++) {
+        const from = (ys[y] * width + xs[x]) * channels;
+        for (let c = 0; c < channels; c++) out[at++] = pixels[from + c];
+      }
+    }
+    return out;
+  }
+  if (!PIL_FILTERS[filter]) throw new Error(`PIL's resize here takes nearest, bilinear or bicubic, not ${filter}`);
+  let image = { h: height, w: width, data: pixels };
+  if (height > width * 100 && outHeight < height) image = pilPass(image, channels, width, outHeight, filter);
+  image = pilPass(image, channels, outWidth, image.h, filter);
+  return pilPass(image, channels, outWidth, outHeight, filter).data; // (done already for a tall image)
 }

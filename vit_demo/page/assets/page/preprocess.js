@@ -5,13 +5,14 @@
 //
 // - preprocessDrawing (drawing.js): the canvas' grey copy (ink 255 on 0, or dark on light) -> MNIST-like 28x28 pixels.
 // - preprocessPhoto (here): a decoded upload's RGBA pixels -> CIFAR-10-like 32x32x3 pixels (HWC).
-// This module holds what both share: the limits, the errors (with Python's messages), the checks.
+// - preprocessResized (here): a decoded upload's RGBA pixels -> an imported timm model's input, resized by PIL.
+// This module holds what they share: the limits, the errors (with Python's messages), the checks.
 //
-// Each Python step is mirrored with the arithmetic Python does (arithmetic.js) and torch's interpolation kernels
+// Each Python step is mirrored with the arithmetic Python does (arithmetic.js) and torch's and PIL's interpolation
 // (interpolate.js, which says what a plane is), bit for bit on x86-64 (torch built for another CPU may round some
 // intermediate values otherwise).
 import { clamp01, f32, roundHalfEven } from "./arithmetic.js";
-import { antialiasResize } from "./interpolate.js";
+import { antialiasResize, pilResize } from "./interpolate.js";
 
 // Constants of vit_demo/data/preprocess.py.
 const MAX_PIXELS = 40_000_000;
@@ -71,11 +72,11 @@ function compositeOverWhite() {
   return overWhite;
 }
 
-export function preprocessPhoto(rgba, width, height, size = 32) {
-  // preprocess.preprocess_photo for a decoded upload's RGBA pixels (as getImageData gives them: (H*W*4) 8-bit,
-  // not premultiplied) -> Uint8Array (size * size * 3), HWC: the 8-bit pixels of the CIFAR-10-like photo.
-  // Transparent areas become white; the shorter side is resized to `size` (bilinear, antialiased) and the centre
-  // cropped. Throws NothingDrawn for an empty or flat image, InputError for what is not an image.
+function photoRgb(rgba, width, height) {
+  // preprocess.photo_rgb of a decoded upload's RGBA pixels (as getImageData gives them: (H*W*4) 8-bit, not
+  // premultiplied): transparent areas composited over white -> three Float32Array (H * W) planes, R, G and B. Throws
+  // NothingDrawn for an empty or flat image (every channel's range, np.ptp, under 4/255), InputError for what is not
+  // an image.
   checkPixels(rgba, width, height, 4);
   checkSize(width, height);
   const n = width * height, over = compositeOverWhite();
@@ -95,6 +96,14 @@ export function preprocessPhoto(rgba, width, height, size = 32) {
   if (ranges.every((range) => range < FLAT_RANGE)) {
     throw new NothingDrawn("Nothing to classify: the image is one flat colour.");
   }
+  return planes;
+}
+
+export function preprocessPhoto(rgba, width, height, size = 32) {
+  // preprocess.preprocess_photo for a decoded upload's RGBA pixels -> Uint8Array (size * size * 3), HWC: the 8-bit
+  // pixels of the CIFAR-10-like photo. Transparent areas become white (photoRgb); the shorter side is resized to
+  // `size` (bilinear, antialiased) and the centre cropped. Throws as photoRgb.
+  const planes = photoRgb(rgba, width, height);
   const scale = size / Math.min(height, width);
   const oh = Math.max(size, roundHalfEven(height * scale)), ow = Math.max(size, roundHalfEven(width * scale));
   const top = Math.floor((oh - size) / 2), left = Math.floor((ow - size) / 2);
@@ -108,5 +117,38 @@ export function preprocessPhoto(rgba, width, height, size = 32) {
       }
     }
   });
+  return out;
+}
+
+// ---- Photos -> an imported model's input ----------------------------------------------------------------------------
+
+function resizedShape(height, width, resize) {
+  // preprocess.resized_shape: [height, width] = resize itself, or resize (a number) for the shorter side and the
+  // longer one scaled and truncated.
+  if (typeof resize !== "number") return resize;
+  const scaled = Math.trunc((resize * Math.max(height, width)) / Math.min(height, width));
+  return width <= height ? [scaled, resize] : [resize, scaled];
+}
+
+export function preprocessResized(rgba, width, height, { size, resize, interpolation }) {
+  // preprocess.preprocess_resized with library "pil" (timm's eval transform) for a decoded upload's RGBA pixels ->
+  // Uint8Array (size * size * 3), HWC: the 8-bit pixels that Python's function returns divided by 255. The photo
+  // (photoRgb) made 8-bit (np.round(... * 255)), resized by PIL (pilResize) to resizedShape with `interpolation`
+  // ("nearest", "bilinear" or "bicubic"), the centre cropped at Python's rounded offsets. Throws as photoRgb.
+  photoRgb(rgba, width, height); // its checks and refusals; its values, made 8-bit, are these (by alpha and value):
+  const eightBit = compositeOverWhite().map((v) => roundHalfEven(f32(v * 255)));
+  const n = width * height, rgb = new Uint8Array(n * 3); // (H, W, 3)
+  for (let p = 0; p < n; p++) {
+    for (let c = 0; c < 3; c++) rgb[p * 3 + c] = eightBit[rgba[p * 4 + 3] * 256 + rgba[p * 4 + c]];
+  }
+  const [oh, ow] = resizedShape(height, width, resize);
+  if (oh < size || ow < size) throw new Error(`cannot crop ${size}x${size} from a ${ow}x${oh} resize`);
+  const resized = pilResize(rgb, width, height, 3, ow, oh, interpolation); // (oh, ow, 3)
+  const top = roundHalfEven((oh - size) / 2), left = roundHalfEven((ow - size) / 2), row = size * 3;
+  const out = new Uint8Array(size * row);
+  for (let y = 0; y < size; y++) {
+    const from = ((top + y) * ow + left) * 3;
+    out.set(resized.subarray(from, from + row), y * row);
+  }
   return out;
 }
