@@ -1,5 +1,6 @@
 """The page's preprocessing (vit_demo/page/assets/page/preprocess.js, run under Node by tests/page_preprocess.mjs)
-against Python's (vit_demo.data.preprocess), on what the page would feed it: 1,000 canvas drawings and 200 photos.
+against Python's (vit_demo.data.preprocess), on what the page would feed it: 1,000 canvas drawings and 200 photos;
+and photos preprocessed for an imported timm model (preprocess_resized with PIL), which must match bit for bit.
 
 A drawing is made as the page makes it: strokes drawn on the 336x336 canvas with one of the app's three pens
 (preprocess.PENS), the canvas downsampled to 112x112 (canvas.js: drawImage with smoothing; here an area average) with
@@ -21,18 +22,19 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from conftest import CIFAR_CLASSES, STROKES, mnist_test_digits, node_major
+from conftest import CIFAR_CLASSES, HAS_SHARED_CIFAR, STROKES, mnist_test_digits, node_major
 from PIL import Image, ImageDraw
 
 from vit_demo.data.preprocess import (CANVAS_SIZE, DRAWING_PIXELS, PENS, InputError, NothingDrawn, preprocess_drawing,
-                                      preprocess_photo)
+                                      preprocess_photo, preprocess_resized)
 
 REPO = Path(__file__).resolve().parents[1]
 RUNNER = REPO / "tests" / "page_preprocess.mjs"
 DRAWINGS, PHOTOS = 1000, 200
 SUPERSAMPLE = 2  # strokes are drawn at twice the canvas' resolution, then averaged: antialiased as a canvas draws them
 PEN_WIDTHS = [width for _, width in PENS]
-DRAWING, PHOTO = 0, 1
+DRAWING, PHOTO, RESIZED = 0, 1, 2  # RESIZED: preprocess_resized with library "pil" (preprocessResized)
+INTERPOLATIONS = ("nearest", "bilinear", "bicubic")  # as page_preprocess.mjs numbers them
 OK, NOTHING_DRAWN, INPUT_ERROR, OTHER_ERROR = 0, 1, 2, 3
 
 
@@ -257,16 +259,96 @@ def photos(cifar_root: Path) -> list[tuple[str, np.ndarray]]:
     return cases
 
 
+# ---- Photos for an imported model (preprocess_resized with PIL), as a decoded upload gives them ---------------------
+
+TIMM = {"size": 224, "resize": 248, "interpolation": "bicubic"}  # timm's ViTs at 224: crop_pct 0.9, bicubic
+
+
+def outside_photo(name: str) -> Image.Image:
+    """One of scikit-image's sample photos (matplotlib's for Grace Hopper), as RGB: real photos that come with the
+    test requirements, so every machine has them."""
+    from vit_demo.data.outside_photos import _package_folder
+
+    folder = _package_folder("matplotlib", "mpl-data/sample_data") if name == "grace_hopper.jpg" else \
+        _package_folder("skimage", "data")
+    return Image.open(folder / name).convert("RGB")
+
+
+def resized_photos(cifar_root: Path) -> list[tuple[str, np.ndarray, dict]]:
+    """(name, (H, W, 4) uint8 RGBA, preprocessResized's options), each name saying whether the photo is real.
+
+    Real: scikit-image's and matplotlib's photos whole (downscaled: the rocket at 640x427 to 248 then 224 bicubic, as
+    timm's ViTs take it), a user's crop of one (500x375 to 256 then 224 bilinear), some at random sizes and aspect
+    ratios, four with transparency; CIFAR-10 test photos (real where ../shared/data has them, generated otherwise)
+    upscaled from 32x32 (to 248 then 224). Every interpolation, shorter sides that make the crop's offset a half
+    (rounded to even) and a [height, width] resize. Generated: a tiny image, images over 100 times taller than wide
+    (which PIL resizes along the height first), noise. Then the four refusals."""
+    rng = np.random.default_rng(46)
+    cases = [(f"real rocket.jpg 640x427, {TIMM}", rgba(outside_photo("rocket.jpg")), TIMM),
+             ("real motorcycle_left.png cropped to 500x375",
+              rgba(outside_photo("motorcycle_left.png").crop((120, 60, 620, 435))),
+              {"size": 224, "resize": 256, "interpolation": "bilinear"})]
+    for name, options in [("astronaut.png", TIMM), ("astronaut.png", {**TIMM, "interpolation": "nearest"}),
+                          ("coffee.png", {**TIMM, "resize": 235}),  # crop_pct 0.95: a top offset of 5.5 -> 6
+                          ("text.png", {**TIMM, "resize": 233, "interpolation": "bilinear"}),  # 4.5 -> 4
+                          ("hubble_deep_field.jpg", TIMM), ("retina.jpg", {**TIMM, "resize": 256}),
+                          ("grace_hopper.jpg", TIMM), ("camera.png", {"size": 384, "resize": 384,
+                                                                      "interpolation": "bicubic"}),
+                          ("page.png", {**TIMM, "interpolation": "nearest"}),
+                          ("coins.png", {**TIMM, "resize": (240, 260)})]:
+        image = outside_photo(name)
+        cases.append((f"real {name} {image.width}x{image.height}, {options}", rgba(image), options))
+    for i in range(12):  # real photos at random sizes (resampled by PIL, as the photo tests make them)
+        name = ("astronaut.png", "coffee.png", "rocket.jpg", "motorcycle_left.png", "ihc.png")[i % 5]
+        width, height = random_size(rng, i + 1)
+        options = {"size": int(rng.choice([16, 64, 224])), "interpolation": INTERPOLATIONS[i % 3]}
+        options["resize"] = options["size"] + int(rng.integers(0, 40))
+        cases.append((f"real {name} at {width}x{height}, {options}",
+                      rgba(outside_photo(name).resize((width, height), Image.LANCZOS)), options))
+    for i, name in enumerate(("astronaut.png", "coffee.png", "rocket.jpg", "motorcycle_left.png")):
+        options = {**TIMM, "interpolation": INTERPOLATIONS[i % 3]}
+        cases.append((f"real {name} with alpha, {options}", with_transparency(rgba(outside_photo(name)), rng), options))
+    real = "real" if HAS_SHARED_CIFAR else "generated"
+    for i, label in enumerate(CIFAR_CLASSES):
+        for j, path in enumerate(sorted((cifar_root / "cifar10" / "test" / label).glob("*.png"))[:2]):
+            options = {**TIMM, "interpolation": INTERPOLATIONS[(i + j) % 3]}
+            pixels = rgba(Image.open(path))
+            if j:
+                pixels = with_transparency(pixels, rng)
+            cases.append((f"{real} CIFAR-10 {label} {path.stem}{' with alpha' if j else ''}, {options}", pixels,
+                          options))
+    noise = rng.integers(0, 256, (4100, 40, 4), dtype=np.uint8)
+    noise[..., 3] = 255
+    for name, pixels, options in [("7x5", noise[:5, :7], TIMM),
+                                  ("301x999 with random alpha", rng.integers(0, 256, (999, 301, 4), np.uint8), TIMM),
+                                  ("40x4100", noise, {"size": 16, "resize": 18, "interpolation": "bicubic"}),
+                                  ("40x4100", noise, {"size": 16, "resize": 30, "interpolation": "bilinear"}),
+                                  ("33x3400", noise[:3400, :33], {"size": 8, "resize": 8, "interpolation": "bicubic"})]:
+        cases.append((f"generated noise {name}, {options}", np.ascontiguousarray(pixels), options))
+    flat = np.full((40, 50, 4), (200, 30, 90, 255), np.uint8)
+    clear = rng.integers(0, 256, (30, 30, 4), dtype=np.uint8)
+    clear[..., 3] = 0
+    cases += [(f"refused: {name}", pixels, TIMM) for name, pixels in [
+        ("one flat colour", flat), ("fully transparent", clear), ("empty", flat[:0]),
+        ("too large", np.zeros((1, 20_001, 4), np.uint8))]]
+    return cases
+
+
 # ---- Both sides ------------------------------------------------------------------------------------------------------
 
 
-def run_page(items: list[tuple[int, np.ndarray]], tmp_path: Path) -> tuple[list[tuple[int, bytes]], dict]:
-    """[(DRAWING, (H, W) uint8) or (PHOTO, (H, W, 4) uint8)] through the page's module in one Node process ->
-    [(status, payload)] and the runner's timings."""
+def run_page(items: list[tuple], tmp_path: Path) -> tuple[list[tuple[int, bytes]], dict]:
+    """[(DRAWING, (H, W) uint8), (PHOTO, (H, W, 4) uint8) or (RESIZED, (H, W, 4) uint8, its options: size, resize,
+    interpolation)] through the page's module in one Node process -> [(status, payload)] and the runner's timings."""
     source, answers = tmp_path / "page-in.bin", tmp_path / "page-out.bin"
     with open(source, "wb") as f:
-        for kind, pixels in items:
+        for kind, pixels, *options in items:
             f.write(struct.pack("<BII", kind, pixels.shape[1], pixels.shape[0]))
+            if kind == RESIZED:
+                resize = options[0]["resize"]
+                sides = (resize, 0) if isinstance(resize, int) else resize  # 0: resize is the shorter side
+                f.write(struct.pack("<IIIB", options[0]["size"], *sides,
+                                    INTERPOLATIONS.index(options[0]["interpolation"])))
             f.write(np.ascontiguousarray(pixels, dtype=np.uint8).tobytes())
     done = subprocess.run([shutil.which("node"), str(RUNNER), str(source), str(answers)], capture_output=True,
                           text=True, timeout=300)
@@ -280,7 +362,7 @@ def run_page(items: list[tuple[int, np.ndarray]], tmp_path: Path) -> tuple[list[
     return out, json.loads(done.stdout.strip().splitlines()[-1])
 
 
-def run_python(kind: int, pixels: np.ndarray) -> tuple[int, object]:
+def run_python(kind: int, pixels: np.ndarray, options: dict | None = None) -> tuple[int, object]:
     """Python's answer for the same input: (OK, its 8-bit pixels, as the page keeps them: captions.image_text) or
     (status, the error's message)."""
     from vit_demo.page.captions import image_text
@@ -288,6 +370,8 @@ def run_python(kind: int, pixels: np.ndarray) -> tuple[int, object]:
     try:
         if kind == DRAWING:
             image = preprocess_drawing(pixels.reshape(CANVAS_SIZE, CANVAS_SIZE))
+        elif kind == RESIZED:
+            image = preprocess_resized(pixels, library="pil", **options)
         else:
             image = preprocess_photo(pixels)
     except NothingDrawn as exc:
@@ -380,3 +464,28 @@ def test_faint_dots_averaged_away_are_nothing_drawn_on_both_sides(tmp_path):
     with pytest.raises(NothingDrawn) as python:
         preprocess_drawing(canvas)
     assert out[0] == (NOTHING_DRAWN, str(python.value).encode())
+
+
+def test_resized_photos_match_python_bit_for_bit(cifar_root, tmp_path):
+    """preprocessResized against preprocess_resized(..., library="pil"): every pixel of every photo the same, the
+    same refusals in the same words."""
+    cases = resized_photos(cifar_root)
+    page, timings = run_page([(RESIZED, pixels, options) for _, pixels, options in cases], tmp_path)
+    differing, refused, values = {}, 0, 0
+    for (name, pixels, options), (page_status, payload) in zip(cases, page):
+        status, expected = run_python(RESIZED, pixels, options)
+        if status != OK:
+            refused += 1
+            assert (page_status, payload.decode()) == (status, expected), f"{name}: the page refused differently"
+            continue
+        assert page_status == OK, f"{name}: the page refused ({payload.decode()}) what Python read"
+        assert expected.shape == (options["size"], options["size"], 3)
+        got = np.frombuffer(payload, np.uint8).reshape(expected.shape)
+        values += got.size
+        if (got != expected).any():
+            differing[name] = int((got != expected).sum())
+    assert not differing, f"values that differ from Python's: {differing}"
+    assert refused == 4
+    real = sum(name.startswith("real") for name, _, _ in cases)
+    print(f"\nresized photos: {len(cases)} ({real} real, {refused} refused by both), all {values:,} values identical; "
+          f"{timings['resized_ms'] / timings['resized']:.1f} ms an image in Node")
