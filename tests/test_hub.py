@@ -1,4 +1,4 @@
-"""The way back (python -m vit_demo hub, vit_demo/deploy/hub.py): a weights folder as a timm checkpoint and Hub model
+"""The way back (python -m vit_demo hub, vit_demo/hub.py): a weights folder as a timm checkpoint and Hub model
 folder. Offline: timm builds each shipped model from the folder (``local-dir:``, and ``hf-hub:`` from a Hub cache made
 by hand) and gives our logits on the example images through our preprocessing; importing it back gives the same
 weights; the extensions imported ViTs carry are written too, and what timm cannot build is refused in one line."""
@@ -17,7 +17,7 @@ from safetensors.torch import load_file
 from vit_demo.classifier import load_model
 from vit_demo.cli import main
 from vit_demo.data.preprocess import Preprocessing
-from vit_demo.deploy.hub import HubError, timm_model_args, write_hub
+from vit_demo.hub import HubError, timm_model_args, write_hub
 from vit_demo.importing import ours_state_to_timm, write_import
 from vit_demo.model import ViTConfig, VisionTransformer
 from vit_demo.weights import CONFIG_FILE, WEIGHTS_FILE, load_weights, save_imported

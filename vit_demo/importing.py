@@ -3,7 +3,7 @@
 
 SOURCE is ``timm:NAME`` (the weights timm downloads for NAME, or with ``checkpoint`` a local state dict of it, read
 without a network; NAME may be timm's ``local-dir:FOLDER`` or ``hf-hub:USER/NAME``, as the folder ``python -m vit_demo
-hub`` writes, vit_demo/deploy/hub.py, whose classes and preprocessing come back with it), ``hf:REPO_ID`` (a Hub repository, downloaded by huggingface_hub) or ``hf:FOLDER`` (what
+hub`` writes, vit_demo/hub.py, whose classes and preprocessing come back with it), ``hf:REPO_ID`` (a Hub repository, downloaded by huggingface_hub) or ``hf:FOLDER`` (what
 ``save_pretrained`` wrote). The model keeps its source's classes in the head's order (timm: ImageNet's names for an
 ImageNet head; Hugging Face: ``id2label``) and its preprocessing, exactly (timm: its data config, the shorter side
 resized to floor(size / crop_pct) by PIL, the centre cropped; Hugging Face: ``preprocessor_config.json``, resized to
@@ -31,6 +31,7 @@ import torch
 from safetensors import SafetensorError
 from safetensors.torch import load_file as load_safetensors_file
 
+from vit_demo.atomic import check_out_folder
 from vit_demo.data.preprocess import Preprocessing
 from vit_demo.model import ViTConfig, VisionTransformer
 from vit_demo.weights import CONFIG_FILE, WEIGHTS_FILE, save_imported, shown_path
@@ -41,7 +42,7 @@ HF_WEIGHTS_FILES = ("model.safetensors", "pytorch_model.bin")  # what a Hugging 
 HF_FILES = ("config.json", "preprocessor_config.json", *HF_WEIGHTS_FILES)
 HF_ARCHITECTURES = ("ViTForImageClassification", "ViTModel")
 PIL_RESAMPLE = {0: "nearest", 2: "bilinear", 3: "bicubic"}  # Hugging Face's ``resample`` (PIL's numbering)
-HUB_BLOCK = "vit_demo"  # what a folder python -m vit_demo hub wrote keeps of ours in its config.json (deploy/hub.py)
+HUB_BLOCK = "vit_demo"  # what a folder python -m vit_demo hub wrote keeps of ours in its config.json (hub.py)
 CHECK_TOLERANCE = 1e-3  # ours and timm's outputs on a random image must agree this closely (measured: ~1e-6)
 
 
@@ -106,9 +107,7 @@ def write_import(source: str, out: str | Path, checkpoint: str | Path | None, im
         NotImportable: as ``import_vit``, or ``out`` holds files.
     """
     out = Path(out)
-    if out.exists() and (not out.is_dir() or (any(out.iterdir()) and not force)):
-        raise NotImportable(f"--out {out}: {'not a folder' if not out.is_dir() else 'not empty'} (--force writes "
-                            f"into a folder that holds files)")
+    check_out_folder(out, force, NotImportable, "the weights folder")
     imported = import_vit(source, checkpoint, image_size)
     save_imported(out, imported.model, imported.classes, imported.preprocessing, {**imported.record, "command": command})
     c = imported.model.config
@@ -131,7 +130,7 @@ def distinct(names: Sequence[str]) -> tuple[str, ...]:
 # ---- timm ----------------------------------------------------------------------------------------
 
 # Our tensor names -> timm's VisionTransformer's (docs/byo-vit.md), the one table both directions read (this import,
-# and the way back: vit_demo/deploy/hub.py): only the patch embedding differs, timm's being a module (``proj``) inside
+# and the way back: vit_demo/hub.py): only the patch embedding differs, timm's being a module (``proj``) inside
 # ``PatchEmbed``. Every other name is the same, and no tensor is reshaped (qkv's layout, (3, heads, head_dim) along
 # its output, is the same).
 TIMM_RENAMES = {"patch_embed.weight": "patch_embed.proj.weight", "patch_embed.bias": "patch_embed.proj.bias"}
@@ -297,7 +296,7 @@ class KeptPreprocessing:
 
 def _kept_preprocessing(source: torch.nn.Module) -> KeptPreprocessing | None:
     """What a timm model loaded from a folder or the Hub (``local-dir:``, ``hf-hub:``) that vit_demo wrote records
-    of our preprocessing (vit_demo/deploy/hub.py); None for any other."""
+    of our preprocessing (vit_demo/hub.py); None for any other."""
     found = source.pretrained_cfg
     if found.get("source") == "local-dir":
         path = Path(found["file"]) / CONFIG_FILE

@@ -193,9 +193,9 @@ def run_import(args: argparse.Namespace) -> dict:
 
 
 def run_hub(args: argparse.Namespace) -> dict:
-    """Write a weights folder as a timm checkpoint and Hub model folder (vit_demo/deploy/hub.py); return what was
+    """Write a weights folder as a timm checkpoint and Hub model folder (vit_demo/hub.py); return what was
     written."""
-    from vit_demo.deploy.hub import write_hub
+    from vit_demo.hub import write_hub
 
     options = ([] if args.repo == "USER/NAME" else ["--repo", args.repo]) + ([] if args.project is None else
                                                                              ["--project", args.project])

@@ -25,6 +25,8 @@ from pathlib import Path
 
 import jinja2
 
+from vit_demo.atomic import KEEP
+
 REPO = Path(__file__).resolve().parents[2]
 APP_FILE = "app.py"
 PACKAGE = "vit_demo"
@@ -34,7 +36,6 @@ REQUIREMENTS = "requirements.txt"
 README = "README.md"
 GITATTRIBUTES = ".gitattributes"
 CONTENTS = (APP_FILE, PACKAGE, WEIGHTS, EXAMPLES, REQUIREMENTS, README, GITATTRIBUTES)  # what a bundle holds
-KEEP = (".git",)  # left in place when a folder is rewritten: a clone of the Space stays a clone
 MARKER = "<!-- Written by `python -m vit_demo space`: running it again rewrites this folder. -->"
 
 # The releases the Hub's ZeroGPU page lists as supported (2026): torch and Python.

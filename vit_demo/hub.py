@@ -27,8 +27,8 @@ from pathlib import Path
 
 from safetensors.torch import save as save_safetensors
 
-from vit_demo.atomic import atomic_write, atomic_write_text
-from vit_demo.deploy.space import KEEP, from_template
+from vit_demo.atomic import atomic_write, atomic_write_text, check_out_folder
+from vit_demo.deploy.space import from_template
 from vit_demo.importing import HUB_BLOCK, ours_state_to_timm
 from vit_demo.model import ViTConfig
 from vit_demo.weights import (CONFIG_FILE, WEIGHTS_FILE, WeightsInfo, load_weights, read_calibration, read_metrics,
@@ -121,15 +121,6 @@ def hub_config(info: WeightsInfo, record: dict) -> dict:
             HUB_BLOCK: {**record, "preprocessing": preprocessing.to_dict(), "temperature": info.temperature}}
 
 
-def check_out(out: Path, force: bool) -> None:
-    """Raise HubError for an OUT that is a file, or holds files (a .git folder aside) without ``force``."""
-    if out.exists() and not out.is_dir():
-        raise HubError(f"{out} is a file, not a folder: nothing was written. Give a new or empty folder")
-    if out.is_dir() and not force and any(entry.name not in KEEP for entry in out.iterdir()):
-        raise HubError(f"{out} is not empty: nothing was written. Give a new or empty folder, or add --force to write "
-                       f"{CONFIG_FILE}, {WEIGHTS_FILE} and {README} into it")
-
-
 def write_hub(folder: str | Path, out: str | Path, force: bool = False, repo: str = "USER/NAME",
               project: str | None = None, command: str | None = None) -> dict:
     """Write the weights folder ``folder`` (or a shipped model's name) into ``out`` as a timm checkpoint and Hub model
@@ -143,7 +134,7 @@ def write_hub(folder: str | Path, out: str | Path, force: bool = False, repo: st
     source, out = resolve_weights_folder(folder), Path(out)
     if not source.is_dir():
         raise HubError(f"{folder}: no such weights folder (mnist, cifar10, or a path to one)")
-    check_out(out, force)
+    check_out_folder(out, force, HubError, f"{CONFIG_FILE}, {WEIGHTS_FILE} and {README}")
     info, model = load_weights(source)
     if info.pretrained:
         raise HubError(f"{shown_path(source)} holds an encoder from self-supervised pretraining: its head is "
