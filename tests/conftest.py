@@ -67,9 +67,15 @@ def pytest_collection_modifyitems(items):
 
 @pytest.fixture(scope="session", autouse=True)
 def private_cache(tmp_path_factory):
-    """Decoded-dataset caches go to a temporary folder, for this process and the ones it starts."""
+    """Decoded-dataset caches go to a temporary folder, for this process and the ones it starts: under pytest-xdist
+    one its workers share (each file is written atomically), so that a dataset is decoded once a run."""
     previous = os.environ.get("XDG_CACHE_HOME")
-    os.environ["XDG_CACHE_HOME"] = str(tmp_path_factory.mktemp("cache"))
+    if os.environ.get("PYTEST_XDIST_WORKER"):
+        cache = tmp_path_factory.getbasetemp().parent / "cache"  # the workers' temporary folders are in one folder
+        cache.mkdir(exist_ok=True)
+    else:
+        cache = tmp_path_factory.mktemp("cache")
+    os.environ["XDG_CACHE_HOME"] = str(cache)
     yield
     if previous is None:
         del os.environ["XDG_CACHE_HOME"]

@@ -41,7 +41,7 @@ def recorded(report: dict, name: str) -> dict:
     return next(row for row in report["candidates"] if row["name"] == name)
 
 
-@pytest.fixture(scope="module")
+@pytest.fixture(scope="session")  # (not module: its tests share a worker, conftest.py, but not one after another)
 def digit_rates(shipped_outputs):
     """The shipped digit rule's rates on the sets it was not fitted or chosen on, and the accuracy."""
     if not HAS_SHARED_MNIST:
@@ -92,7 +92,7 @@ def test_the_drawings_a_visitor_makes_that_read_as_a_zero_are_flagged():
     assert flagged_as_the_app_asks(load_model("mnist", device="cpu"), drawings[round_ones]).mean() >= 0.9
 
 
-@pytest.fixture(scope="module")
+@pytest.fixture(scope="session")
 def photo_rates(shipped_outputs):
     if not HAS_SHARED_CIFAR:
         pytest.skip("the real CIFAR-10 test set is not here")

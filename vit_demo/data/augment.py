@@ -12,7 +12,6 @@ import functools
 
 import torch
 import torch.nn.functional as F
-from torchvision.transforms import v2
 
 
 def random_affine(
@@ -242,8 +241,10 @@ def apply_operations(images: torch.Tensor, op: torch.Tensor, strength: torch.Ten
     posterized = (images * levels).floor().clamp(max=levels - 1) / levels
     threshold = magnitude(1, 0).view(B, 1, 1, 1)  # solarize above 1..0
     solarized = torch.where(images >= threshold, 1 - images, images)
+    from torchvision.transforms.v2.functional import equalize  # here alone: importing torchvision takes seconds
+
     for name, result in (("posterize", posterized), ("solarize", solarized), ("autocontrast", autocontrast(images)),
-                         ("equalize", v2.functional.equalize(images)), ("invert", 1 - images)):
+                         ("equalize", equalize(images)), ("invert", 1 - images)):
         out = torch.where(is_op[name].view(B, 1, 1, 1), result, out)
     return out
 
