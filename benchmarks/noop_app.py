@@ -19,7 +19,7 @@ os.environ.setdefault("GRADIO_ANALYTICS_ENABLED", "False")
 import gradio as gr  # noqa: E402
 
 from vit_demo.app.api import UndecodedImage, classify, export  # noqa: E402
-from vit_demo.app.service import MODELS  # noqa: E402
+from vit_demo.app.service import SHIPPED  # noqa: E402
 from vit_demo.page.layout import EXAMPLES  # noqa: E402
 from vit_demo.pictures import slides  # noqa: E402
 
@@ -36,8 +36,8 @@ def slide(model: str) -> str | gr.Error:
 
 
 def build_demo() -> gr.Blocks:
-    answers = {model: classify(str(EXAMPLE[model]), model) for model in MODELS}  # made once, here; never per request
-    files = {model: slide(model) for model in MODELS}
+    answers = {model: classify(str(EXAMPLE[model]), model) for model in SHIPPED}  # made once, here; never per request
+    files = {model: slide(model) for model in SHIPPED}
 
     def exported(_image, model: str, *_options) -> str:
         if isinstance(files[model], gr.Error):
@@ -47,11 +47,11 @@ def build_demo() -> gr.Blocks:
     with gr.Blocks(title="do-nothing baseline") as demo:
         with gr.Column(visible=False):  # as the app's
             image = UndecodedImage(type="filepath", label="image")
-            model = gr.Textbox(MODELS[0], label="model")
+            model = gr.Textbox(SHIPPED[0], label="model")
             image.change(lambda _image, name: answers[name], [image, model], gr.JSON(label="answer"),
                          api_name="classify")
             picture = UndecodedImage(type="filepath", label="image")
-            options = [gr.Textbox(MODELS[0], label="model"), gr.Textbox(slides.CLS_GRID, label="view"),
+            options = [gr.Textbox(SHIPPED[0], label="model"), gr.Textbox(slides.CLS_GRID, label="view"),
                        gr.Number(None, label="layer"), gr.Textbox("mean", label="head"), gr.Textbox("", label="label"),
                        gr.Number(None, label="patch")]
             picture.change(exported, [picture, *options], gr.File(label="slide"), api_name="export")

@@ -1,7 +1,7 @@
 """The app's HTTP API, for scripts: ``/classify`` (an image file and a model name in, one JSON object out) and
 ``/export`` (one view of an image for a slide, as ``python -m vit_demo export`` draws it). The page makes its own
 numbers and slides (vit_demo/page); these are what a script asks the server for. Both preprocess as the page does:
-a drawing for ``mnist``, a photo for ``cifar10``.
+a drawing for ``mnist``, a photo for ``cifar10`` and any other model its preprocessing (its weights folder says which).
 """
 
 from __future__ import annotations
@@ -14,7 +14,7 @@ import gradio as gr
 from gradio import processing_utils
 from gradio.utils import get_upload_folder
 
-from vit_demo.app.service import MODELS, classifier, model_problem, predict
+from vit_demo.app.service import SHIPPED, classifier, model_problem, models, predict
 from vit_demo.app.serving import SHARED_WORKERS
 from vit_demo.app.zerogpu import model_work
 from vit_demo.atomic import atomic_write
@@ -35,8 +35,8 @@ class UndecodedImage(gr.Image):
 
 def read(path: str | None, model: str) -> Any:
     """The model's input read from the file at ``path``; raises ValueError with what is wrong, said plainly."""
-    if model not in MODELS:
-        raise ValueError(f"Unknown model {model!r}: use one of {', '.join(MODELS)}.")
+    if model not in models():
+        raise ValueError(f"Unknown model {model!r}: use one of {', '.join(models())}.")
     if path is None:
         raise ValueError("No image: send an image file.")
     problem = model_problem(model)
@@ -96,10 +96,10 @@ def build_api() -> None:
     """The endpoints' hidden components and events: ``/classify`` and ``/export``."""
     with gr.Column(visible=False):
         image = UndecodedImage(type="filepath", label="image")
-        model = gr.Textbox(MODELS[0], label="model")  # a text, so that an unknown name gets our own answer
+        model = gr.Textbox(SHIPPED[0], label="model")  # a text, so that an unknown name gets our own answer
         image.change(classify, [image, model], gr.JSON(label="answer"), api_name="classify", **SHARED_WORKERS)
         picture = UndecodedImage(type="filepath", label="image")
-        options = [gr.Textbox(MODELS[0], label="model"), gr.Textbox(slides.CLS_GRID, label="view"),
+        options = [gr.Textbox(SHIPPED[0], label="model"), gr.Textbox(slides.CLS_GRID, label="view"),
                    gr.Number(None, label="layer"), gr.Textbox("mean", label="head"), gr.Textbox("", label="label"),
                    gr.Number(None, label="patch")]
         picture.change(export, [picture, *options], gr.File(label="slide"), api_name="export", **SHARED_WORKERS)

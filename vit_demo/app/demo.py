@@ -5,7 +5,7 @@ user a wait; and launch."""
 from __future__ import annotations
 
 import tempfile
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -15,9 +15,11 @@ import gradio as gr
 
 from vit_demo.app.api import build_api, classify
 from vit_demo.app.forward import forward
+from vit_demo.app.service import add_model
 from vit_demo.app.serving import CACHE_SWEEP, QUEUE_SIZE, serve, tune_process
 from vit_demo.page.layout import EXAMPLES
 from vit_demo.page.site import ASSETS, HOST, STYLES, build_site
+from vit_demo.weights import WeightsError
 
 CSS = "\n".join((ASSETS / name).read_text(encoding="utf-8") for name in STYLES)
 WARM_UP = (("mnist", EXAMPLES / "digits" / "7.png"), ("cifar10", EXAMPLES / "photos" / "ship.png"))
@@ -53,9 +55,15 @@ def warm_up() -> None:
 
 
 def launch(queue_size: int = QUEUE_SIZE, before_serving: Callable[[], None] | None = None,
-           **launch_args: Any) -> gr.Blocks:
-    """Build, warm up and serve the app (``launch_args`` go to ``Blocks.launch``); ``before_serving`` runs just
-    before Gradio takes the port (app.py closes its starting page there)."""
+           models: Sequence[str | Path] = (), **launch_args: Any) -> gr.Blocks:
+    """Build, warm up and serve the app, with a tab for each weights folder in ``models`` beside the shipped
+    models' (``launch_args`` go to ``Blocks.launch``); ``before_serving`` runs just before Gradio takes the port
+    (app.py closes its starting page there). A folder that is no weights folder ends the process with one line."""
+    try:
+        for model in models:
+            add_model(model)
+    except WeightsError as exc:
+        raise SystemExit(f"error: {exc}") from None
     tune_process()
     demo = build_demo()
     warm_up()

@@ -19,7 +19,7 @@ from collections.abc import Callable
 import numpy as np
 import torch
 
-from vit_demo.app.service import MODELS, ablation_means, classifier, model_problem, training_run, weights_folder
+from vit_demo.app.service import ablation_means, classifier, model_problem, models, training_run, weights_folder
 from vit_demo.app.serving import SERVER_FUNCTION_SLOTS
 from vit_demo.app.zerogpu import model_work
 from vit_demo.onnx.export import (INPUTS, RELEVANCE_INPUTS, RELEVANCE_OUTPUTS, SNAPSHOT_OUTPUTS, PageGraph,
@@ -111,8 +111,8 @@ def forward(request: object) -> dict:
         if not isinstance(request, dict):
             raise ValueError("a request is a JSON object")
         model = request.get("model")
-        if model not in MODELS:
-            raise ValueError(f"there is no model {model!r}: one of {', '.join(MODELS)}")
+        if model not in models():
+            raise ValueError(f"there is no model {model!r}: one of {', '.join(models())}")
         problem = model_problem(model)
         if problem:
             raise ValueError(problem)

@@ -19,15 +19,41 @@ from vit_demo.classifier import Classifier, Prediction, load_model
 from vit_demo.interpret import heads
 from vit_demo.model import ViTConfig
 from vit_demo.training.recipes import RECIPES
-from vit_demo.weights import WEIGHTS_ROOT, Snapshot, WeightsError, load_snapshots, read_calibration, read_metrics
+from vit_demo.weights import (CONFIG_FILE, WEIGHTS_ROOT, Snapshot, WeightsError, load_snapshots, read_calibration,
+                              read_metrics)
 
-MODELS = ("mnist", "cifar10")  # the models the app serves, by the names its page and API take
+SHIPPED = ("mnist", "cifar10")  # the models the app always serves, by the names its page and API take
 WEIGHTS_ENV = "VIT_DEMO_WEIGHTS"  # a folder holding mnist/ and cifar10/ weights folders, to serve weights of your own
+ADDED: dict[str, Path] = {}  # models served beside them (app.py --model DIR, static/space --model DIR): name -> folder
+
+
+def add_model(folder: str | Path) -> str:
+    """Serve the weights folder ``folder`` (an imported model, or one trained on a folder of one's own) beside the
+    shipped models; return the name the page and the API take for it: the folder's name.
+
+    Raises:
+        WeightsError: it is no weights folder, or its name is taken by another model.
+    """
+    folder = Path(folder).resolve()
+    if not (folder / CONFIG_FILE).is_file():
+        raise WeightsError(f"{folder}: no {CONFIG_FILE} there, so no weights folder (python -m vit_demo import or "
+                           "train.py writes one)")
+    name = folder.name
+    if name in SHIPPED or ADDED.get(name, folder) != folder:
+        raise WeightsError(f"{folder}: a model called {name!r} is served already; rename the folder")
+    ADDED[name] = folder
+    return name
+
+
+def models() -> tuple[str, ...]:
+    """Every model the app serves: the shipped ones, then those added."""
+    return (*SHIPPED, *ADDED)
 
 
 def weights_folder(name: str) -> Path:
-    """A model's weights folder: ``weights/<name>``, or ``$VIT_DEMO_WEIGHTS/<name>`` where that is set."""
-    return Path(os.environ.get(WEIGHTS_ENV, WEIGHTS_ROOT)) / name
+    """A model's weights folder: an added model's own, else ``weights/<name>``, or ``$VIT_DEMO_WEIGHTS/<name>``
+    where that is set."""
+    return ADDED.get(name) or Path(os.environ.get(WEIGHTS_ENV, WEIGHTS_ROOT)) / name
 
 
 @functools.cache
@@ -44,8 +70,8 @@ def calibration_report(name: str) -> dict | None:
 
 
 def model_config(name: str) -> ViTConfig:
-    """The model's architecture; until its weights exist, the one train.py will give them."""
-    return RECIPES[name].vit if model_problem(name) else classifier(name).info.config
+    """The model's architecture; until a shipped model's weights exist, the one train.py will give them."""
+    return RECIPES[name].vit if model_problem(name) and name in SHIPPED else classifier(name).info.config
 
 
 def model_problem(name: str) -> str | None:
@@ -95,7 +121,11 @@ def training_run(name: str) -> TrainingRun:
         except WeightsError as exc:
             problem = str(exc)
         else:
-            if not snapshots:
+            imported = classifier(name).info.imported
+            if not snapshots and imported:
+                problem = (f"This model was imported from {imported['source']}: there are no snapshots of its training "
+                           "to show here.")
+            elif not snapshots:
                 problem = ("This model was trained before snapshots were kept along the way, so there is no earlier "
                            "model to show here.")
     return TrainingRun(snapshots, epochs, accuracy, problem, pretrained)

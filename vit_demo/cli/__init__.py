@@ -31,7 +31,7 @@ def one(run: Callable[[argparse.Namespace], dict]) -> Callable[[argparse.Namespa
 def write_static_folder(args: argparse.Namespace) -> dict:
     from vit_demo.deploy.static_space import write_static  # imports onnx and the app's views: only here
 
-    return write_static(args.folder, args.force)
+    return write_static(args.folder, args.force, args.model)
 
 
 def parents() -> dict[str, argparse.ArgumentParser]:
@@ -195,7 +195,7 @@ def build_parser() -> argparse.ArgumentParser:
                     "binary file through LFS/Xet (docs/spaces.md). DIR may be new, empty, or a folder this command "
                     "wrote before, which is rewritten whole (a .git folder in it is kept). One JSON line.",
     ).set_defaults(run=one(lambda args: write_space(args.folder, args.force)))
-    commands.add_parser(
+    static = commands.add_parser(
         "static", parents=[bundle], help="write a static Hugging Face Space: the page runs the models itself; deploy "
                                          "it with: hf upload USER/NAME DIR --repo-type space",
         description="Write into DIR the app's page as a static site (sdk: static), the models run in the browser by "
@@ -204,7 +204,11 @@ def build_parser() -> argparse.ArgumentParser:
                     "LFS/Xet (docs/spaces.md). Try it with: python -m http.server --directory DIR. DIR may be new, "
                     "empty, or a folder this command wrote before, which is rewritten whole (a .git folder in it is "
                     "kept). One JSON line.",
-    ).set_defaults(run=one(write_static_folder))
+    )
+    static.set_defaults(run=one(write_static_folder))
+    static.add_argument("--model", action="append", default=[], metavar="MODEL_DIR",
+                        help="a weights folder to explain beside the shipped models, in a tab of its own (`python -m "
+                             "vit_demo import` writes one, with its graphs); may be given more than once")
 
     imports = commands.add_parser(
         "import", help="a pretrained ViT from timm or Hugging Face as a weights folder (docs/import.md)",

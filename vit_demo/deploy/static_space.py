@@ -17,12 +17,13 @@ from __future__ import annotations
 
 import dataclasses
 import shutil
+from collections.abc import Sequence
 from pathlib import Path
 
-from vit_demo.app.service import model_problem, weights_folder
+from vit_demo.app.service import ADDED, add_model, model_problem, weights_folder
 from vit_demo.deploy.space import README, from_template, needs_lfs, replace_folder, write_gitattributes
 from vit_demo.onnx.export import GRAPH_WEIGHTS_FILE, expected_metadata, stale_graphs
-from vit_demo.page.layout import TABS
+from vit_demo.page.layout import tabs
 from vit_demo.page.site import HOST, STYLES, build_site, locate, models_folder
 from vit_demo.weights import WeightsError
 
@@ -44,7 +45,7 @@ def build(target: Path) -> None:
     for folder in COPIED:
         files += [folder + p.relative_to(locate(site.roots, folder)).as_posix()
                   for p in sorted(locate(site.roots, folder).rglob("*")) if p.is_file()]
-    for tab in TABS:
+    for tab in tabs():
         folder = models_folder(tab.model)
         files += [folder + name for name in (*expected_metadata(weights_folder(tab.model)), GRAPH_WEIGHTS_FILE)]
     for name in files:
@@ -62,16 +63,22 @@ def build(target: Path) -> None:
     write_gitattributes(target)
 
 
-def write_static(folder: Path | str, force: bool = False) -> dict:
+def write_static(folder: Path | str, force: bool = False, models: Sequence[str | Path] = ()) -> dict:
     """Write the static Space into ``folder`` (created where needed; an earlier one, or with ``force`` any folder, is
-    rewritten whole, keeping only a ``.git``); return what was written, as one JSON-able record."""
+    rewritten whole, keeping only a ``.git``), with a tab for each weights folder in ``models`` beside the shipped
+    models' (service.add_model); return what was written, as one JSON-able record."""
     folder = Path(folder)
-    for tab in TABS:
+    try:
+        for model in models:
+            add_model(model)
+    except WeightsError as exc:
+        raise StaticError(f"{exc}. Nothing was written.") from None
+    for tab in tabs():
         problem = model_problem(tab.model)
         stale = [] if problem else stale_graphs(weights_folder(tab.model))
         if stale:
             problem = (f"The {tab.model} graphs are missing or older than the weights ({', '.join(stale)}): make them "
-                       f"with `python -m vit_demo onnx --model {tab.model}`.")
+                       f"with `python -m vit_demo onnx --model {ADDED.get(tab.model, tab.model)}`.")
         if problem:
             raise StaticError(f"{problem} Nothing was written.")
     try:

@@ -38,6 +38,7 @@ def description(model: str, prompt: str, blank: str, folder: str, example: Path 
     return {
         "name": model, "classes": list(clf.classes), "temperature": clf.temperature,
         "unfamiliar": rule.to_dict() if rule else None,
+        "preprocessing": clf.info.preprocessing.to_dict(),  # what source.js does to a photo (or a drawing)
         "height": config.image_size, "width": config.image_size, "channels": config.in_channels,
         "layers": config.depth, "heads": config.heads, "tokens": config.num_tokens, "grid": config.grid_size,
         "large": LARGE, "alpha": render.HEAT_ALPHA,

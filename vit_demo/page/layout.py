@@ -24,14 +24,15 @@ import markupsafe
 import numpy as np
 from PIL import Image
 
-from vit_demo.app.service import ablation_means, classifier, model_config, model_problem, training_run, weights_folder
+from vit_demo.app.service import (ADDED, ablation_means, classifier, model_config, model_problem, training_run,
+                                  weights_folder)
 from vit_demo.data.preprocess import DRAWING_PIXELS, PENS
 from vit_demo.interpret import heads
 from vit_demo.interpret.faithfulness import first_map
 from vit_demo.model import ViTConfig
 from vit_demo.page.captions import caption_html
 from vit_demo.pictures import render, slides
-from vit_demo.weights import WeightsError
+from vit_demo.weights import WeightsError, WeightsInfo
 
 if TYPE_CHECKING:
     from vit_demo.page.inside import Insides
@@ -64,12 +65,15 @@ class Tab:
     blank: str  # what it says of a blank image
     first_example: str  # the example it starts with
     examples: str  # the folder of examples/ it offers
+    outside: bool = True  # it offers examples/outside's too ("Also try": things the shipped models were never taught)
 
     def example_files(self) -> list[Path]:
         return sorted((EXAMPLES / self.examples).glob("*.png"))
 
     def tries(self) -> dict[Path, str]:  # "Also try": things its model was never taught -> what each teaches
         folder = EXAMPLES / "outside" / self.examples
+        if not self.outside:
+            return {}
         return {folder / f: lesson for f, lesson in json.loads((folder / "lessons.json").read_text("utf-8")).items()}
 
     def first(self) -> Path | None:
@@ -77,11 +81,24 @@ class Tab:
 
 
 DRAW_PROMPT = "Draw a digit (0-9) on the canvas: the prediction follows your pen."
+PHOTO_PROMPT = "Upload a photo, or pick an example below."
 TABS = (
     Tab("digit", "Draw a digit (MNIST)", "mnist", DRAW_PROMPT, DRAW_PROMPT, "2", "digits"),
-    Tab("photo", "Upload a photo (CIFAR-10)", "cifar10", "Upload a photo, or pick an example below.",
-        "This image is blank: there is nothing to classify.", "horse", "photos"),
+    Tab("photo", "Upload a photo (CIFAR-10)", "cifar10", PHOTO_PROMPT, "This image is blank: there is nothing to classify.",
+        "horse", "photos"),
 )
+def added_tab(model: str) -> Tab:
+    """The tab of a model served beside the shipped ones (service.add_model): a photo's, with the photo examples."""
+    prefix = "m-" + re.sub(r"[^a-z0-9]+", "-", model.lower()).strip("-")  # (an element id's start, and the page's key)
+    return Tab(prefix, f"Upload a photo ({model})", model, PHOTO_PROMPT, "This image is blank: there is nothing to "
+               "classify.", "horse", "photos", outside=False)
+
+
+def tabs() -> tuple[Tab, ...]:
+    """The page's tabs of an image: the shipped models', then one for each model added."""
+    return (*TABS, *(added_tab(model) for model in ADDED))
+
+
 INSIDE_MODELS = {"Digits (MNIST)": "mnist", "Photos (CIFAR-10)": "cifar10"}
 DEEPER = (("cls-grid", "every layer and head"), ("rollout", "all layers together"), ("relevance", "why this class?"),
           ("faithfulness", "how far to trust each map"), ("query", "where a patch looks"),
@@ -135,6 +152,19 @@ def which_heads_matter(model: str) -> dict | None:
             "worst_drop": round(max(float(record["baseline"] - accuracy.min()), 0.0), 4)}
 
 
+def reads_text(info: WeightsInfo) -> str:
+    """How a photo becomes what the model reads, in words (its weights' preprocessing)."""
+    p, size = info.preprocessing, info.config.image_size
+    if p.method == "resize_crop":
+        resize = f"the shorter side resized to {p.resize} pixels" if isinstance(p.resize, int) else \
+            f"resized to {p.resize[1]} x {p.resize[0]} pixels"
+        source = f", as {info.imported['source']} was trained to read photos" if info.imported else ""
+        return (f"It is {resize} ({p.interpolation}) and the centre {size} x {size} square kept{source}: a wide or tall "
+                "photo loses its edges.")
+    return (f"It is shrunk to {size} x {size} pixels, as CIFAR-10's photos are: the shorter side scaled down and the "
+            "centre square kept, so a wide or tall photo loses its edges.")
+
+
 def has_means(model: str) -> bool:
     """Whether the weights hold the heads' mean outputs (mean-ablation); a model that can't load has none."""
     try:
@@ -158,11 +188,12 @@ def tab_data(tab: Tab, address: Callable[[str], str]) -> dict:
             return "data:image/png;base64," + base64.b64encode(p.read_bytes()).decode()
         return address(p.relative_to(EXAMPLES.parent).as_posix())
 
-    first = tab.first()
+    first, info = tab.first(), classifier(tab.model).info
     export_thumb = render.attention_grid_thumb(config.heads, slides.SLIDE_WIDTH)
     return {
         "prefix": tab.prefix, "label": tab.label, "problem": None, "drawing": drawing, "config": config, "run": run,
-        "prompt": caption_html(tab.prompt), "classes": list(classifier(tab.model).classes),
+        "prompt": caption_html(tab.prompt), "classes": list(info.classes), "reads": reads_text(info),
+        "unfamiliar": info.unfamiliar is not None,
         "head_names": [f"head {h + 1}" for h in range(config.heads)],
         "examples": [{"name": p.stem, "src": src(p), "first": p == first} for p in tab.example_files()],
         "tries": [{"name": p.stem, "src": src(p), "lesson": lesson} for p, lesson in tab.tries().items()],
@@ -186,7 +217,7 @@ def page_html(insides: dict[str, tuple[Insides, dict]], address: Callable[[str],
     Inside-the-model tab of every model that loads). The template's line breaks between tags go: they only lay out
     its source."""
     page = TEMPLATES.get_template("page.html").render(
-        tabs=[tab_data(tab, address) for tab in TABS],
+        tabs=[tab_data(tab, address) for tab in tabs()],
         insides=[inside_data(model, *insides[model], address) for model in INSIDE_MODELS.values()
                  if model in insides],
         large=LARGE, reads_size=READS_SIZE, lens_tile=LENS_TILE, drawing_pixels=DRAWING_PIXELS, pens=PENS,

@@ -15,7 +15,7 @@ from pathlib import Path
 from vit_demo.app.service import model_problem, weights_folder
 from vit_demo.page.description import description
 from vit_demo.page.inside import write_insides
-from vit_demo.page.layout import EXAMPLES, INSIDE, INSIDE_MODELS, TABS, page_html
+from vit_demo.page.layout import EXAMPLES, INSIDE, INSIDE_MODELS, page_html, tabs
 
 ASSETS = Path(__file__).resolve().parent / "assets"
 STYLES = ("app.css", "canvas.css", "heads_view.css", "page/static.css")  # in ASSETS, in this order
@@ -30,7 +30,7 @@ def site_roots(generated: Path) -> dict[str, Path]:
     """The site's folders (a path prefix inside the site; "" the root) -> where their files are."""
     return {"page/": ASSETS / "page", "vendor/": ASSETS / "vendor", "examples/": EXAMPLES,
             f"{INSIDE}/": generated / INSIDE,
-            **{models_folder(tab.model): weights_folder(tab.model) for tab in TABS}, "": ASSETS}
+            **{models_folder(tab.model): weights_folder(tab.model) for tab in tabs()}, "": ASSETS}
 
 
 def locate(roots: dict[str, Path], path: str) -> Path:
@@ -70,6 +70,6 @@ def build_site(generated: Path, serve: Callable[[Path], str] | None = None) -> S
                if not model_problem(model)}
     models = {tab.prefix: description(tab.model, tab.prompt, tab.blank, address(models_folder(tab.model)),
                                       tab.first())
-              for tab in TABS if not model_problem(tab.model)}
+              for tab in tabs() if not model_problem(tab.model)}
     return Site(page_html(insides, address), {"models": models, "inside": {m: d for m, (_, d) in insides.items()}},
                 roots)

@@ -36,7 +36,7 @@ export function start(root, page, server) {
   }
 
   const started = {}; // tab -> its source, ready, its views answered by it (remembered; a failure: said by a reading)
-  let photoAsked = false; // a photo was uploaded or picked: the example the tab starts with is not shown over it
+  const photoAsked = new Set(); // tabs a photo was uploaded or picked in: the example they start with is not shown
   const loaded = (tab) => (started[tab] ??= remembered(() => source(tab).ready().then(() => {
     live(tab).source = source(tab); // the tab's views ask it what they lack (store.js: need)
     root.querySelector(`#tab-${tab}`).dataset.ready = "true"; // for tests and scripts: its model is loaded
@@ -47,9 +47,9 @@ export function start(root, page, server) {
     if (tab === "inside") return inside.open();
     if (!page.models[tab]) return; // no model: its tab says why
     loaded(tab).then(async (ready) => {
-      if (tab !== "photo" || photoAsked || live(tab).state) return; // (the example shown already)
+      if (!root.querySelector(`#${tab}-input`) || photoAsked.has(tab) || live(tab).state) return; // (shown already)
       const numbers = await ready.example();
-      if (!photoAsked) live(tab).receive(numbers); // (unless a photo came first)
+      if (!photoAsked.has(tab)) live(tab).receive(numbers); // (unless a photo came first)
     }).catch(() => {}); // (a failure is said when a reading is asked for)
   };
   const pad = root.querySelector("#canvas");
@@ -96,42 +96,50 @@ export function start(root, page, server) {
   const first = loaded("digit");
   if (page.offline) first.then(() => setTimeout(() => keepForOffline(root, page.offline), 1000), () => {});
 
-  // The photo tab: an upload or an example, decoded by the browser, preprocessed and classified where the model runs.
-  const photo = root.querySelector("#photo-input");
-  if (!photo || !page.models.photo) return;
+  for (const prefix of Object.keys(page.models)) {
+    const photo = root.querySelector(`#${prefix}-input`);
+    if (photo) mountPhoto(photo, { prefix, loaded: () => loaded(prefix), source: source(prefix), live: live(prefix),
+                                   photoAsked, unreadable: model(prefix).texts.unreadable });
+  }
+}
+
+function mountPhoto(photo, { prefix, loaded, source, live, photoAsked, unreadable }) {
+  // A photo tab's input: an upload or an example, decoded by the browser, preprocessed and classified where the model
+  // runs (``loaded()``: a Promise of the tab's source, ready; ``unreadable``: the model's words for a file it can't
+  // read, with {why}).
   const shown = photo.querySelector(".vd-photo-shown");
   let latest = null; // the photo asked for last: an earlier one's answer is not shown over it
   async function classifyPhoto(file) {
     // ``file``: a Blob, or a Promise of one (an example on its way).
-    photoAsked = true;
+    photoAsked.add(prefix);
     const asked = (latest = file);
-    setWaiting(live("photo"), true); // the views dim until the new photo's numbers are in
+    setWaiting(live, true); // the views dim until the new photo's numbers are in
     try {
       let answer, blob;
       try {
         blob = await file;
-        answer = await readPhoto(await loaded("photo"), blob, page.models.photo.texts.unreadable);
+        answer = await readPhoto(await loaded(), blob, unreadable);
       } catch (error) {
         answer = { message: `The model could not run (${error.message ?? error}). Try again.` };
       }
       if (asked !== latest) return;
-      photo.dataset.model = source("photo").inPage ? "page" : "server"; // for tests and scripts
+      photo.dataset.model = source.inPage ? "page" : "server"; // for tests and scripts
       // The photo the views are of, shown beside them: none for a file that can't be read (or is too large to
       // decode safely), since the views are cleared for it too.
       if (shown.src.startsWith("blob:")) URL.revokeObjectURL(shown.src);
       if (answer.refused || !blob) shown.removeAttribute("src");
       else shown.src = URL.createObjectURL(blob);
-      live("photo").receive(answer);
+      live.receive(answer);
     } finally {
-      if (asked === latest) setWaiting(live("photo"), false); // (an answer ends it too; a failure must as well)
+      if (asked === latest) setWaiting(live, false); // (an answer ends it too; a failure must as well)
     }
   }
   photo.querySelector("button.vd-clear").addEventListener("click", () => {
-    photoAsked = true;
+    photoAsked.add(prefix);
     latest = null; // (a photo still being read is not shown)
     if (shown.src.startsWith("blob:")) URL.revokeObjectURL(shown.src);
     shown.removeAttribute("src");
-    live("photo").receive("");
+    live.receive("");
   });
   photo.querySelector("input[type=file]").addEventListener("change", (event) => {
     const file = event.target.files?.[0];

@@ -7,7 +7,7 @@
 // ``model``: a tab's model as vit_demo/page/description.py describes it: its shape, classes, temperature, unfamiliar
 // rule, its weights folder's address (relative to ``base``) and graphs' names in it, and its captions with {fields}.
 import { preprocessDrawing } from "./drawing.js";
-import { InputError, NothingDrawn, preprocessPhoto } from "./preprocess.js";
+import { InputError, NothingDrawn, preprocessPhoto, preprocessResized } from "./preprocess.js";
 import { choose } from "./model.js";
 import { scoreMaps, verdictText } from "./faithfulness.js";
 import { roundHalfEven } from "./arithmetic.js";
@@ -151,10 +151,15 @@ export function pageSource(described, base, where = {}) {
     },
 
     async photo(rgba, width, height) {
-      // A photo decoded by the browser (RGBA pixels).
+      // A photo decoded by the browser (RGBA pixels), made what the model reads as its weights say: CIFAR-10's way,
+      // or an imported model's own resize and crop (PIL's: the one this page does as Python does).
       let pixels;
       try {
-        pixels = preprocessPhoto(rgba, width, height);
+        const { method, library, ...resizing } = model.preprocessing;
+        if (method === "resize_crop" && library !== "pil")
+          throw new Error(`this page resizes photos as PIL does, not as ${library} does: use the Python app`);
+        pixels = method === "resize_crop" ? preprocessResized(rgba, width, height, { size: model.height, ...resizing })
+          : preprocessPhoto(rgba, width, height, model.height);
       } catch (error) {
         return refusal(model, error);
       }
