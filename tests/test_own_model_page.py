@@ -1,0 +1,91 @@
+"""A model of one's own explained beside the shipped ones (app.py --model DIR, static DIR --model MODEL_DIR): its tab
+in the static page, in real Chromium with the model run in the page, reads a real photo as Python does.
+
+The model is a small random ViT written as ``python -m vit_demo import`` writes a weights folder: 30 classes (more than
+the page lists, so the class to explain is typed), 16 patches of 16 px at 64 px, DeiT's distillation token (a second
+prefix token), LayerNorm's eps of timm's ViTs, and timm's eval preprocessing (the shorter side resized by PIL, bicubic,
+then the centre cropped)."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+import torch
+from PIL import Image
+
+from conftest import REPO, free_port, run_cli
+from test_static_space import serving, static_page
+from vit_demo import load_model
+from vit_demo.data.preprocess import Preprocessing
+from vit_demo.model import ViTConfig, VisionTransformer
+from vit_demo.onnx.export import write_onnx
+from vit_demo.weights import save_imported
+
+CLASSES = tuple(f"class number {i}" for i in range(30))
+PREFIX = "m-own-vit"  # the tab's, from the folder's name (layout.added_tab)
+
+
+@pytest.fixture(scope="module")
+def own_model(tmp_path_factory):
+    torch.manual_seed(0)
+    config = ViTConfig(image_size=64, patch_size=16, in_channels=3, num_classes=len(CLASSES), dim=48, depth=2,
+                       heads=3, mlp_dim=96, mean=(0.5, 0.5, 0.5), std=(0.5, 0.5, 0.5), norm_eps=1e-6,
+                       distillation_token=True)
+    model = VisionTransformer(config).eval()
+    with torch.no_grad():  # a head that tells photos apart a little, so that its answers are not all alike
+        model.head.weight.mul_(40)
+        model.head_dist.weight.mul_(40)
+    folder = tmp_path_factory.mktemp("own") / "own_vit"
+    save_imported(folder, model, CLASSES, Preprocessing("resize_crop", 72, "bicubic", "pil"),
+                  {"source": "timm:own_vit", "command": "python -m vit_demo import timm:own_vit"})
+    write_onnx(folder)
+    return folder
+
+
+def photo(tmp_path) -> Path:
+    """A real photo (scikit-image's, 451 x 300), saved as a PNG to upload."""
+    from skimage import data
+
+    path = tmp_path / "chelsea.png"
+    Image.fromarray(data.chelsea()).save(path)
+    return path
+
+
+@pytest.mark.slow
+def test_the_static_page_explains_a_model_of_ones_own(own_model, browser, tmp_path):
+    site = tmp_path / "site"
+    result = run_cli("static", str(site), "--model", str(own_model))
+    assert result.returncode == 0, result.stderr
+    path = photo(tmp_path)
+    expected = load_model(own_model, device="cpu").predict(path)
+    with serving(site) as (url, _), static_page(browser, url) as page:
+        page.click(f"button[data-tab='{PREFIX}']")
+        assert "It knows 30 classes." in page.inner_text(f"#{PREFIX}-classes")
+        assert "resized to 72 pixels (bicubic)" in page.text_content(f"#tab-{PREFIX} .vd-input")  # (behind its "?")
+        page.locator(f"#{PREFIX}-input input[type=file]").set_input_files(str(path))
+        page.wait_for_function(f"document.querySelector('#{PREFIX}-input').dataset.model", timeout=60_000)
+        assert page.get_attribute(f"#{PREFIX}-input", "data-model") == "page"
+        numbers = page.evaluate(f"JSON.parse(window.vdLive['{PREFIX}'].numbers())")
+        assert numbers["label"] == expected.label and numbers["grid"] == 4
+        np.testing.assert_allclose(numbers["probs"], [expected.probs[c] for c in CLASSES], atol=1e-4)
+        # Why another class: typed, the browser offering the names.
+        page.fill(f"#{PREFIX}-explain-class", "class number 7")
+        page.dispatch_event(f"#{PREFIX}-explain-class", "change")
+        page.wait_for_function(f"document.querySelector('#{PREFIX}-relevance .vd-caption').innerText"
+                               ".includes('class number 7')", timeout=60_000)
+        assert page.outside_requests == [] and page.console_errors == []
+
+
+def test_a_folder_that_is_no_weights_folder_is_refused_in_one_line(tmp_path):
+    result = run_cli("static", str(tmp_path / "site"), "--model", str(tmp_path))
+    assert result.returncode == 2 and result.stdout == "" and not (tmp_path / "site").exists()
+    assert result.stderr.startswith("error: ") and "no config.json there" in result.stderr
+    assert len(result.stderr.strip().splitlines()) == 1
+    app = subprocess.run([sys.executable, "app.py", "--model", str(tmp_path)], cwd=REPO, capture_output=True,
+                         text=True, timeout=120, env={**os.environ, "GRADIO_SERVER_PORT": str(free_port())})
+    assert app.returncode == 1 and "no config.json there" in app.stderr and "Traceback" not in app.stderr
