@@ -8,7 +8,9 @@ then the centre cropped)."""
 
 from __future__ import annotations
 
+import base64
 import os
+import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -89,3 +91,38 @@ def test_a_folder_that_is_no_weights_folder_is_refused_in_one_line(tmp_path):
     app = subprocess.run([sys.executable, "app.py", "--model", str(tmp_path)], cwd=REPO, capture_output=True,
                          text=True, timeout=120, env={**os.environ, "GRADIO_SERVER_PORT": str(free_port())})
     assert app.returncode == 1 and "no config.json there" in app.stderr and "Traceback" not in app.stderr
+
+
+def test_the_app_answers_for_a_model_of_ones_own(own_model, monkeypatch, tmp_path):
+    # What app.py --model DIR serves beside the page (service.add_model): /classify, and the server's forward pass
+    # (?model=server) running the model's own graph.
+    from vit_demo.app import api, forward, service
+
+    monkeypatch.setattr(service, "ADDED", {})
+    assert service.add_model(own_model) == "own_vit" and service.models() == ("mnist", "cifar10", "own_vit")
+    path = photo(tmp_path)
+    expected = load_model(own_model, device="cpu").predict(path)
+    answer = api.classify(str(path), "own_vit")
+    assert answer["label"] == expected.label and answer["confidence"] == pytest.approx(expected.confidence, abs=1e-4)
+    image = {"shape": [1, 3, 64, 64], "data": base64.b64encode(np.zeros(3 * 64 * 64, "<f4")).decode()}
+    reply = forward.forward({"model": "own_vit", "graph": "model.onnx", "outputs": ["logits"],
+                             "inputs": {"image": image, "heads_off": {"shape": [2, 3], "data": "A" * 32},
+                                        "mean_ablation": {"shape": [1], "data": "AAAAAA=="}}})
+    assert "error" not in reply and reply["outputs"]["logits"]["shape"] == [1, len(CLASSES)]
+    with pytest.raises(service.WeightsError, match="served already"):
+        service.add_model(shutil.copytree(own_model, tmp_path / own_model.name))  # another folder of that name
+    assert service.add_model(own_model) == "own_vit"  # the same again: nothing changes
+
+
+def test_the_space_bundle_carries_a_model_of_ones_own_and_the_app_finds_it(own_model, tmp_path, monkeypatch):
+    from vit_demo.app import service
+
+    bundle = tmp_path / "space"
+    result = run_cli("space", str(bundle), "--model", str(own_model))
+    assert result.returncode == 0, result.stderr
+    assert sorted(p.name for p in (bundle / "weights" / "own_vit").iterdir()) == sorted(
+        p.name for p in own_model.iterdir())
+    monkeypatch.setenv(service.WEIGHTS_ENV, str(bundle / "weights"))
+    assert service.weights_root_models() == [bundle / "weights" / "own_vit"]  # what the Space's app.py serves
+    refused = run_cli("space", str(tmp_path / "other"), "--model", str(REPO / "weights" / "mnist"))
+    assert refused.returncode == 2 and "named otherwise than the shipped models" in refused.stderr

@@ -31,6 +31,7 @@ from vit_demo.model import ViTConfig, VisionTransformer
 from vit_demo.unfamiliar_rule import UnfamiliarRule
 
 WEIGHTS_ROOT = Path(__file__).resolve().parent.parent / "weights"
+SHIPPED = ("mnist", "cifar10")  # the models this repository ships, in WEIGHTS_ROOT, by the names the app takes
 CONFIG_FILE = "config.json"
 WEIGHTS_FILE = "model.safetensors"
 METRICS_FILE = "metrics.json"

@@ -15,7 +15,7 @@ import gradio as gr
 
 from vit_demo.app.api import build_api, classify
 from vit_demo.app.forward import forward
-from vit_demo.app.service import add_model
+from vit_demo.app.service import add_model, weights_root_models
 from vit_demo.app.serving import CACHE_SWEEP, QUEUE_SIZE, serve, tune_process
 from vit_demo.page.layout import EXAMPLES
 from vit_demo.page.site import ASSETS, HOST, STYLES, build_site
@@ -56,11 +56,12 @@ def warm_up() -> None:
 
 def launch(queue_size: int = QUEUE_SIZE, before_serving: Callable[[], None] | None = None,
            models: Sequence[str | Path] = (), **launch_args: Any) -> gr.Blocks:
-    """Build, warm up and serve the app, with a tab for each weights folder in ``models`` beside the shipped
-    models' (``launch_args`` go to ``Blocks.launch``); ``before_serving`` runs just before Gradio takes the port
-    (app.py closes its starting page there). A folder that is no weights folder ends the process with one line."""
+    """Build, warm up and serve the app, with a tab for each weights folder in ``models`` and in the weights root
+    (``weights_root_models``) beside the shipped models' (``launch_args`` go to ``Blocks.launch``);
+    ``before_serving`` runs just before Gradio takes the port (app.py closes its starting page there). A folder that
+    is no weights folder ends the process with one line."""
     try:
-        for model in models:
+        for model in [*weights_root_models(), *models]:
             add_model(model)
     except WeightsError as exc:
         raise SystemExit(f"error: {exc}") from None

@@ -19,10 +19,9 @@ from vit_demo.classifier import Classifier, Prediction, load_model
 from vit_demo.interpret import heads
 from vit_demo.model import ViTConfig
 from vit_demo.training.recipes import RECIPES
-from vit_demo.weights import (CONFIG_FILE, WEIGHTS_ROOT, Snapshot, WeightsError, load_snapshots, read_calibration,
-                              read_metrics)
+from vit_demo.weights import (CONFIG_FILE, SHIPPED, WEIGHTS_ROOT, Snapshot, WeightsError, load_snapshots,
+                              read_calibration, read_metrics)
 
-SHIPPED = ("mnist", "cifar10")  # the models the app always serves, by the names its page and API take
 WEIGHTS_ENV = "VIT_DEMO_WEIGHTS"  # a folder holding mnist/ and cifar10/ weights folders, to serve weights of your own
 ADDED: dict[str, Path] = {}  # models served beside them (app.py --model DIR, static/space --model DIR): name -> folder
 
@@ -43,6 +42,14 @@ def add_model(folder: str | Path) -> str:
         raise WeightsError(f"{folder}: a model called {name!r} is served already; rename the folder")
     ADDED[name] = folder
     return name
+
+
+def weights_root_models() -> list[Path]:
+    """The weights folders in the weights root beside the shipped models' (where a Space's bundle keeps the models
+    ``space --model`` added): the app serves them too."""
+    root = Path(os.environ.get(WEIGHTS_ENV, WEIGHTS_ROOT))
+    found = root.iterdir() if root.is_dir() else ()
+    return sorted(folder for folder in found if folder.name not in SHIPPED and (folder / CONFIG_FILE).is_file())
 
 
 def models() -> tuple[str, ...]:

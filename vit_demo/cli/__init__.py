@@ -186,6 +186,9 @@ def build_parser() -> argparse.ArgumentParser:
     bundle.add_argument("--force", action="store_true",
                         help="write into a non-empty folder this command did not write, replacing everything in it "
                              "but a .git folder")
+    bundle.add_argument("--model", action="append", default=[], metavar="MODEL_DIR",
+                        help="a weights folder to explain beside the shipped models, in a tab of its own (`python -m "
+                             "vit_demo import` writes one, with its graphs); may be given more than once")
     commands.add_parser(
         "space", parents=[bundle], help="write the folder a Hugging Face Space needs; deploy it with: hf upload "
                                         "USER/NAME DIR --repo-type space",
@@ -194,7 +197,7 @@ def build_parser() -> argparse.ArgumentParser:
                     "README.md (the Space's front matter and a short card) and a .gitattributes that puts every "
                     "binary file through LFS/Xet (docs/spaces.md). DIR may be new, empty, or a folder this command "
                     "wrote before, which is rewritten whole (a .git folder in it is kept). One JSON line.",
-    ).set_defaults(run=one(lambda args: write_space(args.folder, args.force)))
+    ).set_defaults(run=one(lambda args: write_space(args.folder, args.force, args.model)))
     static = commands.add_parser(
         "static", parents=[bundle], help="write a static Hugging Face Space: the page runs the models itself; deploy "
                                          "it with: hf upload USER/NAME DIR --repo-type space",
@@ -206,9 +209,6 @@ def build_parser() -> argparse.ArgumentParser:
                     "kept). One JSON line.",
     )
     static.set_defaults(run=one(write_static_folder))
-    static.add_argument("--model", action="append", default=[], metavar="MODEL_DIR",
-                        help="a weights folder to explain beside the shipped models, in a tab of its own (`python -m "
-                             "vit_demo import` writes one, with its graphs); may be given more than once")
 
     imports = commands.add_parser(
         "import", help="a pretrained ViT from timm or Hugging Face as a weights folder (docs/import.md)",

@@ -20,12 +20,13 @@ import os
 import re
 import shutil
 import tempfile
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from pathlib import Path
 
 import jinja2
 
 from vit_demo.atomic import KEEP
+from vit_demo.weights import CONFIG_FILE, SHIPPED
 
 REPO = Path(__file__).resolve().parents[2]
 APP_FILE = "app.py"
@@ -153,13 +154,17 @@ def copy_tree(source: Path, target: Path, skipped_suffixes: set[str]) -> None:
                 shutil.copy2(Path(folder) / name, into / name)
 
 
-def build(target: Path) -> None:
-    """Write the bundle's contents into the empty folder ``target``."""
+def build(target: Path, models: Sequence[Path] = ()) -> None:
+    """Write the bundle's contents into the empty folder ``target``, the weights folders ``models`` beside the
+    shipped ones (the app serves every weights folder it finds there: service.weights_root_models)."""
     requirements = (REPO / REQUIREMENTS).read_text(encoding="utf-8")
     sdk_version = gradio_pin(requirements)
     shutil.copy2(REPO / APP_FILE, target / APP_FILE)
     copy_tree(REPO / PACKAGE, target / PACKAGE, set())
     copy_tree(REPO / WEIGHTS, target / WEIGHTS, SKIPPED_IN_WEIGHTS)
+    for model in models:
+        if model.parent != REPO / WEIGHTS:  # (else copied with them)
+            copy_tree(model, target / WEIGHTS / model.name, SKIPPED_IN_WEIGHTS)
     copy_tree(REPO / EXAMPLES, target / EXAMPLES, set())
     (target / REQUIREMENTS).write_text(space_requirements(requirements), encoding="utf-8")
     readme = from_template("space_README.md", sdk_version=sdk_version, python=SPACE_PYTHON, app_file=APP_FILE,
@@ -193,11 +198,16 @@ def check_target(folder: Path, force: bool, marker: str = MARKER) -> None:
                              ".git folder is kept).")
 
 
-def write_space(folder: Path | str, force: bool = False) -> dict:
+def write_space(folder: Path | str, force: bool = False, models: Sequence[str | Path] = ()) -> dict:
     """Write the Space's folder into ``folder`` (created where needed; an earlier bundle, or with ``force`` any
-    folder, is rewritten whole, keeping only a ``.git``); return what was written, as one JSON-able record."""
-    folder = Path(folder)
-    replace_folder(folder, force, MARKER, build)
+    folder, is rewritten whole, keeping only a ``.git``), with the weights folders ``models`` served beside the
+    shipped ones; return what was written, as one JSON-able record."""
+    folder, own = Path(folder), [Path(model).resolve() for model in models]
+    for model in own:
+        if not (model / CONFIG_FILE).is_file() or model.name in SHIPPED:
+            raise SpaceError(f"{model}: not a weights folder of one's own (one with its {CONFIG_FILE}, named otherwise "
+                             "than the shipped models): nothing was written.")
+    replace_folder(folder, force, MARKER, lambda target: build(target, own))
     files = [p for p in folder.rglob("*") if p.is_file() and ".git" not in p.relative_to(folder).parts]
     readme = front_matter((folder / README).read_text(encoding="utf-8"))
     return {"space": str(folder), "files": len(files), "bytes": sum(p.stat().st_size for p in files),
