@@ -74,6 +74,7 @@ def test_the_static_page_explains_a_model_of_ones_own(own_model, browser, tmp_pa
         assert page.get_attribute(f"#{PREFIX}-input", "data-model") == "page"
         numbers = page.evaluate(f"JSON.parse(window.vdLive['{PREFIX}'].numbers())")
         assert numbers["label"] == expected.label and numbers["grid"] == 4
+        assert page.locator(f"#{PREFIX}-label .vd-prob-row").count() == 5  # five of more than ten classes
         np.testing.assert_allclose(numbers["probs"], [expected.probs[c] for c in CLASSES], atol=1e-4)
         # Why another class: typed, the browser offering the names.
         page.fill(f"#{PREFIX}-explain-class", "class number 7")

@@ -1,6 +1,6 @@
-// The prediction: the top class large, the top three's probabilities as bars (for an image the model should not be
-// trusted with, their names alone, and the notice above), the info line under them, and which heads are switched off
-// (or the message, or the tab's prompt). While the pen is down it shows the reading alone.
+// The prediction: the top class large, the top three's probabilities as bars (five of more than ten classes; for an
+// image the model should not be trusted with, their names alone, and the notice above), the info line under them, and
+// which heads are switched off (or the message, or the tab's prompt). While the pen is down it shows the reading alone.
 import { asking, knockoutNow, setKnockout } from "../store.js";
 import { percentText, plural } from "../view.js";
 
@@ -30,7 +30,7 @@ export default {
     top.textContent = numbers?.label ?? "";
     top.classList.toggle("vd-guess", Boolean(about?.notice)); // a flagged image's label is a guess, and looks it
     const ranked = Array.from(numbers?.probs ?? [], (p, i) => [about.classes[i], p]) // probs: (K), classes' order
-      .sort((a, b) => b[1] - a[1]).slice(0, 3);
+      .sort((a, b) => b[1] - a[1]).slice(0, about?.classes.length > 10 ? 5 : 3);
     // An image it cannot read gets its closest classes, no percentage: a bar would read as a sure answer.
     element.querySelector(".vd-probs").innerHTML = about?.notice ? `<p class="vd-guesses">Closest classes: ` +
       `${ranked.map(([name]) => `<b>${name}</b>`).join(", ")}</p>` :
