@@ -2,12 +2,12 @@
 // tests/test_page_preprocess.py, which compares the outputs with Python's.
 //
 //   node tests/page_preprocess.mjs INPUT OUTPUT   the batch in INPUT -> the answers in OUTPUT; timings on stdout
-//   node tests/page_preprocess.mjs --benchmark    how long a 112x112 drawing and a 1000x700 photo take (both ways)
+//   node tests/page_preprocess.mjs --benchmark    how long a 112x112 drawing and a 1000x700 photo take (every way)
 //
 // INPUT, one record after another: kind (uint8: 0 drawing, 1 photo, 2 photo for an imported model), width, height
 // (uint32, little-endian); for kind 2 its preprocessResized options: size, resize, resize width (uint32: 0 when
-// resize is the shorter side, else resize is the height) and interpolation (uint8: 0 nearest, 1 bilinear, 2 bicubic);
-// then the pixels: width * height bytes of grey for a drawing, width * height * 4 bytes of RGBA for a photo.
+// resize is the shorter side, else resize is the height), interpolation (uint8: 0 nearest, 1 bilinear, 2 bicubic)
+// and library (uint8: 0 pil, 1 torchvision); then the pixels: width * height bytes of grey for a drawing, width * height * 4 bytes of RGBA for a photo.
 // OUTPUT, one record per input, in order: status (uint8: 0 done, 1 NothingDrawn, 2 InputError, 3 any other error),
 // length (uint32, little-endian), then the 8-bit pixels (28 * 28, or size * size * 3 in HWC) or the error's message.
 import { readFileSync, writeFileSync } from "node:fs";
@@ -19,6 +19,7 @@ import {
 } from "../vit_demo/page/assets/page/preprocess.js";
 
 const DRAWING = 0, PHOTO = 1, RESIZED = 2, INTERPOLATIONS = ["nearest", "bilinear", "bicubic"];
+const LIBRARIES = ["pil", "torchvision"];
 
 function answer(kind, pixels, width, height, options) {
   // [status, payload bytes]
@@ -44,8 +45,8 @@ function runBatch(inputPath, outputPath) {
     if (kind === RESIZED) {
       const resize = view.getUint32(at + 4, true), resizeWidth = view.getUint32(at + 8, true);
       options = { size: view.getUint32(at, true), resize: resizeWidth ? [resize, resizeWidth] : resize,
-                  interpolation: INTERPOLATIONS[view.getUint8(at + 12)] };
-      at += 13;
+                  interpolation: INTERPOLATIONS[view.getUint8(at + 12)], library: LIBRARIES[view.getUint8(at + 13)] };
+      at += 14;
     }
     const size = width * height * (kind === DRAWING ? 1 : 4);
     const pixels = new Uint8Array(input.buffer, input.byteOffset + at, size);
@@ -80,7 +81,7 @@ function median(fn, repeat) {
 function benchmark() {
   // A digit-like ring drawn with the middle pen (18 px on 336, 6 on 112) and a 1000x700 photo of smooth colour
   // with noise: what the page hands preprocessing for a stroke and for an upload (for the shipped CIFAR-10 model,
-  // and for an imported timm ViT at 224).
+  // and for an imported timm ViT and a Hugging Face one at 224).
   const side = 112, drawing = new Uint8Array(side * side);
   for (let y = 0; y < side; y++) {
     for (let x = 0; x < side; x++) {
@@ -100,11 +101,15 @@ function benchmark() {
   }
   const drawingMs = median(() => preprocessDrawing(drawing, side, side), 50);
   const photoMs = median(() => preprocessPhoto(photo, width, height), 15);
-  const timm = { size: 224, resize: 248, interpolation: "bicubic" }; // timm's ViTs' eval transform at 224
+  const timm = { size: 224, resize: 248, interpolation: "bicubic", library: "pil" }; // timm's ViTs' eval transform
   const resizedMs = median(() => preprocessResized(photo, width, height, timm), 15);
+  // ViTImageProcessor's defaults: 224x224, bilinear, resized by torchvision (transformers 5)
+  const hf = { size: 224, resize: [224, 224], interpolation: "bilinear", library: "torchvision" };
+  const torchvisionMs = median(() => preprocessResized(photo, width, height, hf), 15);
   console.log(`Node ${process.version}: preprocessDrawing (112x112) ${drawingMs.toFixed(2)} ms, ` +
               `preprocessPhoto (1000x700) ${photoMs.toFixed(1)} ms, ` +
-              `preprocessResized (1000x700 -> 248, 224 bicubic) ${resizedMs.toFixed(1)} ms (medians)`);
+              `preprocessResized (1000x700 -> 248, 224 bicubic, PIL) ${resizedMs.toFixed(1)} ms, ` +
+              `(1000x700 -> 224x224 bilinear, torchvision) ${torchvisionMs.toFixed(1)} ms (medians)`);
 }
 
 if (process.argv[2] === "--benchmark") benchmark();

@@ -1,6 +1,7 @@
 """The page's preprocessing (vit_demo/page/assets/page/preprocess.js, run under Node by tests/page_preprocess.mjs)
 against Python's (vit_demo.data.preprocess), on what the page would feed it: 1,000 canvas drawings and 200 photos;
-and photos preprocessed for an imported timm model (preprocess_resized with PIL), which must match bit for bit.
+and photos preprocessed for an imported model (preprocess_resized: with PIL for timm's, with torchvision for Hugging
+Face's), which must match bit for bit.
 
 A drawing is made as the page makes it: strokes drawn on the 336x336 canvas with one of the app's three pens
 (preprocess.PENS), the canvas downsampled to 112x112 (canvas.js: drawImage with smoothing; here an area average) with
@@ -33,8 +34,9 @@ RUNNER = REPO / "tests" / "page_preprocess.mjs"
 DRAWINGS, PHOTOS = 1000, 200
 SUPERSAMPLE = 2  # strokes are drawn at twice the canvas' resolution, then averaged: antialiased as a canvas draws them
 PEN_WIDTHS = [width for _, width in PENS]
-DRAWING, PHOTO, RESIZED = 0, 1, 2  # RESIZED: preprocess_resized with library "pil" (preprocessResized)
+DRAWING, PHOTO, RESIZED = 0, 1, 2  # RESIZED: preprocess_resized (preprocessResized)
 INTERPOLATIONS = ("nearest", "bilinear", "bicubic")  # as page_preprocess.mjs numbers them
+LIBRARIES = ("pil", "torchvision")  # likewise
 OK, NOTHING_DRAWN, INPUT_ERROR, OTHER_ERROR = 0, 1, 2, 3
 
 
@@ -259,9 +261,11 @@ def photos(cifar_root: Path) -> list[tuple[str, np.ndarray]]:
     return cases
 
 
-# ---- Photos for an imported model (preprocess_resized with PIL), as a decoded upload gives them ---------------------
+# ---- Photos for an imported model (preprocess_resized), as a decoded upload gives them ------------------------------
 
 TIMM = {"size": 224, "resize": 248, "interpolation": "bicubic"}  # timm's ViTs at 224: crop_pct 0.9, bicubic
+# Hugging Face's ViTImageProcessor (transformers 5) at 224: 224x224 (the aspect not kept), bilinear, by torchvision
+HF = {"size": 224, "resize": (224, 224), "interpolation": "bilinear", "library": "torchvision"}
 
 
 def outside_photo(name: str) -> Image.Image:
@@ -331,6 +335,67 @@ def resized_photos(cifar_root: Path) -> list[tuple[str, np.ndarray, dict]]:
     cases += [(f"refused: {name}", pixels, TIMM) for name, pixels in [
         ("one flat colour", flat), ("fully transparent", clear), ("empty", flat[:0]),
         ("too large", np.zeros((1, 20_001, 4), np.uint8))]]
+    return [(name, pixels, {**options, "library": "pil"}) for name, pixels, options in cases]
+
+
+def torchvision_photos(cifar_root: Path) -> list[tuple[str, np.ndarray, dict]]:
+    """(name, (H, W, 4) uint8 RGBA, preprocessResized's options with library "torchvision"), each name saying whether
+    the photo is real.
+
+    Real: scikit-image's and matplotlib's photos whole, squashed to 224x224 as Hugging Face's processor takes them
+    (bilinear, some bicubic; downscaled, and upscaled along a side shorter than 224 or to 384x384), [height, width]
+    resizes that are not square, a shorter side (248, 256) then the crop; some at random sizes and aspect ratios, four
+    with transparency; CIFAR-10 test photos (real where ../shared/data has them, generated otherwise) upscaled from
+    32x32 to 224x224. Generated: a tiny image, one already 224x224 (not resized), noise with random alpha, an image
+    over 100 times taller than wide. Then the four refusals."""
+    rng = np.random.default_rng(4646)
+    bicubic = {**HF, "interpolation": "bicubic"}
+    cases = []
+    for name, options in [("astronaut.png", HF), ("astronaut.png", bicubic), ("coffee.png", HF),
+                          ("rocket.jpg", HF), ("rocket.jpg", bicubic), ("motorcycle_left.png", HF),
+                          ("chelsea.png", bicubic), ("hubble_deep_field.jpg", HF), ("retina.jpg", bicubic),
+                          ("grace_hopper.jpg", HF), ("camera.png", HF), ("coins.png", bicubic),  # 384x303: up in height
+                          ("coins.png", {**HF, "size": 384, "resize": (384, 384)}),  # up on both sides
+                          ("text.png", {**HF, "resize": (240, 260)}),  # 448x172: down in width, up in height
+                          ("ihc.png", {**bicubic, "resize": (300, 230)}),
+                          ("coffee.png", {**bicubic, "resize": 248}),  # the shorter side, then the crop
+                          ("page.png", {**HF, "resize": 256})]:
+        image = outside_photo(name)
+        cases.append((f"real {name} {image.width}x{image.height}, {options}", rgba(image), options))
+    for i in range(10):  # real photos at random sizes (resampled by PIL, as the photo tests make them)
+        name = ("astronaut.png", "coffee.png", "rocket.jpg", "motorcycle_left.png", "chelsea.png")[i % 5]
+        width, height = random_size(rng, i + 1)
+        side = int(rng.choice([16, 64, 224]))
+        options = {**HF, "size": side, "resize": (side + int(rng.integers(0, 30)), side + int(rng.integers(0, 30))),
+                   "interpolation": INTERPOLATIONS[1 + i % 2]}
+        cases.append((f"real {name} at {width}x{height}, {options}",
+                      rgba(outside_photo(name).resize((width, height), Image.LANCZOS)), options))
+    for i, name in enumerate(("astronaut.png", "coffee.png", "rocket.jpg", "motorcycle_left.png")):
+        options = HF if i % 2 else bicubic
+        cases.append((f"real {name} with alpha, {options}", with_transparency(rgba(outside_photo(name)), rng), options))
+    real = "real" if HAS_SHARED_CIFAR else "generated"
+    for i, label in enumerate(CIFAR_CLASSES):
+        for j, path in enumerate(sorted((cifar_root / "cifar10" / "test" / label).glob("*.png"))[:2]):
+            options = HF if (i + j) % 2 else bicubic
+            pixels = rgba(Image.open(path))
+            if j:
+                pixels = with_transparency(pixels, rng)
+            cases.append((f"{real} CIFAR-10 {label} {path.stem}{' with alpha' if j else ''}, {options}", pixels,
+                          options))
+    noise = rng.integers(0, 256, (4100, 40, 4), dtype=np.uint8)
+    noise[..., 3] = 255
+    for name, pixels, options in [("7x5", noise[:5, :7], HF), ("7x5", noise[:5, :7], bicubic),
+                                  ("224x224", noise[:224, :40].repeat(6, axis=1)[:, :224], HF),
+                                  ("301x999 with random alpha", rng.integers(0, 256, (999, 301, 4), np.uint8), bicubic),
+                                  ("40x4100", noise, {**HF, "size": 16, "resize": 18}),
+                                  ("33x3400", noise[:3400, :33], {**bicubic, "size": 8, "resize": (8, 8)})]:
+        cases.append((f"generated noise {name}, {options}", np.ascontiguousarray(pixels), options))
+    flat = np.full((40, 50, 4), (200, 30, 90, 255), np.uint8)
+    clear = rng.integers(0, 256, (30, 30, 4), dtype=np.uint8)
+    clear[..., 3] = 0
+    cases += [(f"refused: {name}", pixels, HF) for name, pixels in [
+        ("one flat colour", flat), ("fully transparent", clear), ("empty", flat[:0]),
+        ("too large", np.zeros((1, 20_001, 4), np.uint8))]]
     return cases
 
 
@@ -339,7 +404,8 @@ def resized_photos(cifar_root: Path) -> list[tuple[str, np.ndarray, dict]]:
 
 def run_page(items: list[tuple], tmp_path: Path) -> tuple[list[tuple[int, bytes]], dict]:
     """[(DRAWING, (H, W) uint8), (PHOTO, (H, W, 4) uint8) or (RESIZED, (H, W, 4) uint8, its options: size, resize,
-    interpolation)] through the page's module in one Node process -> [(status, payload)] and the runner's timings."""
+    interpolation, library)] through the page's module in one Node process -> [(status, payload)] and the runner's
+    timings."""
     source, answers = tmp_path / "page-in.bin", tmp_path / "page-out.bin"
     with open(source, "wb") as f:
         for kind, pixels, *options in items:
@@ -347,8 +413,9 @@ def run_page(items: list[tuple], tmp_path: Path) -> tuple[list[tuple[int, bytes]
             if kind == RESIZED:
                 resize = options[0]["resize"]
                 sides = (resize, 0) if isinstance(resize, int) else resize  # 0: resize is the shorter side
-                f.write(struct.pack("<IIIB", options[0]["size"], *sides,
-                                    INTERPOLATIONS.index(options[0]["interpolation"])))
+                f.write(struct.pack("<IIIBB", options[0]["size"], *sides,
+                                    INTERPOLATIONS.index(options[0]["interpolation"]),
+                                    LIBRARIES.index(options[0]["library"])))
             f.write(np.ascontiguousarray(pixels, dtype=np.uint8).tobytes())
     done = subprocess.run([shutil.which("node"), str(RUNNER), str(source), str(answers)], capture_output=True,
                           text=True, timeout=300)
@@ -371,7 +438,7 @@ def run_python(kind: int, pixels: np.ndarray, options: dict | None = None) -> tu
         if kind == DRAWING:
             image = preprocess_drawing(pixels.reshape(CANVAS_SIZE, CANVAS_SIZE))
         elif kind == RESIZED:
-            image = preprocess_resized(pixels, library="pil", **options)
+            image = preprocess_resized(pixels, **options)
         else:
             image = preprocess_photo(pixels)
     except NothingDrawn as exc:
@@ -466,10 +533,9 @@ def test_faint_dots_averaged_away_are_nothing_drawn_on_both_sides(tmp_path):
     assert out[0] == (NOTHING_DRAWN, str(python.value).encode())
 
 
-def test_resized_photos_match_python_bit_for_bit(cifar_root, tmp_path):
-    """preprocessResized against preprocess_resized(..., library="pil"): every pixel of every photo the same, the
-    same refusals in the same words."""
-    cases = resized_photos(cifar_root)
+def compare_resized(cases: list[tuple[str, np.ndarray, dict]], tmp_path: Path) -> str:
+    """preprocessResized against preprocess_resized on every case: every value the same, the same refusals in the same
+    words (four of them). -> what was compared, in words."""
     page, timings = run_page([(RESIZED, pixels, options) for _, pixels, options in cases], tmp_path)
     differing, refused, values = {}, 0, 0
     for (name, pixels, options), (page_status, payload) in zip(cases, page):
@@ -487,5 +553,28 @@ def test_resized_photos_match_python_bit_for_bit(cifar_root, tmp_path):
     assert not differing, f"values that differ from Python's: {differing}"
     assert refused == 4
     real = sum(name.startswith("real") for name, _, _ in cases)
-    print(f"\nresized photos: {len(cases)} ({real} real, {refused} refused by both), all {values:,} values identical; "
-          f"{timings['resized_ms'] / timings['resized']:.1f} ms an image in Node")
+    return (f"{len(cases)} ({real} real, {refused} refused by both), all {values:,} values identical; "
+            f"{timings['resized_ms'] / timings['resized']:.1f} ms an image in Node")
+
+
+def test_resized_photos_match_python_bit_for_bit(cifar_root, tmp_path):
+    """preprocessResized against preprocess_resized(..., library="pil"), timm's models' resize."""
+    print(f"\nresized photos (PIL): {compare_resized(resized_photos(cifar_root), tmp_path)}")
+
+
+def test_torchvision_resized_photos_match_python_bit_for_bit(cifar_root, tmp_path):
+    """preprocessResized against preprocess_resized(..., library="torchvision"), Hugging Face's models' resize: torch's
+    uint8 antialiased interpolation, which differs from PIL's by one level on some pixels."""
+    print(f"\nresized photos (torchvision): {compare_resized(torchvision_photos(cifar_root), tmp_path)}")
+
+
+def test_another_library_is_refused_in_words(tmp_path):
+    """A library the page cannot resize as: an Error that names it (source.js shows it in place of a prediction)."""
+    script = ('import { preprocessResized } from "./vit_demo/page/assets/page/preprocess.js";\n'
+              'try { preprocessResized(new Uint8Array(4 * 4 * 4).fill(200), 4, 4, '
+              '{ size: 2, resize: 2, interpolation: "bilinear", library: "keras" }); } '
+              'catch (error) { console.log(error.constructor.name + ": " + error.message); }')
+    done = subprocess.run([shutil.which("node"), "--input-type=module", "-e", script], capture_output=True, text=True,
+                          cwd=REPO, timeout=60)
+    assert done.stdout.strip() == ("Error: this page resizes photos as PIL or torchvision does, not as keras does: "
+                                   "use the Python app"), done.stderr

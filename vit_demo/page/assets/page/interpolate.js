@@ -1,8 +1,9 @@
 // torch's F.interpolate on a (1, 1, H, W) float32 tensor, as aten/src/ATen/native/cpu computes it: area (adaptive
-// average pooling), bilinear with align_corners=False, and bilinear with antialias=True; and PIL's Image.resize of an
-// 8-bit image (pilResize); for the page's preprocessing (preprocess.js). For torch's, an image is a plane:
-// { h, w, data: Float32Array(h * w) }, row-major (one channel); for PIL's, { h, w, data } with data 8-bit and
-// interleaved, (h, w, channels).
+// average pooling), bilinear with align_corners=False, and bilinear with antialias=True; PIL's Image.resize of an
+// 8-bit image (pilResize); and torch's antialiased interpolation of a uint8 image, as torchvision's resize does it
+// (torchResizeUint8); for the page's preprocessing (preprocess.js). For torch's float32 ones, an image is a plane:
+// { h, w, data: Float32Array(h * w) }, row-major (one channel); for the 8-bit ones, { h, w, data } with data 8-bit
+// and interleaved, (h, w, channels).
 import { f32, fma } from "./arithmetic.js";
 
 export function areaResize(plane, oh, ow) {
@@ -135,56 +136,71 @@ export function antialiasResize(plane, oh, ow) {
   return { h, w, data };
 }
 
-// ---- PIL's Image.resize of 8-bit pixels, as Pillow 12.3 computes it (src/libImaging/Resample.c, Geometry.c) --------
+// ---- PIL's Image.resize of 8-bit pixels, as Pillow 12.3 computes it (src/libImaging/Resample.c, Geometry.c), and
+// torch's uint8 antialiased interpolation (aten/src/ATen/native/cpu/UpSampleKernel.cpp), which computes the same
+// weights in double and rounds them to fewer bits --------------------------------------------------------------------
 
-const PRECISION_BITS = 22; // 32 - 8 - 2: a weight is an integer, weight / 2^22 its value
+const PRECISION_BITS = 22; // PIL's: 32 - 8 - 2: a weight is an integer, weight / 2^22 its value
 
-const PIL_FILTERS = { // Resample.c's filters (of |x|) and their supports: bilinear_filter, bicubic_filter (a = -0.5)
+const FILTERS = { // Resample.c's filters (of |x|) and their supports: bilinear_filter, bicubic_filter (a = -0.5);
+  // torch's HelperInterpLinear::aa_filter and HelperInterpCubic::aa_filter (a = -0.5 with antialias): the same doubles
   bilinear: [1, (x) => (x < 1 ? 1 - x : 0)],
   bicubic: [2, (x) => (x < 1 ? (1.5 * x - 2.5) * x * x + 1 : x < 2 ? (((x - 5) * x + 8) * x - 4) * -0.5 : 0)],
 };
 
-function pilCoeffs(inSize, outSize, [filterSupport, filter]) {
+function torchPrecision(largest) {
+  // _compute_index_ranges_int16_weights' weights_precision: the first p under 22 at which the largest weight, at
+  // p + 1 bits, would round to 2^15 or more (p bits keep every weight an int16); else 22.
+  let p = 0;
+  while (p < 22 && Math.trunc(0.5 + largest * 2 ** (p + 1)) < 2 ** 15) p++;
+  return p;
+}
+
+function resampleCoeffs(inSize, outSize, [filterSupport, filter], bits) {
   // precompute_coeffs (its box the whole image) in double, then normalize_coeffs_8bpc: for each output index, the
   // first input index, how many inputs it reads and their weights, normalised to sum 1 (unless they sum to 0) and
-  // rounded to fixed point, halves away from 0.
-  // -> { start, count: Int32Array(out), weights: Int32Array(out * taps), taps }
+  // rounded to fixed point with `bits` bits, halves away from 0. torch's _compute_indices_min_size_weights_aa and
+  // _compute_index_ranges_int16_weights compute the same, with bits = null: torchPrecision of the largest normalised
+  // weight.
+  // -> { start, count: Int32Array(out), weights: Int32Array(out * taps), taps, precision }
   const scale = inSize / outSize, filterscale = Math.max(scale, 1), inverse = 1 / filterscale;
   const support = filterSupport * filterscale, taps = Math.ceil(support) * 2 + 1;
-  const start = new Int32Array(outSize), count = new Int32Array(outSize), weights = new Int32Array(outSize * taps);
-  const k = new Float64Array(taps);
+  const start = new Int32Array(outSize), count = new Int32Array(outSize), k = new Float64Array(outSize * taps);
+  let largest = 0;
   for (let o = 0; o < outSize; o++) {
-    const center = (o + 0.5) * scale;
+    const center = (o + 0.5) * scale, at = o * taps;
     const xmin = Math.max(Math.trunc(center - support + 0.5), 0);
     const xsize = Math.min(Math.trunc(center + support + 0.5), inSize) - xmin;
     let total = 0;
-    for (let j = 0; j < xsize; j++) total += k[j] = filter(Math.abs((j + xmin - center + 0.5) * inverse));
-    for (let j = 0; j < xsize; j++) {
-      const weight = total !== 0 ? k[j] / total : k[j];
-      weights[o * taps + j] = Math.trunc(weight * 2 ** PRECISION_BITS + (weight < 0 ? -0.5 : 0.5));
-    }
+    for (let j = 0; j < xsize; j++) total += k[at + j] = filter(Math.abs((j + xmin - center + 0.5) * inverse));
+    if (total !== 0) for (let j = 0; j < xsize; j++) largest = Math.max(largest, k[at + j] /= total);
     start[o] = xmin;
     count[o] = xsize;
   }
-  return { start, count, weights, taps };
+  const precision = bits ?? torchPrecision(largest), weights = new Int32Array(outSize * taps);
+  for (let i = 0; i < k.length; i++) weights[i] = Math.trunc(k[i] * 2 ** precision + (k[i] < 0 ? -0.5 : 0.5));
+  return { start, count, weights, taps, precision };
 }
 
-function pilPass(image, channels, ow, oh, filter) {
-  // ImagingResampleHorizontal_8bpc (oh = h) or ImagingResampleVertical_8bpc (ow = w); the image itself where its
-  // size does not change. Each value: 2^21 (a half) plus the taps' integer products, shifted right by 22 and clamped to
-  // [0, 255] (clip8), as a Uint8ClampedArray clamps. { h, w, data } -> { h: oh, w: ow, data: Uint8ClampedArray }
+function resamplePass(image, channels, ow, oh, filter, bits) {
+  // PIL's ImagingResampleHorizontal_8bpc (oh = h) or ImagingResampleVertical_8bpc (ow = w); torch's
+  // basic_loop_aa_horizontal<uint8_t> or basic_loop_aa_vertical<uint8_t> (and the AVX2 ImagingResampleHorizontal and
+  // ImagingResampleVertical, the same integer sums). The image itself where its size does not change. Each value:
+  // half of 2^precision plus the taps' integer products, shifted right by the precision and clamped to [0, 255]
+  // (clip8, std::clamp), as a Uint8ClampedArray clamps. { h, w, data } -> { h: oh, w: ow, data: Uint8ClampedArray }
   const { h, w, data } = image, horizontal = ow !== w;
   if (!horizontal && oh === h) return image;
-  const { start, count, weights, taps } = pilCoeffs(horizontal ? w : h, horizontal ? ow : oh, PIL_FILTERS[filter]);
+  const { start, count, weights, taps, precision } =
+    resampleCoeffs(horizontal ? w : h, horizontal ? ow : oh, FILTERS[filter], bits);
   const step = horizontal ? channels : w * channels, out = new Uint8ClampedArray(oh * ow * channels);
   for (let y = 0; y < oh; y++) {
     for (let x = 0; x < ow; x++) {
       const o = horizontal ? x : y, from = (horizontal ? y * w + start[o] : start[o] * w + x) * channels;
       const k = o * taps, n = count[o];
       for (let c = 0; c < channels; c++) {
-        let sum = 1 << (PRECISION_BITS - 1);
+        let sum = 1 << (precision - 1);
         for (let j = 0, at = from + c; j < n; j++, at += step) sum += data[at] * weights[k + j];
-        out[(y * ow + x) * channels + c] = sum >> PRECISION_BITS;
+        out[(y * ow + x) * channels + c] = sum >> precision;
       }
     }
   }
@@ -218,9 +234,25 @@ export function pilResize(pixels, width, height, channels, outWidth, outHeight, 
     }
     return out;
   }
-  if (!PIL_FILTERS[filter]) throw new Error(`PIL's resize here takes nearest, bilinear or bicubic, not ${filter}`);
+  if (!FILTERS[filter]) throw new Error(`PIL's resize here takes nearest, bilinear or bicubic, not ${filter}`);
   let image = { h: height, w: width, data: pixels };
-  if (height > width * 100 && outHeight < height) image = pilPass(image, channels, width, outHeight, filter);
-  image = pilPass(image, channels, outWidth, image.h, filter);
-  return pilPass(image, channels, outWidth, outHeight, filter).data; // (done already for a tall image)
+  if (height > width * 100 && outHeight < height)
+    image = resamplePass(image, channels, width, outHeight, filter, PRECISION_BITS);
+  image = resamplePass(image, channels, outWidth, image.h, filter, PRECISION_BITS);
+  return resamplePass(image, channels, outWidth, outHeight, filter, PRECISION_BITS).data; // (done for a tall image)
+}
+
+export function torchResizeUint8(pixels, width, height, channels, outWidth, outHeight, filter) {
+  // torchvision's resize of a uint8 (channels, height, width) tensor, antialias=True, filter "bilinear" or "bicubic":
+  // F.interpolate(mode=filter, antialias=True, align_corners=False) on uint8, as torch 2.14 computes it on the CPU
+  // (upsample_bilinear2d_aa_kernel_impl, upsample_bicubic2d_aa_kernel_impl: upsample_avx_bilinear_bicubic_uint8 on
+  // x86-64 with AVX2, separable_upsample_generic_Nd_kernel_impl elsewhere, the same integers). PIL's resampling
+  // with each pass's weights rounded to torch's weights_precision bits (torchPrecision) instead of 22: along the
+  // width, then along the height, each only if its side changes, 8-bit in between. (torchvision takes this path for
+  // bilinear only where the CPU has AVX2 or is an ARM one; elsewhere it resizes in float32.)
+  // (height, width, channels) interleaved -> (outHeight, outWidth, channels): a Uint8ClampedArray, or the pixels
+  // themselves if the size does not change.
+  if (!FILTERS[filter]) throw new Error(`torchvision's resize here takes bilinear or bicubic, not ${filter}`);
+  const image = resamplePass({ h: height, w: width, data: pixels }, channels, outWidth, height, filter, null);
+  return resamplePass(image, channels, outWidth, outHeight, filter, null).data;
 }

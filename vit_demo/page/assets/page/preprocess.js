@@ -5,14 +5,15 @@
 //
 // - preprocessDrawing (drawing.js): the canvas' grey copy (ink 255 on 0, or dark on light) -> MNIST-like 28x28 pixels.
 // - preprocessPhoto (here): a decoded upload's RGBA pixels -> CIFAR-10-like 32x32x3 pixels (HWC).
-// - preprocessResized (here): a decoded upload's RGBA pixels -> an imported timm model's input, resized by PIL.
+// - preprocessResized (here): a decoded upload's RGBA pixels -> an imported model's input, resized by PIL (timm's)
+//   or by torchvision (Hugging Face's).
 // This module holds what they share: the limits, the errors (with Python's messages), the checks.
 //
 // Each Python step is mirrored with the arithmetic Python does (arithmetic.js) and torch's and PIL's interpolation
 // (interpolate.js, which says what a plane is), bit for bit on x86-64 (torch built for another CPU may round some
-// intermediate values otherwise).
+// intermediate float32 values otherwise; its uint8 resize is integer arithmetic).
 import { clamp01, f32, roundHalfEven } from "./arithmetic.js";
-import { antialiasResize, pilResize } from "./interpolate.js";
+import { antialiasResize, pilResize, torchResizeUint8 } from "./interpolate.js";
 
 // Constants of vit_demo/data/preprocess.py.
 const MAX_PIXELS = 40_000_000;
@@ -130,11 +131,16 @@ function resizedShape(height, width, resize) {
   return width <= height ? [scaled, resize] : [resize, scaled];
 }
 
-export function preprocessResized(rgba, width, height, { size, resize, interpolation }) {
-  // preprocess.preprocess_resized with library "pil" (timm's eval transform) for a decoded upload's RGBA pixels ->
-  // Uint8Array (size * size * 3), HWC: the 8-bit pixels that Python's function returns divided by 255. The photo
-  // (photoRgb) made 8-bit (np.round(... * 255)), resized by PIL (pilResize) to resizedShape with `interpolation`
-  // ("nearest", "bilinear" or "bicubic"), the centre cropped at Python's rounded offsets. Throws as photoRgb.
+const RESIZES = { pil: pilResize, torchvision: torchResizeUint8 }; // preprocess_resized's libraries
+
+export function preprocessResized(rgba, width, height, { size, resize, interpolation, library }) {
+  // preprocess.preprocess_resized for a decoded upload's RGBA pixels -> Uint8Array (size * size * 3), HWC: the 8-bit
+  // pixels that Python's function returns divided by 255. The photo (photoRgb) made 8-bit (np.round(... * 255)),
+  // resized to resizedShape by `library` with `interpolation`: "pil" (timm's eval transform: pilResize, "nearest",
+  // "bilinear" or "bicubic") or "torchvision" (Hugging Face's ViTImageProcessor: torchResizeUint8, "bilinear" or
+  // "bicubic"); the centre cropped at Python's rounded offsets. Throws as photoRgb; an Error for another library.
+  if (!Object.hasOwn(RESIZES, library))
+    throw new Error(`this page resizes photos as PIL or torchvision does, not as ${library} does: use the Python app`);
   photoRgb(rgba, width, height); // its checks and refusals; its values, made 8-bit, are these (by alpha and value):
   const eightBit = compositeOverWhite().map((v) => roundHalfEven(f32(v * 255)));
   const n = width * height, rgb = new Uint8Array(n * 3); // (H, W, 3)
@@ -143,7 +149,7 @@ export function preprocessResized(rgba, width, height, { size, resize, interpola
   }
   const [oh, ow] = resizedShape(height, width, resize);
   if (oh < size || ow < size) throw new Error(`cannot crop ${size}x${size} from a ${ow}x${oh} resize`);
-  const resized = pilResize(rgb, width, height, 3, ow, oh, interpolation); // (oh, ow, 3)
+  const resized = RESIZES[library](rgb, width, height, 3, ow, oh, interpolation); // (oh, ow, 3)
   const top = roundHalfEven((oh - size) / 2), left = roundHalfEven((ow - size) / 2), row = size * 3;
   const out = new Uint8Array(size * row);
   for (let y = 0; y < size; y++) {

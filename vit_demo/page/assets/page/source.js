@@ -152,12 +152,11 @@ export function pageSource(described, base, where = {}) {
 
     async photo(rgba, width, height) {
       // A photo decoded by the browser (RGBA pixels), made what the model reads as its weights say: CIFAR-10's way,
-      // or an imported model's own resize and crop (PIL's: the one this page does as Python does).
+      // or an imported model's own resize and crop (PIL's or torchvision's, as Python does them; preprocessResized
+      // refuses another library).
       let pixels;
       try {
-        const { method, library, ...resizing } = model.preprocessing;
-        if (method === "resize_crop" && library !== "pil")
-          throw new Error(`this page resizes photos as PIL does, not as ${library} does: use the Python app`);
+        const { method, ...resizing } = model.preprocessing;
         pixels = method === "resize_crop" ? preprocessResized(rgba, width, height, { size: model.height, ...resizing })
           : preprocessPhoto(rgba, width, height, model.height);
       } catch (error) {
