@@ -27,7 +27,8 @@ const out = cases.map(({ attention, layers, heads, tokens, rule, calibrated, fea
   }
   const raw = bytes(attention);
   const weights = new Float32Array(raw.buffer, raw.byteOffset, raw.byteLength / 4);
-  const roll = rollout(weights, layers, heads, tokens), maps = gridMaps(weights, layers, heads, tokens);
+  const shape = { layers, heads, tokens, prefix: 1 }; // (the shipped models')
+  const roll = rollout(weights, shape), maps = gridMaps(weights, shape);
   const drawn = new Uint8Array(maps.length), g2 = tokens - 1;
   for (let at = 0; at < maps.length; at += g2) drawn.set(levels(maps.subarray(at, at + g2)), at);
   return {

@@ -24,6 +24,7 @@ from conftest import REPO, free_port, run_cli
 from test_static_space import serving, static_page
 from vit_demo import load_model
 from vit_demo.data.preprocess import Preprocessing
+from vit_demo.interpret import explain
 from vit_demo.model import ViTConfig, VisionTransformer
 from vit_demo.onnx.export import write_onnx
 from vit_demo.weights import save_imported
@@ -75,6 +76,13 @@ def test_the_static_page_explains_a_model_of_ones_own(own_model, browser, tmp_pa
         numbers = page.evaluate(f"JSON.parse(window.vdLive['{PREFIX}'].numbers())")
         assert numbers["label"] == expected.label and numbers["grid"] == 4
         assert page.locator(f"#{PREFIX}-label .vd-prob-row").count() == 5  # five of more than ten classes
+        # Where [CLS] looks and rollout over the 16 patches alone, past the distillation token (patch i: token 2 + i).
+        attention = expected.attention  # (L, H, T, T), T = 2 + 16
+        maps = explain.token_attention_maps(attention, prefix_tokens=2)  # (L, H, 4, 4)
+        page_maps = np.reshape(numbers["maps"], (2, 4, 4, 4))  # (L, H + 1, 4, 4): the heads, then their mean
+        np.testing.assert_allclose(page_maps, np.concatenate([maps, maps.mean(1, keepdims=True)], 1), atol=1e-5)
+        np.testing.assert_allclose(numbers["rollout"], explain.attention_rollout(attention, 2).ravel(), atol=1e-5)
+        assert numbers["prefix"] == 2
         np.testing.assert_allclose(numbers["probs"], [expected.probs[c] for c in CLASSES], atol=1e-4)
         # Why another class: typed, the browser offering the names.
         page.fill(f"#{PREFIX}-explain-class", "class number 7")

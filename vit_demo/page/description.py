@@ -41,6 +41,7 @@ def description(model: str, prompt: str, blank: str, folder: str, example: Path 
         "preprocessing": clf.info.preprocessing.to_dict(),  # what source.js does to a photo (or a drawing)
         "height": config.image_size, "width": config.image_size, "channels": config.in_channels,
         "layers": config.depth, "heads": config.heads, "tokens": config.num_tokens, "grid": config.grid_size,
+        "prefix": config.prefix_tokens, "distilled": config.distillation_token,  # the tokens before the patches
         "large": LARGE, "alpha": render.HEAT_ALPHA,
         "colormap": base64.b64encode(render.colormap(render.HEAT).astype("uint8").tobytes()).decode(),
         "folder": folder, "pageGraphs": not stale_graphs(weights_folder(model)),

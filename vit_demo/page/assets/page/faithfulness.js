@@ -112,11 +112,11 @@ export async function scoreMaps({ logitsOf, relevanceOf, run, model, pixels }) {
   // The faithfulness view's numbers for one image's 8-bit ``pixels``: ``run`` its intact forward pass ({logits,
   // attention}), ``relevanceOf(target)`` its relevance for a class, ``logitsOf(data, count)`` calibrated logits of
   // images in the graph's layout. -> {label, steps, rankings, flat, curves, noise, verdict}
-  const { steps, rankings: count, flat } = model.faithfulness, { layers: L, heads: H, tokens: T } = model;
-  const target = argmax(run.logits), g2 = T - 1, random = seeded(0);
+  const { steps, rankings: count, flat } = model.faithfulness, { layers: L, heads: H, tokens: T, prefix } = model;
+  const target = argmax(run.logits), g2 = T - prefix, random = seeded(0);
   const mean = ((L - 1) * (H + 1) + H) * g2; // the last layer's mean over heads, among every layer's maps
-  const last = gridMaps(run.attention, L, H, T).subarray(mean, mean + g2);
-  const maps = { attention: last, rollout: rollout(run.attention, L, H, T), relevance: await relevanceOf(target) };
+  const last = gridMaps(run.attention, model).subarray(mean, mean + g2);
+  const maps = { attention: last, rollout: rollout(run.attention, model), relevance: await relevanceOf(target) };
   const randoms = Array.from({ length: count }, () => Array.from({ length: g2 }, random));
   const rankings = [...Object.values(maps), ...randoms].map(order);
   const found = await curvesOf(logitsOf, model, pixels, rankings, target, steps);

@@ -5,15 +5,19 @@
 // Ports, step for step: vit_demo/interpret/explain.py (token_attention_maps, attention_rollout, first_query_patch); the
 // calibrated probabilities of vit_demo/interpret/calibration.py and its unfamiliar rule (UnfamiliarRule.scores).
 
-export function gridMaps(attention, layers, heads, tokens, token = 0) {
-  // Where ``token`` attends (0: [CLS], 1 + i: patch i), per layer: every head, then the heads' mean, each over the
-  // patches alone, rescaled to sum to 1 (explain.token_attention_maps).
+// A model's shape, as these functions take it: {layers, heads, tokens, prefix}: T tokens, the first ``prefix`` of them
+// before the patches ([CLS] first, then DeiT's distillation token or registers, where a model has them): patch i is
+// token prefix + i.
+
+export function gridMaps(attention, { layers, heads, tokens, prefix }, token = 0) {
+  // Where ``token`` attends (0: [CLS], prefix + i: patch i), per layer: every head, then the heads' mean, each over
+  // the patches alone, rescaled to sum to 1 (explain.token_attention_maps).
   // attention (L, H, T, T) -> Float32Array (L, H + 1, g, g), in float32 as numpy computes it.
-  const g2 = tokens - 1, out = new Float32Array(layers * (heads + 1) * g2);
+  const g2 = tokens - prefix, out = new Float32Array(layers * (heads + 1) * g2);
   for (let l = 0; l < layers; l++) {
     const mean = new Float64Array(g2);
     for (let h = 0; h < heads; h++) {
-      const row = ((l * heads + h) * tokens + token) * tokens + 1; // attention[l, h, token, 1:]
+      const row = ((l * heads + h) * tokens + token) * tokens + prefix; // attention[l, h, token, prefix:]
       let sum = 0;
       for (let p = 0; p < g2; p++) sum = Math.fround(sum + attention[row + p]);
       const at = (l * (heads + 1) + h) * g2;
@@ -32,7 +36,7 @@ export function mapAt(maps, { heads, grid: g }, layer, column) {
   return maps.subarray(at, at + g * g);
 }
 
-export function rollout(attention, layers, heads, tokens) {
+export function rollout(attention, { layers, heads, tokens, prefix }) {
   // Attention rollout (Abnar and Zuidema, 2020; explain.attention_rollout): each layer's head-averaged attention mixed
   // half-and-half with the identity, rows renormalised, the layers multiplied in order; [CLS]'s row over the patches,
   // summing to 1. (L, H, T, T) -> Float64Array (g * g). Only [CLS]'s row of the product is needed: it is carried from
@@ -63,7 +67,7 @@ export function rollout(attention, layers, heads, tokens) {
       row = next;
     }
   }
-  const map = row.slice(1, T);
+  const map = row.slice(prefix, T);
   const total = map.reduce((a, b) => a + b, 0);
   return map.map((v) => v / total);
 }
@@ -202,8 +206,7 @@ function classes(model, calibrated) {
 
 export function queryMaps(model, attention, patch) {
   // Where patch ``patch`` looks, in every layer and head: {patch, title, maps: Float32Array (L, H + 1, g, g)}.
-  return { patch, title: fill(model.texts.query, { patch }),
-           maps: gridMaps(attention, model.layers, model.heads, model.tokens, 1 + patch) };
+  return { patch, title: fill(model.texts.query, { patch }), maps: gridMaps(attention, model, model.prefix + patch) };
 }
 
 export function imageNumbers(model, pixels, run, milliseconds, where) {
@@ -212,16 +215,17 @@ export function imageNumbers(model, pixels, run, milliseconds, where) {
   // info line and the unfamiliar notice ("" none); ``maps``, where [CLS] looks: Float32Array (L, H + 1, g, g), every
   // head then their mean, each map summing to 1; ``rollout``: Float64Array (g * g), summing to 1; ``query``: where
   // the first query patch (where rollout peaks) looks. With the model's shape and colours, for the views.
-  const { layers, heads, tokens } = model, predicted = classes(model, run.logits);
+  const { layers, heads, prefix } = model, predicted = classes(model, run.logits);
   const flagged = unfamiliar(run.logits, model.temperature, model.unfamiliar, run.features);
-  const roll = rollout(run.attention, layers, heads, tokens), patch = argmax(roll);
+  const roll = rollout(run.attention, model), patch = argmax(roll);
   const info = fill(flagged ? model.texts.guess : model.texts.info, { label: predicted.label, ms: milliseconds.toFixed(1),
                                         where, percent: percent(predicted.confidence) }); // flagged: no percentage
   return {
     ...predicted, notice: flagged ? model.texts.notice : "", info, patch, image: pixels, rollout: roll,
-    maps: gridMaps(run.attention, layers, heads, tokens), query: queryMaps(model, run.attention, patch),
-    size: model.large, layers, heads, grid: model.grid, height: model.height, width: model.width,
-    channels: model.channels, smooth: model.channels === 3, alpha: model.alpha, colormap: model.colormap,
+    maps: gridMaps(run.attention, model), query: queryMaps(model, run.attention, patch),
+    size: model.large, layers, heads, prefix, distilled: model.distilled, grid: model.grid, height: model.height,
+    width: model.width, channels: model.channels, smooth: model.channels === 3, alpha: model.alpha,
+    colormap: model.colormap,
   };
 }
 

@@ -68,7 +68,6 @@ export function pageSource(described, base, where = {}) {
       throw new Error(`the image has ${pixels?.length ?? 0} bytes where this model reads ${size}`);
     return pixels;
   };
-  const mapsOf = (attention, token = 0) => gridMaps(attention, model.layers, model.heads, model.tokens, token);
   const offOf = (request) => ({ // the heads a request switches off, as layer * heads + head, in order
     off: [...new Set((request.off ?? []).map(([l, h]) => l * model.heads + h))].sort((a, b) => a - b),
     mode: request.mode ?? "mean" });
@@ -181,7 +180,7 @@ export function pageSource(described, base, where = {}) {
         throw new Error(`there is no layer ${layer}, head ${head} or patch ${patch} in this model (numbered from 0)`);
       const outputs = { ...offOf(request), outputs: ["qkv"] };
       const [run] = await graph.run(model.graph, model, [image(request.image)], outputs);
-      return { layer, head, patch, ...attentionSteps(run.qkv, model, layer, head, 1 + patch) };
+      return { layer, head, patch, ...attentionSteps(run.qkv, model, layer, head, model.prefix + patch) };
     },
 
     async knockout(request) {
@@ -207,7 +206,7 @@ export function pageSource(described, base, where = {}) {
           label, percent: percent(Math.max(...probs)), count: off.off.length, total: model.layers * model.heads,
           mode: off.mode, intact: model.classes[top], intact_percent: percent(intactProbs[top]),
           runner_up: model.classes[second], before: diff(before).toFixed(2), after: diff(after).toFixed(2) }),
-        maps: mapsOf(ablated.attention), rollout: rollout(ablated.attention, model.layers, model.heads, model.tokens),
+        maps: gridMaps(ablated.attention, model), rollout: rollout(ablated.attention, model),
       };
     },
 
@@ -216,12 +215,12 @@ export function pageSource(described, base, where = {}) {
       // final answer read from each patch token after each layer (not calibrated): maps, Float64Array (L, g * g).
       const outputs = { ...offOf(request), outputs: ["logits", "lens"] };
       const [run] = await graph.run(model.graph, model, [image(request.image)], outputs);
-      const { layers: L, tokens: T, classes } = model, K = classes.length, g2 = T - 1;
+      const { layers: L, tokens: T, prefix, classes } = model, K = classes.length, g2 = T - prefix;
       const read = (l, t) => Array.from(run.lens.subarray((l * T + t) * K, (l * T + t + 1) * K));
       const cls = [...Array(L).keys()].map((l) => softmax(read(l, 0).map((z) => z / model.temperature)));
       const final = argmax(cls[L - 1]), predicted = argmax(run.logits);
       const maps = new Float64Array(L * g2);
-      for (let l = 0; l < L; l++) for (let p = 0; p < g2; p++) maps[l * g2 + p] = softmax(read(l, 1 + p))[predicted];
+      for (let l = 0; l < L; l++) for (let p = 0; p < g2; p++) maps[l * g2 + p] = softmax(read(l, prefix + p))[predicted];
       return {
         label: classes[final], grid: model.grid, maps,
         layers: cls.map((row) => ({ label: classes[argmax(row)], probability: Number(Math.max(...row).toFixed(4)),
@@ -265,7 +264,7 @@ export function pageSource(described, base, where = {}) {
       const direction = (name) => Object.fromEntries(grids.map((grid, i) =>
         i === 0 ? ["heads", rows(grid[name], model.heads)] : ["residual", rows(grid[name], model.tokens)]));
       return {
-        residual, classes: classes.map((c) => model.classes[c]),
+        residual, classes: classes.map((c) => model.classes[c]), grid: model.grid, prefix: model.prefix,
         logit_diff: { clean: Number(diffClean.toFixed(4)), corrupt: Number(diffCorrupt.toFixed(4)) },
         clean_into_corrupt: direction("cleanIntoCorrupt"), corrupt_into_clean: direction("corruptIntoClean"),
         ms: Number((performance.now() - start).toFixed(1)), where: forward.where,
@@ -280,7 +279,7 @@ export function pageSource(described, base, where = {}) {
       const [run] = await graph.run(snapshot.graph, model, [pixels], { outputs: ["logits", "attention"] });
       const probs = softmax(run.logits), top = argmax(probs);
       const note = fill(snapshot.note, { label: model.classes[top], percent: percent(probs[top]) });
-      return { position, note, maps: mapsOf(run.attention) };
+      return { position, note, maps: gridMaps(run.attention, model) };
     },
 
     async faithfulness(request) {

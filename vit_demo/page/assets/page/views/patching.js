@@ -53,7 +53,7 @@ function headsGrid(canvas, values, colour) {
   }
 }
 
-function residualGrid(canvas, values, grid, colour) {
+function residualGrid(canvas, values, { grid, prefix }, colour) {
   // (L, T) restored shares: per layer, [CLS] as a bar over the patches laid out as in the image.
   const L = values.length, cell = grid <= 7 ? 7 : 6, tile = grid * cell, gap = 8, top = 16, bar = 10;
   canvas.width = L * (tile + gap) - gap;
@@ -67,7 +67,7 @@ function residualGrid(canvas, values, grid, colour) {
     context.fillStyle = colour(row[0]);
     context.fillRect(x, top, tile, bar);
     for (let patch = 0; patch < grid * grid; patch++) {
-      context.fillStyle = colour(row[1 + patch]);
+      context.fillStyle = colour(row[prefix + patch]);
       context.fillRect(x + (patch % grid) * cell, top + bar + 2 + Math.floor(patch / grid) * cell, cell, cell);
     }
     context.strokeStyle = "#bbb";
@@ -97,8 +97,8 @@ function drawGrids(grids, reply, colour) {
   for (const [name] of directions) {
     const block = grids.querySelector(`[data-direction="${name}"]`);
     headsGrid(block.querySelector("canvas.vd-patch-heads"), reply[name].heads, colour);
-    if (reply.residual) residualGrid(block.querySelector("canvas.vd-patch-residual"), reply[name].residual,
-                                     Math.round(Math.sqrt(reply[name].residual[0].length - 1)), colour);
+    if (reply.residual) residualGrid(block.querySelector("canvas.vd-patch-residual"), reply[name].residual, reply,
+                                     colour);
   }
 }
 

@@ -6,7 +6,7 @@ import { json, knockoutNow, viewAnswer, waiting } from "../store.js";
 import { plural } from "../view.js";
 
 const SHOWN = 3; // the values drawn in the weighted sum: the most weighted tokens'
-const token = (j) => (j ? `patch ${j - 1}` : "[CLS]");
+const PREFIX_NAMES = ["[CLS]", "[DIST]"]; // the tokens before the patches (then registers, where a model has them)
 const number = (v) => v.toFixed(1).replace("-0.0", "0.0");
 const factor = (v) => (v < 0 ? `(${number(v)})` : number(v)); // a negative number in a product, bracketed
 const share = (w) => `${(100 * w).toFixed(w < 0.0005 || w >= 0.095 ? 0 : 1)}%`;
@@ -22,24 +22,27 @@ function vector(values, top = Math.max(...values.map(Math.abs))) {
   }).join("")}</div>`;
 }
 
-function tokens(values, g, patch, text) {
-  // Every token's value: [CLS], then the patches on their grid, each cell as dark as its share of the largest; a
-  // click on a patch chooses it (data-patch); the query patch outlined.
+function tokens(values, { grid: g, prefix }, patch, text, token) {
+  // Every token's value: the prefix tokens ([CLS]...), then the patches on their grid, each cell as dark as its share
+  // of the largest; a click on a patch chooses it (data-patch); the query patch outlined.
   const low = Math.min(...values), span = Math.max(...values) - low || 1;
   const cell = (j) => {
     const strength = (values[j] - low) / span;
-    const mark = `class="vd-token${j === patch + 1 ? " vd-query" : ""}" title="${token(j)}" ` +
+    const mark = `class="vd-token${j === patch + prefix ? " vd-query" : ""}" title="${token(j)}" ` +
       `style="--share: ${strength}${ink(strength)}"`;
-    return j ? `<button type="button" ${mark} data-patch="${j - 1}">${text(values[j])}</button>`
-      : `<span ${mark}>[CLS]<br>${text(values[j])}</span>`;
+    return j >= prefix ? `<button type="button" ${mark} data-patch="${j - prefix}">${text(values[j])}</button>`
+      : `<span ${mark}>${token(j)}<br>${text(values[j])}</span>`;
   };
-  return `<div class="vd-tokens">${cell(0)}<div class="vd-token-grid" style="--g: ${g}">` +
-    `${Array.from({ length: g * g }, (_, p) => cell(p + 1)).join("")}</div></div>`;
+  return `<div class="vd-tokens">${Array.from({ length: prefix }, (_, j) => cell(j)).join("")}<div ` +
+    `class="vd-token-grid" style="--g: ${g}">${Array.from({ length: g * g }, (_, p) => cell(p + prefix)).join("")}` +
+    "</div></div>";
 }
 
-function steps(reply, g) {
+function steps(reply, shape) {
   // The four steps, in words and numbers.
   const { query, keys, values, scores, weights, output } = reply, Dh = query.length, asker = `patch ${reply.patch}`;
+  const { prefix } = shape, named = prefix > 1 && shape.distilled ? PREFIX_NAMES : PREFIX_NAMES.slice(0, 1);
+  const token = (j) => (j >= prefix ? `patch ${j - prefix}` : named[j] ?? `register ${j - named.length + 1}`);
   const order = [...weights.keys()].sort((a, b) => weights[b] - weights[a]), [best] = order;
   const shown = order.slice(0, SHOWN);
   const terms = [0, 1, 2].map((d) => `${factor(query[d])} × ${factor(keys[best * Dh + d])}`).join(" + ");
@@ -52,11 +55,12 @@ function steps(reply, g) {
       vector(query),
     `<b>Scores.</b> The query times each token's <i>key</i> (${Dh} numbers too), summed and divided by √${Dh}: ` +
       `${token(best)}: ${terms} + … = ${number(scores[best] * Math.sqrt(Dh))}, ÷ ${number(Math.sqrt(Dh))} = ` +
-      `<b>${number(scores[best])}</b>. The higher, the better they match.` + tokens(scores, g, reply.patch, number),
+      `<b>${number(scores[best])}</b>. The higher, the better they match.` +
+      tokens(scores, shape, reply.patch, number, token),
     `<b>Softmax.</b> Each score made positive, e<sup>score</sup>, and divided by their sum ` +
       `(${big(total)}): ${token(best)}: e<sup>${number(scores[best])}</sup> ÷ ${big(total)} = ` +
       `<b>${share(weights[best])}</b>. These weights are where ${asker} looks: this head's map.` +
-      tokens(weights, g, reply.patch, share),
+      tokens(weights, shape, reply.patch, share, token),
     `<b>Values, mixed.</b> Each token offers a <i>value</i>; the head's answer for ${asker} is the values summed ` +
       `with those weights: ${shown.map((j) => `${share(weights[j])} × ${token(j)}'s`).join(" + ")} ` +
       `+ the other ${weights.length - SHOWN} tokens' (${share(rest)} in all) =` +
@@ -79,7 +83,7 @@ export default {
     const knocked = knockoutNow(live);
     say(`Patch ${reply.patch}, layer ${layer + 1}, head ${head + 1}` +
         (knocked ? ` · <b class="vd-knocked">with ${plural(knocked.count, "head")} off</b>` : ""));
-    list.innerHTML = steps(reply, live.state.numbers.grid);
+    list.innerHTML = steps(reply, live.state.numbers);
   },
   setup(view) {
     view.element.addEventListener("change", () => view.draw());
