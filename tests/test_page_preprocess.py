@@ -278,6 +278,30 @@ def outside_photo(name: str) -> Image.Image:
     return Image.open(folder / name).convert("RGB")
 
 
+def cifar_cases(cifar_root: Path, rng: np.random.Generator, options_for) -> list[tuple[str, np.ndarray, dict]]:
+    """Two CIFAR-10 test photos of each class (real where ../shared/data has them), the second with transparency,
+    upscaled by the resize ``options_for(k)`` gives (k: the class and the photo's place, added)."""
+    real, cases = "real" if HAS_SHARED_CIFAR else "generated", []
+    for i, label in enumerate(CIFAR_CLASSES):
+        for j, path in enumerate(sorted((cifar_root / "cifar10" / "test" / label).glob("*.png"))[:2]):
+            options, pixels = options_for(i + j), rgba(Image.open(path))
+            if j:
+                pixels = with_transparency(pixels, rng)
+            cases.append((f"{real} CIFAR-10 {label} {path.stem}{' with alpha' if j else ''}, {options}", pixels,
+                          options))
+    return cases
+
+
+def refused_cases(rng: np.random.Generator, options: dict) -> list[tuple[str, np.ndarray, dict]]:
+    """What both sides refuse, in the same words: a flat photo, a transparent one, an empty one, one too large."""
+    flat = np.full((40, 50, 4), (200, 30, 90, 255), np.uint8)
+    clear = rng.integers(0, 256, (30, 30, 4), dtype=np.uint8)
+    clear[..., 3] = 0
+    return [(f"refused: {name}", pixels, options) for name, pixels in [
+        ("one flat colour", flat), ("fully transparent", clear), ("empty", flat[:0]),
+        ("too large", np.zeros((1, 20_001, 4), np.uint8))]]
+
+
 def resized_photos(cifar_root: Path) -> list[tuple[str, np.ndarray, dict]]:
     """(name, (H, W, 4) uint8 RGBA, preprocessResized's options), each name saying whether the photo is real.
 
@@ -312,15 +336,7 @@ def resized_photos(cifar_root: Path) -> list[tuple[str, np.ndarray, dict]]:
     for i, name in enumerate(("astronaut.png", "coffee.png", "rocket.jpg", "motorcycle_left.png")):
         options = {**TIMM, "interpolation": INTERPOLATIONS[i % 3]}
         cases.append((f"real {name} with alpha, {options}", with_transparency(rgba(outside_photo(name)), rng), options))
-    real = "real" if HAS_SHARED_CIFAR else "generated"
-    for i, label in enumerate(CIFAR_CLASSES):
-        for j, path in enumerate(sorted((cifar_root / "cifar10" / "test" / label).glob("*.png"))[:2]):
-            options = {**TIMM, "interpolation": INTERPOLATIONS[(i + j) % 3]}
-            pixels = rgba(Image.open(path))
-            if j:
-                pixels = with_transparency(pixels, rng)
-            cases.append((f"{real} CIFAR-10 {label} {path.stem}{' with alpha' if j else ''}, {options}", pixels,
-                          options))
+    cases += cifar_cases(cifar_root, rng, lambda k: {**TIMM, "interpolation": INTERPOLATIONS[k % 3]})
     noise = rng.integers(0, 256, (4100, 40, 4), dtype=np.uint8)
     noise[..., 3] = 255
     for name, pixels, options in [("7x5", noise[:5, :7], TIMM),
@@ -329,12 +345,7 @@ def resized_photos(cifar_root: Path) -> list[tuple[str, np.ndarray, dict]]:
                                   ("40x4100", noise, {"size": 16, "resize": 30, "interpolation": "bilinear"}),
                                   ("33x3400", noise[:3400, :33], {"size": 8, "resize": 8, "interpolation": "bicubic"})]:
         cases.append((f"generated noise {name}, {options}", np.ascontiguousarray(pixels), options))
-    flat = np.full((40, 50, 4), (200, 30, 90, 255), np.uint8)
-    clear = rng.integers(0, 256, (30, 30, 4), dtype=np.uint8)
-    clear[..., 3] = 0
-    cases += [(f"refused: {name}", pixels, TIMM) for name, pixels in [
-        ("one flat colour", flat), ("fully transparent", clear), ("empty", flat[:0]),
-        ("too large", np.zeros((1, 20_001, 4), np.uint8))]]
+    cases += refused_cases(rng, TIMM)
     return [(name, pixels, {**options, "library": "pil"}) for name, pixels, options in cases]
 
 
@@ -373,15 +384,7 @@ def torchvision_photos(cifar_root: Path) -> list[tuple[str, np.ndarray, dict]]:
     for i, name in enumerate(("astronaut.png", "coffee.png", "rocket.jpg", "motorcycle_left.png")):
         options = HF if i % 2 else bicubic
         cases.append((f"real {name} with alpha, {options}", with_transparency(rgba(outside_photo(name)), rng), options))
-    real = "real" if HAS_SHARED_CIFAR else "generated"
-    for i, label in enumerate(CIFAR_CLASSES):
-        for j, path in enumerate(sorted((cifar_root / "cifar10" / "test" / label).glob("*.png"))[:2]):
-            options = HF if (i + j) % 2 else bicubic
-            pixels = rgba(Image.open(path))
-            if j:
-                pixels = with_transparency(pixels, rng)
-            cases.append((f"{real} CIFAR-10 {label} {path.stem}{' with alpha' if j else ''}, {options}", pixels,
-                          options))
+    cases += cifar_cases(cifar_root, rng, lambda k: HF if k % 2 else bicubic)
     noise = rng.integers(0, 256, (4100, 40, 4), dtype=np.uint8)
     noise[..., 3] = 255
     for name, pixels, options in [("7x5", noise[:5, :7], HF), ("7x5", noise[:5, :7], bicubic),
@@ -390,12 +393,7 @@ def torchvision_photos(cifar_root: Path) -> list[tuple[str, np.ndarray, dict]]:
                                   ("40x4100", noise, {**HF, "size": 16, "resize": 18}),
                                   ("33x3400", noise[:3400, :33], {**bicubic, "size": 8, "resize": (8, 8)})]:
         cases.append((f"generated noise {name}, {options}", np.ascontiguousarray(pixels), options))
-    flat = np.full((40, 50, 4), (200, 30, 90, 255), np.uint8)
-    clear = rng.integers(0, 256, (30, 30, 4), dtype=np.uint8)
-    clear[..., 3] = 0
-    cases += [(f"refused: {name}", pixels, HF) for name, pixels in [
-        ("one flat colour", flat), ("fully transparent", clear), ("empty", flat[:0]),
-        ("too large", np.zeros((1, 20_001, 4), np.uint8))]]
+    cases += refused_cases(rng, HF)
     return cases
 
 
