@@ -1,6 +1,7 @@
 """Bring your own ViT (python -m vit_demo import, vit_demo/importing.py): timm's and Hugging Face's ViTs, with random
 weights saved where a user's would be, give in our model the logits and attention their own library gives, from the
-same preprocessed pixels, on real photos; what is no plain ViT is refused in one line."""
+same preprocessed pixels, on real photos; the imported folder holds the page's graphs; what is no plain ViT is
+refused in one line."""
 
 import argparse
 import json
@@ -16,7 +17,8 @@ from vit_demo.classifier import load_model
 from vit_demo.data.preprocess import NothingDrawn
 from vit_demo.importing import NotImportable, distinct, import_vit, write_import
 from vit_demo.interpret import explain
-from vit_demo.weights import CONFIG_FILE, WeightsError, load_weights
+from vit_demo.onnx.export import shared_graphs, stale_graphs
+from vit_demo.weights import CONFIG_FILE, GRAPH_WEIGHTS_FILE, WeightsError, load_weights
 
 timm = pytest.importorskip("timm")
 from timm.data import ImageNetInfo, create_transform, resolve_data_config  # noqa: E402
@@ -184,13 +186,16 @@ def test_the_command_writes_a_weights_folder_that_predict_and_export_take(timm_i
     photo = tmp_path / "coffee.png"
     Image.fromarray(PHOTOS["coffee"]).save(photo)
     out = tmp_path / "deit"
-    assert main(["import", "timm:deit_tiny_patch16_224", "--checkpoint", str(tmp_path / "deit.pth"),
+    assert main(["import", "timm:deit_tiny_patch16_224", "--checkpoint", str(tmp_path / "deit.pth"), "--no-graphs",
                  "--out", str(out)]) == 0
     record = json.loads(capsys.readouterr().out)
     assert record["classes"] == 1000 and record["max_difference"] <= LOGITS_TOLERANCE
+    assert record["graphs"] == {} and record["graphs_left_out"].startswith("--no-graphs")  # (minutes: docs/import.md)
+    assert not list(out.glob("*.onnx"))
     config = json.loads((out / CONFIG_FILE).read_text())
     assert set(config) == {"import", "classes", "preprocessing", "vit", "weights_sha256"}
     assert config["import"]["command"].startswith("python -m vit_demo import timm:deit_tiny_patch16_224 --checkpoint")
+    assert "--no-graphs --out" in config["import"]["command"]
     assert config["preprocessing"] == {"method": "resize_crop", "resize": 248, "interpolation": "bicubic",
                                        "library": "pil"}
     assert config["vit"]["norm_eps"] == 1e-6 and "register_tokens" not in config["vit"]  # defaults left out
@@ -204,6 +209,30 @@ def test_the_command_writes_a_weights_folder_that_predict_and_export_take(timm_i
     assert main(["import", "timm:deit_tiny_patch16_224", "--checkpoint", str(tmp_path / "deit.pth"),
                  "--out", str(out)]) == 2
     assert "not empty" in capsys.readouterr().err
+
+
+def test_the_command_writes_the_pages_graphs(tmp_path, capsys):
+    # A small Hugging Face ViT (32 pixels in patches of 8, two layers): the imported folder holds the page's graphs,
+    # in sync with its weights; one without a head holds none, and says why.
+    transformers = pytest.importorskip("transformers")
+    labels = {0: "teapot", 1: "cat", 2: "rocket"}
+    sizes = {"hidden_size": 32, "num_hidden_layers": 2, "num_attention_heads": 2, "intermediate_size": 64,
+             "image_size": 32, "patch_size": 8, "attn_implementation": "eager"}
+    torch.manual_seed(0)
+    transformers.ViTForImageClassification(transformers.ViTConfig(
+        id2label=labels, label2id={v: k for k, v in labels.items()}, **sizes)).save_pretrained(tmp_path / "hf")
+    transformers.ViTModel(transformers.ViTConfig(**sizes)).save_pretrained(tmp_path / "hf-features")
+    out = tmp_path / "ours"
+    assert main(["import", f"hf:{tmp_path / 'hf'}", "--out", str(out)]) == 0
+    record = json.loads(capsys.readouterr().out)
+    info, _ = load_weights(out)
+    assert set(record["graphs"]) == {*shared_graphs(info.config), GRAPH_WEIGHTS_FILE}
+    assert all(record["graphs"][name] == (out / name).stat().st_size for name in record["graphs"])
+    assert stale_graphs(out) == []
+    assert main(["import", f"hf:{tmp_path / 'hf-features'}", "--out", str(tmp_path / "features")]) == 0
+    record = json.loads(capsys.readouterr().out)
+    assert record["graphs"] == {} and "without a head" in record["graphs_left_out"]
+    assert not list((tmp_path / "features").glob("*.onnx"))
 
 
 def test_a_model_without_a_head_gives_features_not_predictions(timm_import):

@@ -1,7 +1,8 @@
 """The ONNX graphs the page runs (vit_demo/onnx/export.py), run in onnxruntime on the CPU against the PyTorch model:
 the shipped models and their training snapshots, intact, with heads switched off and through the logit lens; the
-relevance and patching graphs against explain.py and heads/; and each committed graph in sync with the weights it
-was exported from."""
+relevance and patching graphs against explain.py and heads/; each committed graph in sync with the weights it was
+exported from; and an imported model's graphs (prefix tokens, a lens graph of its own, no head means or calibration)
+on real photos."""
 
 import json
 import shutil
@@ -9,6 +10,7 @@ import shutil
 import numpy as np
 import onnx
 import pytest
+import skimage.data
 import torch
 from conftest import HAS_SHARED_CIFAR, HAS_SHARED_MNIST, REPO, SHARED_DATA
 from PIL import Image
@@ -17,10 +19,14 @@ from vit_demo.data.datasets import load_split
 from vit_demo.interpret import explain, heads
 from vit_demo.onnx import patching
 from vit_demo.onnx.graph import INTERFACE
-from vit_demo.onnx.export import (GRAPH_FILE, GRAPH_WEIGHTS_FILE, INPUTS, OUTPUTS, PATCHING_GRAPH_FILES,
-                                  RELEVANCE_GRAPH_FILE, RELEVANCE_OUTPUTS, SHARING, read_metadata, stale_graphs)
-from vit_demo.weights import (CONFIG_FILE, HEAD_MEANS_FILE, WEIGHTS_FILE, WEIGHTS_ROOT, load_snapshots, load_weights,
-                              update_config)
+from vit_demo.cli import main
+from vit_demo.data.preprocess import Preprocessing
+from vit_demo.model import ViTConfig, VisionTransformer
+from vit_demo.onnx.export import (GRAPH_FILE, GRAPH_WEIGHTS_FILE, INPUTS, LENS_GRAPH_FILE, LENS_OUTPUTS, OUTPUTS,
+                                  PATCHING_GRAPH_FILES, RELEVANCE_GRAPH_FILE, RELEVANCE_OUTPUTS, expected_metadata,
+                                  model_outputs, read_metadata, shared_graphs, stale_graphs, write_onnx)
+from vit_demo.weights import (CONFIG_FILE, HEAD_MEANS_FILE, WEIGHTS_FILE, WEIGHTS_ROOT, WeightsError, load_snapshots,
+                              load_weights, read_weights_info, save_imported, update_config)
 
 ort = pytest.importorskip("onnxruntime", reason="onnxruntime is not installed (pip install -r requirements-dev.txt)")
 
@@ -297,7 +303,9 @@ def test_the_trained_graphs_share_one_file_of_weights(name):
     """The model's, relevance and both patching graphs read their weights from GRAPH_WEIGHTS_FILE, each tensor once
     (a weight one graph holds transposed is read through a Transpose); what stays in a graph is small."""
     folder, stored = WEIGHTS_ROOT / name, set()
-    for file in SHARING:
+    info, model = load_weights(folder, "cpu")
+    assert shared_graphs(info.config) == (GRAPH_FILE, RELEVANCE_GRAPH_FILE, *PATCHING_GRAPH_FILES.values())
+    for file in shared_graphs(info.config):
         graph = onnx.load(str(folder / file), load_external_data=False).graph
         inline = sum(len(tensor.raw_data) for tensor in graph.initializer)
         assert inline < 300_000, (file, inline)  # constants, masks, small biases
@@ -310,7 +318,6 @@ def test_the_trained_graphs_share_one_file_of_weights(name):
     assert all(a[0] + a[1] <= b[0] for a, b in zip(ends, ends[1:]))  # no tensor stored twice, none overlapping
     data = (folder / GRAPH_WEIGHTS_FILE).stat().st_size
     assert data == ends[-1][0] + ends[-1][1] and sum(length for _, length in stored) > 0.95 * data
-    model = load_weights(folder, "cpu")[1]
     parameters = sum(p.numel() * 4 for p in model.parameters())
     assert data < 1.1 * parameters  # the model's weights once (and the head means), not once a graph
 
@@ -361,13 +368,14 @@ def test_graph_interface(name, shipped):
 def test_a_stale_graph_is_told_apart(tmp_path):
     folder = tmp_path / "mnist"
     folder.mkdir()
-    for file in (CONFIG_FILE, WEIGHTS_FILE, HEAD_MEANS_FILE, GRAPH_WEIGHTS_FILE, *SHARING):
+    sharing = shared_graphs(read_weights_info(WEIGHTS_ROOT / "mnist")[0].config)
+    for file in (CONFIG_FILE, WEIGHTS_FILE, HEAD_MEANS_FILE, GRAPH_WEIGHTS_FILE, *sharing):
         shutil.copy(WEIGHTS_ROOT / "mnist" / file, folder / file)
     assert stale_graphs(folder) == []
     (folder / GRAPH_WEIGHTS_FILE).write_bytes(b"other weights")
-    assert stale_graphs(folder) == [f"{name}: {GRAPH_WEIGHTS_FILE} is another" for name in SHARING]
+    assert stale_graphs(folder) == [f"{name}: {GRAPH_WEIGHTS_FILE} is another" for name in sharing]
     (folder / GRAPH_WEIGHTS_FILE).unlink()
-    assert stale_graphs(folder) == [f"{name}: {GRAPH_WEIGHTS_FILE} is missing" for name in SHARING]
+    assert stale_graphs(folder) == [f"{name}: {GRAPH_WEIGHTS_FILE} is missing" for name in sharing]
     shutil.copy(WEIGHTS_ROOT / "mnist" / GRAPH_WEIGHTS_FILE, folder / GRAPH_WEIGHTS_FILE)
     shipped = json.loads((folder / CONFIG_FILE).read_text())["temperature"]  # the graphs' own
     update_config(folder, temperature=0.75)
@@ -381,3 +389,140 @@ def test_a_stale_graph_is_told_apart(tmp_path):
         GRAPH_FILE, RELEVANCE_GRAPH_FILE, *PATCHING_GRAPH_FILES.values()}
     (folder / GRAPH_FILE).unlink()
     assert stale_graphs(folder)[0] == "model.onnx: missing"
+
+
+# ---- imported models -------------------------------------------------------------------------------------------------
+
+def save_random_import(folder, config: ViTConfig) -> None:
+    """A model of ``config`` with random weights (seeded) as the import saves one: numbered classes, a timm-like
+    preprocessing, no head means, snapshots or calibration."""
+    torch.manual_seed(0)
+    model = VisionTransformer(config).eval()
+    save_imported(folder, model, tuple(f"class {i}" for i in range(config.num_classes)),
+                  Preprocessing("resize_crop", config.image_size + 6, "bicubic", "pil"),
+                  {"source": "timm:random", "command": "python -m vit_demo import ..."})
+
+
+# DeiT's distillation token and two registers at once (four prefix tokens), layer scale, position embeddings on the
+# patches only and patches of 14 pixels, as DINOv2's, with a head; its 40 classes make the lens costly enough to get a
+# graph of its own (``lens_apart``), as an ImageNet head's 1,000 do for ViT-Ti. Tiny, so that its graphs export in
+# seconds: ViT-Ti's take minutes (docs/import.md).
+TINY = ViTConfig(image_size=42, patch_size=14, in_channels=3, num_classes=40, dim=32, depth=2, heads=2, mlp_dim=64,
+                 mean=(0.485, 0.456, 0.406), std=(0.229, 0.224, 0.225), norm_eps=1e-6, distillation_token=True,
+                 register_tokens=2, layer_scale=0.5, prefix_pos_embed=False)
+VIT_TINY = ViTConfig(image_size=224, patch_size=16, in_channels=3, num_classes=1000, dim=192, depth=12, heads=3,
+                     mlp_dim=768, mean=(0.5,) * 3, std=(0.5,) * 3, norm_eps=1e-6)  # timm's vit_tiny_patch16_224
+
+
+@pytest.fixture(scope="module")
+def tiny_import(tmp_path_factory):
+    """The TINY model imported (random weights) and its graphs written: (folder, write_onnx's records)."""
+    folder = tmp_path_factory.mktemp("imported") / "tiny"
+    save_random_import(folder, TINY)
+    return folder, write_onnx(folder)
+
+
+def photos(info) -> torch.Tensor:
+    """skimage's astronaut, chelsea and coffee as the model reads them: (3, C, S, S) in [0, 1]."""
+    size = info.config.image_size
+    return torch.stack([torch.from_numpy(info.preprocessing.apply(getattr(skimage.data, name)(), size)).permute(2, 0, 1)
+                        for name in ("astronaut", "chelsea", "coffee")]).float()
+
+
+def test_what_graphs_each_model_gets():
+    # The shipped models: every output in model.onnx, both patching graphs (as committed). ViT-Ti at 224: the lens
+    # apart (a third of the forward pass), no residual-stream patching (some 2.7e12 multiply-adds).
+    for name in SHIPPED:
+        config = read_weights_info(WEIGHTS_ROOT / name)[0].config
+        assert model_outputs(config) == OUTPUTS
+        assert shared_graphs(config) == (GRAPH_FILE, RELEVANCE_GRAPH_FILE, *PATCHING_GRAPH_FILES.values())
+    assert model_outputs(VIT_TINY) == ("logits", "attention", "features", "qkv")
+    assert shared_graphs(VIT_TINY) == (GRAPH_FILE, LENS_GRAPH_FILE, RELEVANCE_GRAPH_FILE, PATCHING_GRAPH_FILES["heads"])
+    assert shared_graphs(TINY) == (GRAPH_FILE, LENS_GRAPH_FILE, RELEVANCE_GRAPH_FILE, *PATCHING_GRAPH_FILES.values())
+
+
+def test_an_imported_folders_graphs_are_told_stale_or_in_sync(tiny_import, tmp_path):
+    folder, records = tiny_import
+    assert stale_graphs(folder) == []
+    assert list(expected_metadata(folder)) == list(shared_graphs(TINY))  # no snapshots
+    written = {record["file"].rpartition("/")[2]: record for record in records}
+    assert set(written) == {*shared_graphs(TINY), GRAPH_WEIGHTS_FILE}
+    for name in (GRAPH_FILE, LENS_GRAPH_FILE, RELEVANCE_GRAPH_FILE):  # no calibration, no head means
+        assert (written[name]["temperature"], written[name]["ablation"]) == (1.0, "zeros")
+    metadata = read_metadata(folder / GRAPH_FILE)
+    assert metadata["dataset"] == "tiny" and metadata["head_means_sha256"] == "none"
+    assert metadata["outputs"] == ",".join(model_outputs(TINY))
+    assert read_metadata(folder / LENS_GRAPH_FILE)["outputs"] == ",".join(LENS_OUTPUTS)
+    # A folder of ViT-Ti's shape (random weights, no graphs yet): what it would get, each missing.
+    save_random_import(tmp_path / "vit", VIT_TINY)
+    assert stale_graphs(tmp_path / "vit") == [f"{name}: missing" for name in shared_graphs(VIT_TINY)]
+
+
+def test_an_imported_models_graphs_match_pytorch_on_real_photos(tiny_import, sessions):
+    """Every graph of the TINY import against PyTorch on three real photos: the model's and the lens', intact and with
+    heads switched off (zeros: an import has no head means), relevance over the patches alone, both patching
+    grids; token P + i is patch i (P = 4 prefix tokens)."""
+    folder, _ = tiny_import
+    info, model = load_weights(folder)
+    P, g, K = TINY.prefix_tokens, TINY.grid_size, TINY.num_classes
+    assert (P, TINY.num_tokens) == (4, 13)
+    x = photos(info)
+    out = run_graph(sessions(folder / GRAPH_FILE), x)
+    assert tuple(out) == model_outputs(TINY)
+    with torch.no_grad():
+        found = model.forward_activations(x, attention=True, stream=True, qkv=True)
+        features = model.norm(found.stream[:, :, 0])  # (B, L, D)
+    assert max_diff(out["logits"], found.logits) <= LOGITS_TOL  # temperature 1
+    assert max_diff(out["attention"], found.attention) <= ATTENTION_TOL
+    assert max_diff(out["features"], features) <= LENS_TOL
+    assert max_diff(out["qkv"], found.qkv) <= LENS_TOL
+    lens = run_graph(sessions(folder / LENS_GRAPH_FILE), x)
+    assert tuple(lens) == LENS_OUTPUTS and max_diff(lens["logits"], out["logits"]) <= 1e-6
+    assert lens["lens"].shape == (3, TINY.depth, TINY.num_tokens, K)
+    assert max_diff(lens["lens"][:, :, 0], heads.logit_lens(model, x)) <= LENS_TOL  # [CLS]
+    predicted = torch.from_numpy(out["logits"]).argmax(-1)
+    maps = torch.from_numpy(lens["lens"])[:, :, P:].softmax(-1)[torch.arange(3), :, :, predicted]  # (B, L, N)
+    assert max_diff(maps.reshape(3, -1, g, g), heads.lens_maps(model, x)) <= 1e-5
+
+    mask = heads.head_mask(model, [(0, 1), (1, 0)])
+    knocked = heads.knockout(model, x, mask, None, attention=True)
+    for mean in (True, False):  # no head means: mean-ablation is zero-ablation
+        out = run_graph(sessions(folder / GRAPH_FILE), x, mask, mean)
+        assert max_diff(out["logits"], knocked.ablated) <= LOGITS_TOL
+        assert max_diff(out["attention"], knocked.ablated_attention) <= ATTENTION_TOL
+    assert max_diff(knocked.ablated, knocked.logits) > 1e-3
+
+    relevance = sessions(folder / RELEVANCE_GRAPH_FILE)
+    for i in range(3):
+        for target in (int(predicted[i]), 7):
+            found = run_relevance(relevance, x[i : i + 1], target)["relevance"]  # (1, N): the patches alone
+            expected = explain.relevance_maps(model, x[i : i + 1], torch.tensor([target])).reshape(1, g * g)
+            assert max_diff(found, expected) <= RELEVANCE_TOL * float(np.abs(expected).max())
+    with heads.switched_off(model, mask, None):
+        expected = explain.relevance_maps(model, x[:1], torch.tensor([7])).reshape(1, g * g)
+    assert max_diff(run_relevance(relevance, x[:1], 7, mask)["relevance"], expected) <= (
+        RELEVANCE_TOL * float(np.abs(expected).max()))
+
+    for i, j in ((0, 1), (1, 2)):
+        gap = torch.from_numpy(run_graph(sessions(folder / GRAPH_FILE), x[[i, j]])["logits"])  # (2, K)
+        classes = (int((gap[0] - gap[1]).argmax()), int((gap[0] - gap[1]).argmin()))  # the two runs' widest gap
+        grid = heads.patching_grid(model, x[i], x[j], classes)
+        feeds = {"clean": x[i : i + 1].numpy(), "corrupt": x[j : j + 1].numpy(),
+                 "classes": np.eye(K, dtype=np.float32)[list(classes)]}
+        for kind, file in PATCHING_GRAPH_FILES.items():
+            found = dict(zip(patching.OUTPUTS, sessions(folder / file).run(None, feeds)))
+            assert max_diff(found["logit_diff"], [grid.logit_diff["clean"], grid.logit_diff["corrupt"]]) <= LOGITS_TOL
+            for direction in ("clean_into_corrupt", "corrupt_into_clean"):
+                assert max_diff(found[direction], getattr(grid, direction)[kind]) <= PATCHING_TOL, (kind, i, j)
+
+
+def test_a_model_without_a_head_has_no_graphs(tmp_path, capsys):
+    save_random_import(tmp_path / "features", ViTConfig(image_size=28, patch_size=14, in_channels=3, num_classes=0,
+                                                        dim=16, depth=1, heads=2, mlp_dim=32, mean=(0.5,) * 3,
+                                                        std=(0.5,) * 3))
+    with pytest.raises(WeightsError, match="without a classification head"):
+        write_onnx(tmp_path / "features")
+    assert main(["onnx", "--model", str(tmp_path / "features")]) == 2
+    said = capsys.readouterr().err
+    assert said.count("\n") == 1 and "without a classification head" in said
+    assert not list((tmp_path / "features").glob("*.onnx"))

@@ -79,6 +79,14 @@ class ViTConfig:
         """Sequence length: the prefix tokens, then one token per patch in row-major order."""
         return self.prefix_tokens + self.grid_size**2
 
+    @property
+    def block_macs(self) -> int:
+        """Multiply-adds of one block on one image: at each of the T tokens, the attention's four D x D projections
+        (queries, keys, values, output), the MLP's two D x mlp_dim ones, and the attention's two products over the T
+        tokens (scores, weighted values), T * D each; norms, softmax and activations left out."""
+        T, D = self.num_tokens, self.dim
+        return T * D * (4 * D + 2 * self.mlp_dim + 2 * T)
+
     def to_dict(self) -> dict[str, Any]:
         """The fields, less those beyond the plain ViT that hold their defaults."""
         return {field.name: value for field, value in zip(dataclasses.fields(self), dataclasses.astuple(self))

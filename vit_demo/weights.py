@@ -50,8 +50,9 @@ ATTENTION_DISTANCE_FILE = "attention_distance.json"  # each layer's and head's m
 FAITHFULNESS_FILE = "faithfulness.json"  # each kind of map's mean deletion and insertion AUC (the page's first map)
 GRAPH_FILE = "model.onnx"  # the model as the page runs it (vit_demo/onnx/export.py)
 RELEVANCE_GRAPH_FILE = "relevance.onnx"  # the class-specific relevance, gradients traced in
+LENS_GRAPH_FILE = "lens.onnx"  # the logit lens, apart from model.onnx where it costs the first answer (a large head)
 PATCHING_GRAPH_FILES = {"heads": "patching_heads.onnx", "residual": "patching_residual.onnx"}  # two-image patching
-GRAPH_WEIGHTS_FILE = "graphs.data"  # the weights the four graphs above share (ONNX external data), each tensor once
+GRAPH_WEIGHTS_FILE = "graphs.data"  # the weights the graphs above share (ONNX external data), each tensor once
 
 
 class WeightsError(RuntimeError):

@@ -22,12 +22,13 @@ import torch
 from vit_demo.app.service import ablation_means, classifier, model_problem, models, training_run, weights_folder
 from vit_demo.app.serving import SERVER_FUNCTION_SLOTS
 from vit_demo.app.zerogpu import model_work
-from vit_demo.onnx.export import (INPUTS, RELEVANCE_INPUTS, RELEVANCE_OUTPUTS, SNAPSHOT_OUTPUTS, PageGraph,
-                                  expected_metadata)
+from vit_demo.onnx.export import (INPUTS, LENS_OUTPUTS, RELEVANCE_INPUTS, RELEVANCE_OUTPUTS, SNAPSHOT_OUTPUTS,
+                                  PageGraph, expected_metadata, lens_apart, model_outputs)
 from vit_demo.onnx.patching import INPUTS as PATCHING_INPUTS
 from vit_demo.onnx.patching import OUTPUTS as PATCHING_OUTPUTS
-from vit_demo.onnx.patching import PatchingGraph
-from vit_demo.weights import GRAPH_FILE, PATCHING_GRAPH_FILES, RELEVANCE_GRAPH_FILE, SNAPSHOTS_DIR, WeightsError
+from vit_demo.onnx.patching import PatchingGraph, patching_kinds
+from vit_demo.weights import (GRAPH_FILE, LENS_GRAPH_FILE, PATCHING_GRAPH_FILES, RELEVANCE_GRAPH_FILE, SNAPSHOTS_DIR,
+                              WeightsError)
 
 MAX_BATCH = 512  # images in one call at most (the page's faithfulness scoring sends its masked images in batches)
 PATCHING = threading.BoundedSemaphore(1)  # one patching grid at a time: a photo's residual grid takes seconds
@@ -50,13 +51,18 @@ def graphs(model: str) -> dict[str, Graph]:
     c = clf.info.config
     image, knockout = (c.in_channels, c.image_size, c.image_size), {"heads_off": (c.depth, c.heads),
                                                                      "mean_ablation": (1,)}
-    trained = PageGraph(clf.model, ablation_means(model), clf.temperature).eval()
+    means = ablation_means(model)
+    trained = PageGraph(clf.model, means, clf.temperature, model_outputs(c)).eval()
     found = {
         GRAPH_FILE: Graph(trained, {"image": (None, *image), **knockout}, trained.outputs),
         RELEVANCE_GRAPH_FILE: Graph(trained.relevance, {"image": (1, *image), **knockout,
                                                         "target": (1, c.num_classes)}, RELEVANCE_OUTPUTS),
     }
-    for kind, name in PATCHING_GRAPH_FILES.items():
+    if lens_apart(c):
+        lens = PageGraph(clf.model, means, clf.temperature, LENS_OUTPUTS).eval()
+        found[LENS_GRAPH_FILE] = Graph(lens, {"image": (None, *image), **knockout}, lens.outputs)
+    for kind in patching_kinds(c):
+        name = PATCHING_GRAPH_FILES[kind]
         found[name] = Graph(PatchingGraph(clf.model, kind).eval(), {"clean": (1, *image), "corrupt": (1, *image),
                                                                     "classes": (2, c.num_classes)},
                             PATCHING_OUTPUTS, patching=True)

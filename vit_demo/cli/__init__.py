@@ -214,8 +214,10 @@ def build_parser() -> argparse.ArgumentParser:
         "import", help="a pretrained ViT from timm or Hugging Face as a weights folder (docs/import.md)",
         description="Write into DIR a weights folder that --model takes as it takes ours: a plain ViT from timm "
                     "(timm:NAME, its weights downloaded as timm does, or --checkpoint FILE) or Hugging Face (hf:REPO_ID, "
-                    "downloaded, or hf:FOLDER, what save_pretrained wrote), with its own classes and preprocessing. "
-                    "Swin, hybrids and other models that are not plain ViTs are refused. One JSON line.")
+                    "downloaded, or hf:FOLDER, what save_pretrained wrote), with its own classes and preprocessing, "
+                    "and the page's ONNX graphs (as python -m vit_demo onnx --model DIR writes them; a model without "
+                    "a head has none). Swin, hybrids and other models that are not plain ViTs are refused. One JSON "
+                    "line.")
     imports.add_argument("source", metavar="SOURCE", help="timm:NAME, hf:REPO_ID or hf:FOLDER")
     imports.add_argument("--out", required=True, metavar="DIR", help="the weights folder to write (new or empty)")
     imports.add_argument("--checkpoint", metavar="FILE",
@@ -224,6 +226,9 @@ def build_parser() -> argparse.ArgumentParser:
                          help="run the model at this image size (a multiple of its patch size): its position "
                               "embeddings resampled, bicubic, as timm does")
     imports.add_argument("--force", action="store_true", help="write into a folder that already holds files")
+    imports.add_argument("--no-graphs", dest="graphs", action="store_false",
+                         help="leave the page's ONNX graphs out (for ViT-Ti at 224 pixels they take some four minutes "
+                              "to export: docs/import.md); python -m vit_demo onnx --model DIR writes them later")
     imports.set_defaults(run=one(run_import))
 
     hub = commands.add_parser(

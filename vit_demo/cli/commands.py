@@ -185,11 +185,24 @@ def run_onnx(args: argparse.Namespace) -> list[dict]:
 
 
 def run_import(args: argparse.Namespace) -> dict:
-    """Import a pretrained ViT into a weights folder (vit_demo/importing.py); return what was written."""
+    """Import a pretrained ViT into a weights folder (vit_demo/importing.py) and write the page's graphs there
+    (vit_demo/onnx/export.py) unless told not to or the model has no head; return what was written: ``graphs``, each
+    graph file's bytes, or none and why (``graphs_left_out``)."""
     options = [] if args.checkpoint is None else ["--checkpoint", args.checkpoint]
     options += [] if args.image_size is None else ["--image-size", str(args.image_size)]
+    options += [] if args.graphs else ["--no-graphs"]
     command = shlex.join(["python", "-m", "vit_demo", "import", args.source, *options, "--out", args.out])
-    return write_import(args.source, args.out, args.checkpoint, args.image_size, command, args.force)
+    written = write_import(args.source, args.out, args.checkpoint, args.image_size, command, args.force)
+    if not args.graphs:
+        return {**written, "graphs": {}, "graphs_left_out": f"--no-graphs: python -m vit_demo onnx --model "
+                                                            f"{shlex.quote(args.out)} writes them"}
+    if not written["classes"]:
+        return {**written, "graphs": {}, "graphs_left_out": "a model without a head gives features, not the "
+                                                            "predictions the page shows"}
+    from vit_demo.onnx.export import write_onnx  # imports onnx and the exporter: only here
+
+    records = [record for record in write_onnx(args.out) if "bytes" in record]  # (not a snapshot graph removed)
+    return {**written, "graphs": {Path(record["file"]).name: record["bytes"] for record in records}}
 
 
 def run_hub(args: argparse.Namespace) -> dict:

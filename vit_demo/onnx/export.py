@@ -27,6 +27,12 @@ Outputs
                    snapshots' graphs, which the training slider reads, stop before it (``SNAPSHOT_OUTPUTS``).
                    The model's graph and its snapshots' record their outputs in the metadata (``outputs``).
 
+The lens graph (``LENS_GRAPH_FILE``), only where the lens is costly (``lens_apart``: a large head, as an imported
+ImageNet model's 1,000 classes): onnxruntime runs every node of a graph whatever outputs are fetched, so a lens in
+model.onnx would cost every first answer (for ViT-Ti at 224 pixels, a quarter of its time: docs/import.md). There
+model.onnx stops before it (``model_outputs``) and the lens graph, with the same inputs, gives ``logits`` and ``lens``
+as above.
+
 The relevance graph (``RELEVANCE_GRAPH_FILE``, beside the model's) gives what the page cannot get from the first: the
 model's gradients. Inputs ``image`` (1, C, H, W), ``heads_off``, ``mean_ablation`` as above, and ``target`` float32
 (1, K), the one-hot of the class to explain; outputs ``logits`` (1, K) as above and ``relevance`` (1, N): each
@@ -43,9 +49,16 @@ before the output projection, is replaced at every token. The graph goes through
 (``VisionTransformer.forward_activations`` with ``Edits``, the explicit attention path), which applies the
 replacement inside ``Attention.forward``, as ``heads.switched_off`` has it do for every forward pass in PyTorch.
 
-The trained model's four graphs keep their weights in one file beside them, ``GRAPH_WEIGHTS_FILE``, each tensor once
-(ONNX external data, ``graph.share_weights``): a runtime opens a graph with that file (onnxruntime finds it beside
-the graph; onnxruntime-web is handed it, ``externalData``). The snapshots' graphs, each of its own weights, hold theirs.
+The trained model's graphs (``shared_graphs``: the model's, the lens' where it is apart, relevance's and the patching
+ones) keep their weights in one file beside them, ``GRAPH_WEIGHTS_FILE``, each tensor once (ONNX external data,
+``graph.share_weights``): a runtime opens a graph with that file (onnxruntime finds it beside the graph;
+onnxruntime-web is handed it, ``externalData``). The snapshots' graphs, each of its own weights, hold theirs.
+
+Any weights folder with a classification head has graphs: a model trained here, or one imported (vit_demo/importing.py;
+no head means, snapshots or calibration there: zeros for the means, temperature 1). A model without a head (DINO's,
+DINOv2's encoders) has none: the page shows predictions. Prefix tokens (DeiT's distillation token, registers) are
+the model's: the attention, lens and queries cover every token, token ``config.prefix_tokens + i`` being patch i;
+relevance covers the patches alone.
 
 Metadata (the model's ``metadata_props``, all strings): ``vit_demo.interface`` ("2"), ``exporter`` (this module's
 version, torch's, the exporter and opset), ``weights_file`` (relative to the weights folder) and ``weights_sha256``
@@ -79,18 +92,41 @@ from torch import nn
 from vit_demo.atomic import atomic_write
 from vit_demo.interpret import explain
 from vit_demo.interpret.heads import read_head_means
-from vit_demo.model import Edits, VisionTransformer
+from vit_demo.model import Edits, ViTConfig, VisionTransformer
 from vit_demo.onnx.graph import INTERFACE, OPSET, finish, share_weights
-from vit_demo.onnx.patching import patching_onnx
-from vit_demo.weights import (GRAPH_FILE, GRAPH_WEIGHTS_FILE, HEAD_MEANS_FILE, PATCHING_GRAPH_FILES,
-                              RELEVANCE_GRAPH_FILE, SNAPSHOTS_DIR, SNAPSHOTS_INDEX, WEIGHTS_FILE, load_snapshots,
-                              load_weights, read_weights_info, resolve_weights_folder, shown_path)
+from vit_demo.onnx.patching import patching_kinds, patching_onnx
+from vit_demo.weights import (GRAPH_FILE, GRAPH_WEIGHTS_FILE, HEAD_MEANS_FILE, LENS_GRAPH_FILE, PATCHING_GRAPH_FILES,
+                              RELEVANCE_GRAPH_FILE, SNAPSHOTS_DIR, SNAPSHOTS_INDEX, WEIGHTS_FILE, WeightsError,
+                              load_snapshots, load_weights, read_weights_info, resolve_weights_folder, shown_path)
 
 INPUTS = ("image", "heads_off", "mean_ablation")
 OUTPUTS = ("logits", "attention", "lens", "features", "qkv")
 SNAPSHOT_OUTPUTS = OUTPUTS[:4]  # the training slider's graphs: where [CLS] looked, and the answer
+LENS_OUTPUTS = ("logits", "lens")  # the lens graph's, where the lens is apart
 RELEVANCE_INPUTS = (*INPUTS, "target")
 RELEVANCE_OUTPUTS = ("logits", "relevance")
+# The lens' share of the forward pass beyond which it gets a graph of its own: the shipped models' is 1.6% (digits) and
+# 0.6% (photos), an imported ViT-Ti's at 224 pixels 37%.
+LENS_SHARE = 0.1
+
+
+def lens_apart(config: ViTConfig) -> bool:
+    """Whether the logit lens has a graph of its own (``LENS_GRAPH_FILE``): where the head applied at every token
+    after every block (T * D * K multiply-adds a block) costs more than ``LENS_SHARE`` of the blocks themselves
+    (``ViTConfig.block_macs``)."""
+    return config.num_tokens * config.dim * config.num_classes > LENS_SHARE * config.block_macs
+
+
+def model_outputs(config: ViTConfig) -> tuple[str, ...]:
+    """The model graph's outputs for a model of ``config``: ``OUTPUTS``, less the lens where it is apart."""
+    return tuple(name for name in OUTPUTS if name != "lens") if lens_apart(config) else OUTPUTS
+
+
+def shared_graphs(config: ViTConfig) -> tuple[str, ...]:
+    """The trained model's graphs, which share ``GRAPH_WEIGHTS_FILE``, for a model of ``config``: the model's, the
+    lens' where it is apart, relevance's, and the patching graphs (``patching_kinds``)."""
+    lens = (LENS_GRAPH_FILE,) if lens_apart(config) else ()
+    return (GRAPH_FILE, *lens, RELEVANCE_GRAPH_FILE, *(PATCHING_GRAPH_FILES[kind] for kind in patching_kinds(config)))
 
 
 class PageGraph(nn.Module):
@@ -202,13 +238,9 @@ def _save(proto: onnx.ModelProto, path: Path) -> int:
     return len(blob)
 
 
-SHARING = (GRAPH_FILE, RELEVANCE_GRAPH_FILE, *PATCHING_GRAPH_FILES.values())  # the graphs of GRAPH_WEIGHTS_FILE
-
-
 def expected_metadata(folder: str | Path) -> dict[str, dict[str, str]]:
     """What each graph of a weights folder should say about the weights it was exported from: {path relative to the
-    folder: metadata}, for ``GRAPH_FILE``, ``RELEVANCE_GRAPH_FILE``, the ``PATCHING_GRAPH_FILES`` and each snapshot listed in
-    snapshots.json. Checks nothing itself."""
+    folder: metadata}, for its ``shared_graphs`` and each snapshot listed in snapshots.json. Checks nothing itself."""
     folder = resolve_weights_folder(folder)
     info, checksum = read_weights_info(folder)
     common = {"dataset": info.name, "classes": json.dumps(list(info.classes)),
@@ -218,9 +250,12 @@ def expected_metadata(folder: str | Path) -> dict[str, dict[str, str]]:
     means_sha = _sha256(means_file) if read_head_means(folder, model) is not None else "none"
     trained = {"weights_file": WEIGHTS_FILE, "weights_sha256": checksum, "head_means_sha256": means_sha,
                "temperature": repr(info.temperature), **common}
-    expected = {GRAPH_FILE: {**trained, "outputs": ",".join(OUTPUTS)}, RELEVANCE_GRAPH_FILE: trained}
-    for name in PATCHING_GRAPH_FILES.values():  # raw logits, nothing ablated: no temperature, no head means
-        expected[name] = {"weights_file": WEIGHTS_FILE, "weights_sha256": checksum, **common}
+    expected = {GRAPH_FILE: {**trained, "outputs": ",".join(model_outputs(info.config))}}
+    if lens_apart(info.config):
+        expected[LENS_GRAPH_FILE] = {**trained, "outputs": ",".join(LENS_OUTPUTS)}
+    expected[RELEVANCE_GRAPH_FILE] = trained
+    for kind in patching_kinds(info.config):  # raw logits, nothing ablated: no temperature, no head means
+        expected[PATCHING_GRAPH_FILES[kind]] = {"weights_file": WEIGHTS_FILE, "weights_sha256": checksum, **common}
     index = folder / SNAPSHOTS_INDEX
     if index.is_file():
         for entry in json.loads(index.read_text(encoding="utf-8")):
@@ -244,6 +279,7 @@ def stale_graphs(folder: str | Path) -> list[str]:
     folder = resolve_weights_folder(folder)
     shared = folder / GRAPH_WEIGHTS_FILE
     shared_sha = _sha256(shared) if shared.is_file() else "missing"
+    sharing = shared_graphs(read_weights_info(folder)[0].config)
     problems = []
     for name, expected in expected_metadata(folder).items():
         path = folder / name
@@ -256,19 +292,26 @@ def stale_graphs(folder: str | Path) -> list[str]:
         for key, value in expected.items():
             if found.get(key) != value:
                 problems.append(f"{name}: {key} is {found.get(key)!r}, the weights' is {value!r}")
-        if name in SHARING and found.get("graph_weights_sha256") != shared_sha:
+        if name in sharing and found.get("graph_weights_sha256") != shared_sha:
             problems.append(f"{name}: {GRAPH_WEIGHTS_FILE} is {'missing' if shared_sha == 'missing' else 'another'}")
     return problems
 
 
 def write_onnx(folder: str | Path) -> list[dict]:
-    """Write a weights folder's graphs: ``model.onnx`` and ``relevance.onnx`` beside its weights (with its head means
-    and temperature), the ``PATCHING_GRAPH_FILES`` (vit_demo/onnx/patching.py), and
-    ``snapshots/epoch-XXXX.onnx`` for each snapshot in snapshots.json (its own temperature, zeros for the means).
-    Snapshot graphs no longer listed there are removed. Returns one record per file: its path (as users see it),
-    bytes, and what it was exported from."""
+    """Write a weights folder's graphs: its ``shared_graphs`` beside its weights (``model.onnx``, ``lens.onnx`` where
+    the lens is apart, and ``relevance.onnx`` with its head means and temperature; the patching graphs,
+    vit_demo/onnx/patching.py), and ``snapshots/epoch-XXXX.onnx`` for each snapshot in snapshots.json (its own
+    temperature, zeros for the means). Snapshot graphs no longer listed there are removed. Returns one record per
+    file: its path (as users see it), bytes, and what it was exported from.
+
+    Raises:
+        WeightsError: the folder's weights cannot be loaded, or its model has no classification head.
+    """
     folder = resolve_weights_folder(folder)
     info, model = load_weights(folder, "cpu")
+    if not info.config.num_classes:
+        raise WeightsError(f"{shown_path(folder)} holds a model without a classification head: it gives features, "
+                           f"not the predictions the page's graphs show")
     expected = expected_metadata(folder)
     records = []
 
@@ -280,9 +323,17 @@ def write_onnx(folder: str | Path) -> list[dict]:
         records.append(found)
 
     means = read_head_means(folder, model)
-    trained = {GRAPH_FILE: to_onnx(model, means, info.temperature, expected[GRAPH_FILE]),
-               RELEVANCE_GRAPH_FILE: relevance_onnx(model, means, info.temperature, expected[RELEVANCE_GRAPH_FILE]),
-               **{name: patching_onnx(model, kind, expected[name]) for kind, name in PATCHING_GRAPH_FILES.items()}}
+    patching_kind = {name: kind for kind, name in PATCHING_GRAPH_FILES.items()}
+
+    def export(name: str) -> onnx.ModelProto:
+        if name == RELEVANCE_GRAPH_FILE:
+            return relevance_onnx(model, means, info.temperature, expected[name])
+        if name in patching_kind:
+            return patching_onnx(model, patching_kind[name], expected[name])
+        outputs = tuple(expected[name]["outputs"].split(","))  # the model's graph, or the lens'
+        return to_onnx(model, means, info.temperature, expected[name], outputs)
+
+    trained = {name: export(name) for name in shared_graphs(info.config)}
     shared = share_weights(list(trained.values()), GRAPH_WEIGHTS_FILE)
     atomic_write(folder / GRAPH_WEIGHTS_FILE, lambda f: f.write(shared))
     records.append({"file": str(shown_path(folder / GRAPH_WEIGHTS_FILE)), "bytes": len(shared),

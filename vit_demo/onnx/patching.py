@@ -7,12 +7,15 @@ normalised as (patched - corrupt) / (clean - corrupt): 0 is the corrupt run, 1 t
 exactly what ``heads.patching_base`` and ``heads.restored_fractions`` compute for ``heads.patching_grid``, by
 tracing that very code (the patches are the model's own ``Edits``) rather than a second copy of it.
 
-Two graphs per weights folder, beside model.onnx (``onnx_export.PATCHING_GRAPH_FILES``):
+Two graphs per weights folder, beside model.onnx (``weights.PATCHING_GRAPH_FILES``), the second where the page can
+run it:
 
 - ``patching_heads.onnx``: every head, both directions (L * H patched runs each);
 - ``patching_residual.onnx``: every position of the residual stream after every layer, both directions (L * T each):
   for the photo model some ten times the heads' work, so the page runs it only when asked (the view's button), as
-  the server computes it only then.
+  the server computes it only then. Written only where its grid takes at most ``RESIDUAL_MACS`` multiply-adds
+  (``patching_kinds``): not for an imported ViT-Ti at 224 pixels, whose grid would take some five minutes in the
+  page (docs/import.md).
 
 Inputs (both graphs)
     ``clean``, ``corrupt``  float32 (1, C, H, W), values in [0, 1]: the two images.
@@ -39,12 +42,28 @@ import torch
 from torch import nn
 
 from vit_demo.interpret import heads
-from vit_demo.model import VisionTransformer
+from vit_demo.model import ViTConfig, VisionTransformer
 from vit_demo.onnx.graph import OPSET, finish
 
 INPUTS = ("clean", "corrupt", "classes")
 OUTPUTS = ("logit_diff", "clean_into_corrupt", "corrupt_into_clean")
 KINDS = ("heads", "residual")  # one graph each
+# The residual grid's work at most for its graph to be written: the photo model's takes 9.7e10 multiply-adds, 11 s in
+# the page (docs/benchmarks.md, patching); twice that is some 20 s. An imported ViT-Ti at 224 pixels: 2.7e12.
+RESIDUAL_MACS = 2e11
+
+
+def residual_macs(config: ViTConfig) -> int:
+    """Multiply-adds of the residual grid's patched runs, both directions: L * T runs each, a run patched after
+    block l running the L - 1 - l blocks after it, T * L * (L - 1) block runs in all (``ViTConfig.block_macs``; the
+    final norm and head left out)."""
+    return config.num_tokens * config.depth * (config.depth - 1) * config.block_macs
+
+
+def patching_kinds(config: ViTConfig) -> tuple[str, ...]:
+    """The patching graphs a model gets (``KINDS``): the heads', and the residual stream's where its grid takes at
+    most ``RESIDUAL_MACS`` (``residual_macs``): beyond that the page could not compute it in reasonable time."""
+    return KINDS if residual_macs(config) <= RESIDUAL_MACS else ("heads",)
 
 
 class PatchingGraph(nn.Module):

@@ -18,14 +18,15 @@ from vit_demo.page.captions import (EXAMPLE_TEXT, GUESS_TEXT, INFO_TEXT, KNOCKOU
 from vit_demo.page.layout import LARGE
 from vit_demo.app.service import classifier, model_config, training_run, weights_folder
 from vit_demo.interpret.faithfulness import FLAT, RANDOM_RANKINGS, STEPS, VERDICT_TEXTS
-from vit_demo.onnx.export import (GRAPH_FILE, GRAPH_WEIGHTS_FILE, PATCHING_GRAPH_FILES, RELEVANCE_GRAPH_FILE, SHARING,
-                                  expected_metadata, stale_graphs)
+from vit_demo.onnx.export import (GRAPH_FILE, GRAPH_WEIGHTS_FILE, PATCHING_GRAPH_FILES, RELEVANCE_GRAPH_FILE,
+                                  expected_metadata, shared_graphs, stale_graphs)
 from vit_demo.pictures import render
 
 
 def snapshot_graphs(model: str) -> list[str]:
     """The names of a model's snapshots' graphs in its weights folder, oldest first."""
-    return [name for name in expected_metadata(weights_folder(model)) if name not in SHARING]
+    shared = shared_graphs(model_config(model))
+    return [name for name in expected_metadata(weights_folder(model)) if name not in shared]
 
 
 def description(model: str, prompt: str, blank: str, folder: str, example: Path | None = None) -> dict:
@@ -47,7 +48,7 @@ def description(model: str, prompt: str, blank: str, folder: str, example: Path 
         "folder": folder, "pageGraphs": not stale_graphs(weights_folder(model)),
         "graph": GRAPH_FILE, "relevance": RELEVANCE_GRAPH_FILE,
         "patching": dict(PATCHING_GRAPH_FILES),  # loaded when asked
-        "shared": {"file": GRAPH_WEIGHTS_FILE, "graphs": list(SHARING)},  # the weights these graphs share, fetched once
+        "shared": {"file": GRAPH_WEIGHTS_FILE, "graphs": list(shared_graphs(config))},  # their weights, fetched once
         "snapshots": [{"graph": name, "note": caption_html(
                            snapshot_note(run, i + 1, "{label}", "{percent}"))}
                       for i, name in enumerate(snapshot_graphs(model))],
