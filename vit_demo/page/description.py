@@ -18,8 +18,9 @@ from vit_demo.page.captions import (EXAMPLE_TEXT, GUESS_TEXT, INFO_TEXT, KNOCKOU
 from vit_demo.page.layout import LARGE
 from vit_demo.app.service import classifier, model_config, training_run, weights_folder
 from vit_demo.interpret.faithfulness import FLAT, RANDOM_RANKINGS, STEPS, VERDICT_TEXTS
-from vit_demo.onnx.export import (GRAPH_FILE, GRAPH_WEIGHTS_FILE, PATCHING_GRAPH_FILES, RELEVANCE_GRAPH_FILE,
-                                  expected_metadata, shared_graphs, stale_graphs)
+from vit_demo.onnx.export import (GRAPH_FILE, GRAPH_WEIGHTS_FILE, LENS_GRAPH_FILE, PATCHING_GRAPH_FILES,
+                                  RELEVANCE_GRAPH_FILE, expected_metadata, lens_apart, shared_graphs, stale_graphs)
+from vit_demo.onnx.patching import patching_kinds
 from vit_demo.pictures import render
 
 
@@ -47,7 +48,8 @@ def description(model: str, prompt: str, blank: str, folder: str, example: Path 
         "colormap": base64.b64encode(render.colormap(render.HEAT).astype("uint8").tobytes()).decode(),
         "folder": folder, "pageGraphs": not stale_graphs(weights_folder(model)),
         "graph": GRAPH_FILE, "relevance": RELEVANCE_GRAPH_FILE,
-        "patching": dict(PATCHING_GRAPH_FILES),  # loaded when asked
+        "lens": LENS_GRAPH_FILE if lens_apart(config) else GRAPH_FILE,  # the graph with the lens output
+        "patching": {kind: PATCHING_GRAPH_FILES[kind] for kind in patching_kinds(config)},  # loaded when asked
         "shared": {"file": GRAPH_WEIGHTS_FILE, "graphs": list(shared_graphs(config))},  # their weights, fetched once
         "snapshots": [{"graph": name, "note": caption_html(
                            snapshot_note(run, i + 1, "{label}", "{percent}"))}

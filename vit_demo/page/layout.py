@@ -30,6 +30,7 @@ from vit_demo.data.preprocess import DRAWING_PIXELS, PENS
 from vit_demo.interpret import heads
 from vit_demo.interpret.faithfulness import first_map
 from vit_demo.model import ViTConfig
+from vit_demo.onnx.patching import patching_kinds
 from vit_demo.page.captions import caption_html
 from vit_demo.pictures import render, slides
 from vit_demo.weights import WeightsError, WeightsInfo
@@ -139,6 +140,12 @@ def residual_at_once(config: ViTConfig) -> bool:
     return config.dim * config.num_tokens <= RESIDUAL_AT_ONCE_WIDTH
 
 
+def residual_patching(config: ViTConfig) -> str:
+    """How the page patches the residual stream: "true" with the heads at once, "false" on its button, "none" where
+    the model has no residual patching graph (patching_kinds: too large to run in the page)."""
+    return "none" if "residual" not in patching_kinds(config) else str(residual_at_once(config)).lower()
+
+
 def which_heads_matter(model: str) -> dict | None:
     """What the board says of the heads (from the weights' head_importance.json; None where it was never measured):
     the MARKED_HEADS most important ("marked", as layer * heads + head) and the most test accuracy one head alone
@@ -200,7 +207,7 @@ def tab_data(tab: Tab, address: Callable[[str], str]) -> dict:
         "first": src(first) if first else None, "grid": grid_geometry(config),
         "patch_layer": png_data_url(render.patch_grid_layer(config.grid_size, LARGE)),
         "means": has_means(tab.model), "matter": json.dumps(matter) if matter else None,
-        "residual_at_once": residual_at_once(config), "map": first_map(weights_folder(tab.model)),
+        "residual": residual_patching(config), "map": first_map(weights_folder(tab.model)),
         "export_grid": json.dumps(render.attention_grid_geometry(config.depth, config.heads, export_thumb))}
 
 

@@ -213,10 +213,12 @@ export function pageSource(described, base, where = {}) {
     async lens(request) {
       // The logit lens: what [CLS] would answer after each layer (calibrated), and per patch the probability of the
       // final answer read from each patch token after each layer (not calibrated): maps, Float64Array (L, g * g).
-      const outputs = { ...offOf(request), outputs: ["logits", "lens"] };
-      const [run] = await graph.run(model.graph, model, [image(request.image)], outputs);
+      const pixels = image(request.image), off = offOf(request);
+      const [[run], [lensRun]] = await Promise.all([ // (the lens is a graph of its own where it is costly)
+        graph.run(model.graph, model, [pixels], { ...off, outputs: ["logits"] }),
+        graph.run(model.lens, model, [pixels], { ...off, outputs: ["lens"] })]);
       const { layers: L, tokens: T, prefix, classes } = model, K = classes.length, g2 = T - prefix;
-      const read = (l, t) => Array.from(run.lens.subarray((l * T + t) * K, (l * T + t + 1) * K));
+      const read = (l, t) => Array.from(lensRun.lens.subarray((l * T + t) * K, (l * T + t + 1) * K));
       const cls = [...Array(L).keys()].map((l) => softmax(read(l, 0).map((z) => z / model.temperature)));
       const final = argmax(cls[L - 1]), predicted = argmax(run.logits);
       const maps = new Float64Array(L * g2);
@@ -246,6 +248,8 @@ export function pageSource(described, base, where = {}) {
       // of the logit difference restored, both directions (rows of numbers, rounded as Python's).
       [clean, corrupt].forEach(image);
       if (typeof residual !== "boolean") throw new Error("'residual' is true or false");
+      if (residual && !model.patching.residual)
+        throw new Error("this model's residual stream is too large to patch in the page (its heads can be)");
       const graphs = [model.patching.heads, ...(residual ? [model.patching.residual] : [])];
       await Promise.all([model.graph, ...graphs].map((url) => graph.session(url))); // loaded, not timed
       const start = performance.now();

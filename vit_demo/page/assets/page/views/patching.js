@@ -128,7 +128,7 @@ export default {
     status.innerHTML = `Logit difference ${clean} − ${corrupt}: <b>${reply.logit_diff.clean.toFixed(2)}</b> for the ` +
       `clean image, <b>${reply.logit_diff.corrupt.toFixed(2)}</b> for the corrupt one (${took})` +
       (asked.error ? `. ${escape(asked.error)}.` : asked.pending ? `. The residual stream: ${asking(live)}` : ".");
-    more.hidden = reply.residual || asked.pending;
+    more.hidden = reply.residual || asked.pending || root.dataset.residual === "none"; // (none: too large to patch)
     drawGrids(grids, reply, (root.colour ??= diverging(fromBase64(root.dataset.colours))));
     root.dataset.drawn = `${pair}/${reply.residual}`;
   },
