@@ -468,7 +468,7 @@ def test_a_full_queue_leaves_the_pen_uploads_and_export_answered(browser, busy_a
     with app_page(browser, busy_app.url + "?model=server") as page:
         wait_for_label(page, "2")  # the example the page starts with
         busy_app.hold_views.set()  # as if each image's views took long too
-        draw(page, [(0.25, 0.2), (0.75, 0.2), (0.45, 0.85)], pause_ms=400)  # a 7, while every worker is held
+        draw(page, [(0.25, 0.2), (0.75, 0.2), (0.45, 0.85)], pause_ms=1000)  # a 7, while every worker is held
         wait_for_label(page, "7", views=False)  # read while the pen was down
         assert page.evaluate(shown) == "2"  # the stroke's views are still waiting
         busy_app.release.set()

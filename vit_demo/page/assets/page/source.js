@@ -213,10 +213,11 @@ export function pageSource(described, base, where = {}) {
     async lens(request) {
       // The logit lens: what [CLS] would answer after each layer (calibrated), and per patch the probability of the
       // final answer read from each patch token after each layer (not calibrated): maps, Float64Array (L, g * g).
-      const pixels = image(request.image), off = offOf(request);
-      const [[run], [lensRun]] = await Promise.all([ // (the lens is a graph of its own where it is costly)
-        graph.run(model.graph, model, [pixels], { ...off, outputs: ["logits"] }),
-        graph.run(model.lens, model, [pixels], { ...off, outputs: ["lens"] })]);
+      const pixels = image(request.image), off = offOf(request), apart = model.lens !== model.graph;
+      const runs = await Promise.all([ // one run, or two where the lens is a graph of its own (where it is costly)
+        graph.run(model.graph, model, [pixels], { ...off, outputs: apart ? ["logits"] : ["logits", "lens"] }),
+        ...(apart ? [graph.run(model.lens, model, [pixels], { ...off, outputs: ["lens"] })] : [])]);
+      const [[run], [lensRun]] = [runs[0], runs.at(-1)];
       const { layers: L, tokens: T, prefix, classes } = model, K = classes.length, g2 = T - prefix;
       const read = (l, t) => Array.from(lensRun.lens.subarray((l * T + t) * K, (l * T + t + 1) * K));
       const cls = [...Array(L).keys()].map((l) => softmax(read(l, 0).map((z) => z / model.temperature)));
