@@ -211,6 +211,7 @@ def test_the_command_writes_a_weights_folder_that_predict_and_export_take(timm_i
     assert "not empty" in capsys.readouterr().err
 
 
+@pytest.mark.slow  # four graphs exported: 17 to 33 s
 def test_the_command_writes_the_pages_graphs(tmp_path, capsys):
     # A small Hugging Face ViT (32 pixels in patches of 8, two layers): the imported folder holds the page's graphs,
     # in sync with its weights; one without a head holds none, and says why.

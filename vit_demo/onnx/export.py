@@ -29,7 +29,7 @@ Outputs
 
 The lens graph (``LENS_GRAPH_FILE``), only where the lens is costly (``lens_apart``: a large head, as an imported
 ImageNet model's 1,000 classes): onnxruntime runs every node of a graph whatever outputs are fetched, so a lens in
-model.onnx would cost every first answer (for ViT-Ti at 224 pixels, a quarter of its time: docs/import.md). There
+model.onnx would cost every first answer (ViT-Ti's at 224 pixels: 43 ms where it takes 35, docs/import.md). There
 model.onnx stops before it (``model_outputs``) and the lens graph, with the same inputs, gives ``logits`` and ``lens``
 as above.
 
