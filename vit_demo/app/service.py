@@ -44,10 +44,15 @@ def add_model(folder: str | Path) -> str:
     return name
 
 
+def weights_root() -> Path:
+    """Where the shipped models' weights folders are: ``weights/``, or ``$VIT_DEMO_WEIGHTS`` where that is set."""
+    return Path(os.environ.get(WEIGHTS_ENV, WEIGHTS_ROOT))
+
+
 def weights_root_models() -> list[Path]:
     """The weights folders in the weights root beside the shipped models' (where a Space's bundle keeps the models
     ``space --model`` added): the app serves them too."""
-    root = Path(os.environ.get(WEIGHTS_ENV, WEIGHTS_ROOT))
+    root = weights_root()
     found = root.iterdir() if root.is_dir() else ()
     return sorted(folder for folder in found if folder.name not in SHIPPED and (folder / CONFIG_FILE).is_file())
 
@@ -60,7 +65,7 @@ def models() -> tuple[str, ...]:
 def weights_folder(name: str) -> Path:
     """A model's weights folder: an added model's own, else ``weights/<name>``, or ``$VIT_DEMO_WEIGHTS/<name>``
     where that is set."""
-    return ADDED.get(name) or Path(os.environ.get(WEIGHTS_ENV, WEIGHTS_ROOT)) / name
+    return ADDED.get(name) or weights_root() / name
 
 
 @functools.cache

@@ -58,7 +58,7 @@ export function checkPixels(pixels, width, height, channels) {
 
 // ---- Photos -> CIFAR-10 ---------------------------------------------------------------------------------------------
 
-let overWhite = null;
+let overWhite = null, overWhiteBytes = null; // the tables below: as floats, and made 8-bit (np.round(v * 255))
 
 function compositeOverWhite() {
   // The first step of preprocess_photo for every 8-bit (alpha, value): value / 255 * alpha + (1 - alpha), each
@@ -142,7 +142,7 @@ export function preprocessResized(rgba, width, height, { size, resize, interpola
   if (!Object.hasOwn(RESIZES, library))
     throw new Error(`this page resizes photos as PIL or torchvision does, not as ${library} does: use the Python app`);
   photoRgb(rgba, width, height); // its checks and refusals; its values, made 8-bit, are these (by alpha and value):
-  const eightBit = compositeOverWhite().map((v) => roundHalfEven(f32(v * 255)));
+  const eightBit = (overWhiteBytes ??= compositeOverWhite().map((v) => roundHalfEven(f32(v * 255)))); // (made once)
   const n = width * height, rgb = new Uint8Array(n * 3); // (H, W, 3)
   for (let p = 0; p < n; p++) {
     for (let c = 0; c < 3; c++) rgb[p * 3 + c] = eightBit[rgba[p * 4 + 3] * 256 + rgba[p * 4 + c]];
