@@ -6,6 +6,7 @@ import contextlib
 import dataclasses
 import gzip
 import hashlib
+import json
 import os
 import shutil
 import struct
@@ -141,27 +142,94 @@ def cifar_root(tmp_path_factory) -> Path:
     return root
 
 
+# What the shipped models make of the image sets their records were measured on (accuracy, calibration, the rule for
+# unfamiliar images): recorded once, as reading them again is some 20,000 forward passes of the photo model alone.
+RECORDED_OUTPUTS = REPO / "tests" / "fixtures" / "outputs_on_record_sets.safetensors"
+RECORD_COMMAND = ("python -m pytest -n 0 -m slow --record-outputs tests/test_calibration.py tests/test_unfamiliar.py "
+                  "tests/test_shipped_model.py")
+CHECKED_IMAGES = 64  # of each recorded set, read again by the model every run
+
+
+def pytest_addoption(parser):
+    parser.addoption("--record-outputs", action="store_true",
+                     help=f"read the shipped models' outputs again and write them to {RECORDED_OUTPUTS.name}")
+
+
+@dataclasses.dataclass(frozen=True)
+class Recorded:
+    """A shipped model's outputs for a set of images: logits (N, K), float32, and its unfamiliar rule's scores (N,),
+    float64, at its temperature."""
+
+    logits: "torch.Tensor"
+    scores: "torch.Tensor"
+
+
+def model_stamp(name: str) -> str:
+    """What a shipped model's recorded outputs depend on: its weights, temperature and rule (config.json)."""
+    from vit_demo.weights import CONFIG_FILE, WEIGHTS_ROOT
+
+    config = json.loads((WEIGHTS_ROOT / name / CONFIG_FILE).read_text())
+    kept = {key: config.get(key) for key in ("weights_sha256", "temperature", "unfamiliar")}
+    return hashlib.sha256(json.dumps(kept, sort_keys=True).encode()).hexdigest()
+
+
 @pytest.fixture(scope="session")
-def shipped_outputs():
-    """``outputs(name, images)``: what the shipped model ``name`` makes of images (N, C, H, W), uint8 or float in
-    [0, 1]: ``unfamiliar.outputs``, its logits and every layer's features, the very numbers the records in its
-    calibration.json and metrics.json were made from. Each set of images is read once a session: the slow tests of
-    accuracy, calibration and the unfamiliar rule check their records against the same 10,000 test photos, some 50 s
-    of forward passes on two cores each time."""
+def shipped_outputs(request):
+    """``outputs(name, images) -> Recorded``: what the shipped model ``name`` makes of images (N, C, H, W), uint8 or
+    float in [0, 1] (``unfamiliar.outputs``, and the rule's scores), the very numbers its calibration.json and
+    metrics.json were made from. They come from tests/fixtures/outputs_on_record_sets.safetensors, kept for exactly these
+    images (by their SHA-1) and this model (``model_stamp``); each run reads ``CHECKED_IMAGES`` of every set again and
+    asks the same, so that a model that answers otherwise fails here. ``--record-outputs`` reads every set afresh and
+    writes the file (``RECORD_COMMAND``)."""
     import torch
+    from safetensors import safe_open
+    from safetensors.torch import save_file
 
     from vit_demo import load_model
     from vit_demo.interpret import unfamiliar
 
+    record = request.config.getoption("--record-outputs")
+    stored, stamps = {}, {}
+    if RECORDED_OUTPUTS.is_file():
+        with safe_open(RECORDED_OUTPUTS, "pt") as f:
+            stored = {key: f.get_tensor(key) for key in f.keys()}
+            stamps = f.metadata()
     found = {}
 
-    def outputs(name: str, images: torch.Tensor) -> unfamiliar.Outputs:
-        key = (name, images.dtype, tuple(images.shape), hashlib.sha1(images.numpy().tobytes()).hexdigest())
-        if key not in found:
-            found[key] = unfamiliar.outputs(load_model(name, device="cpu").model, images)
-        return found[key]
+    def outputs(name: str, images: torch.Tensor) -> Recorded:
+        shape = "x".join(map(str, images.shape))
+        key = f"{name}.{images.dtype}.{shape}.{hashlib.sha1(images.numpy().tobytes()).hexdigest()}"
+        if key in found:
+            return found[key]
+        clf = load_model(name, device="cpu")
+        rule = clf.info.unfamiliar
 
-    return outputs
+        def read(x: torch.Tensor) -> Recorded:
+            out = unfamiliar.outputs(clf.model, x)
+            return Recorded(out.logits, rule.scores(out.logits, clf.temperature, out.features).double())
+
+        if record:
+            found[key] = read(images)
+            return found[key]
+        remake = f"remake them: {RECORD_COMMAND}"
+        assert stamps.get(name) == model_stamp(name), f"the recorded outputs are of another {name} model; {remake}"
+        assert f"{key}.logits" in stored, f"no outputs are recorded for these {len(images)} images; {remake}"
+        kept = Recorded(stored[f"{key}.logits"], stored[f"{key}.scores"])
+        checked = torch.linspace(0, len(images) - 1, min(CHECKED_IMAGES, len(images))).long()
+        again = read(images[checked])
+        np.testing.assert_allclose(again.logits, kept.logits[checked], rtol=1e-4, atol=1e-4, err_msg=remake)
+        np.testing.assert_allclose(again.scores, kept.scores[checked], rtol=1e-4, atol=1e-4, err_msg=remake)
+        found[key] = kept
+        return kept
+
+    yield outputs
+    if record and found:
+        names = {key.split(".", 1)[0] for key in found}
+        kept = {key: value for key, value in stored.items() if key.split(".", 1)[0] not in names}
+        for key, value in found.items():
+            kept[f"{key}.logits"], kept[f"{key}.scores"] = value.logits.contiguous(), value.scores.contiguous()
+        stamps = {**{n: s for n, s in stamps.items() if n not in names}, **{n: model_stamp(n) for n in names}}
+        save_file(kept, str(RECORDED_OUTPUTS), metadata=stamps)
 
 
 @contextlib.contextmanager

@@ -76,7 +76,7 @@ def test_shipped_photo_model_reads_the_example_photos():
 # What the shipped models gave on fixed inputs (two example files each, then a seeded random image) before the model grew
 # what imported ViTs need (issue 46), recorded on the CPU with one thread: their config.json files still load, and the
 # same inputs give the same logits, attention and maps, bit for bit.
-REFERENCE_OUTPUTS = REPO / "tests" / "fixtures" / "shipped_outputs.safetensors"
+REFERENCE_OUTPUTS = REPO / "tests" / "fixtures" / "outputs_on_fixed_inputs.safetensors"
 REFERENCE_FILES = {"mnist": ["examples/digits/3.png", "examples/digits/8.png"],
                    "cifar10": ["examples/photos/cat.png", "examples/photos/ship.png"]}
 

@@ -26,9 +26,10 @@ PHOTO_GOALS = {"test photos flagged": 0.05, "test photos of a class flagged": 0.
 
 def flagged(outputs, clf, images: torch.Tensor) -> np.ndarray:
     """Which of the preprocessed images (N, C, H, W) in [0, 1] the shipped classifier's rule flags, at its temperature
-    (``outputs``: the shipped_outputs fixture); that the classifier flags the same is checked below."""
+    (``outputs``: the shipped_outputs fixture, which holds the rule's scores); that the classifier flags the same is
+    checked below."""
     found = outputs(clf.info.dataset.name, images)
-    return clf.info.unfamiliar.flags(found.logits, clf.temperature, found.features).numpy()
+    return (found.scores < clf.info.unfamiliar.thresholds(found.logits)).numpy()
 
 
 def flagged_as_the_app_asks(clf, images: torch.Tensor) -> np.ndarray:
