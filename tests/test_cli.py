@@ -217,19 +217,18 @@ def test_a_model_that_cannot_be_built_is_said_in_a_line():
 
 
 @pytest.mark.slow
-def test_onnx_writes_the_model_and_snapshot_graphs_in_sync_and_refuses_a_missing_folder(tmp_path):
-    # A copy of the MNIST folder with one snapshot (each graph takes seconds to export); a graph of a snapshot no
-    # longer listed is removed.
-    import shutil
-
+def test_onnx_writes_the_model_and_snapshot_graphs_in_sync_and_refuses_a_missing_folder(mnist_root, tmp_path):
+    # A one-layer model trained for two epochs, with one snapshot (each graph takes seconds to export, more the deeper
+    # the model); a graph of a snapshot no longer listed is removed.
     from vit_demo.onnx.export import read_metadata, stale_graphs
 
-    source, folder = REPO / "weights" / "mnist", tmp_path / "mnist"
-    (folder / "snapshots").mkdir(parents=True)
-    for file in ("config.json", "model.safetensors", "head_means.safetensors", "snapshots/epoch-0001.safetensors"):
-        shutil.copy(source / file, folder / file)
-    entries = json.loads((source / "snapshots.json").read_text())
-    (folder / "snapshots.json").write_text(json.dumps(entries[:1]))
+    folder = tmp_path / "mnist"
+    training.main(["--dataset", "mnist", "--data-dir", str(mnist_root), "--out", str(folder), "--checkpoint-dir",
+                   str(tmp_path / "ckpt"), "--train-limit", "500", "--test-limit", "100", "--epochs", "2",
+                   "--snapshots", "1", "--calibration-images", "200", "--patch-size", "7", "--dim", "32",
+                   "--depth", "1", "--heads", "2", "--mlp-dim", "64", "--no-progress"])
+    entries = json.loads((folder / "snapshots.json").read_text())
+    assert len(entries) == 1
     (folder / "snapshots" / "epoch-0002.onnx").write_bytes(b"an old export")
     result = run_cli("onnx", "--model", str(folder))
     assert result.returncode == 0, result.stderr
@@ -242,7 +241,7 @@ def test_onnx_writes_the_model_and_snapshot_graphs_in_sync_and_refuses_a_missing
     assert all(r["bytes"] == Path(r["file"]).stat().st_size for r in written)
     calibrated = [r for r in written if "temperature" in r]  # the patching graphs' logits are raw, nothing ablated
     assert [r["ablation"] for r in calibrated] == ["mean", "mean", "zeros"]
-    trained = json.loads((source / "config.json").read_text())["temperature"]
+    trained = json.loads((folder / "config.json").read_text())["temperature"]
     assert [r["temperature"] for r in calibrated] == [trained, trained, entries[0]["temperature"]]
     assert not (folder / "snapshots" / "epoch-0002.onnx").exists() and len(records) == 7
     assert stale_graphs(folder) == []
