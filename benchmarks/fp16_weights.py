@@ -1,11 +1,15 @@
-"""What float16 weights would change: each shipped model with its weights rounded to float16 (as a graph storing them
-so would compute) against the model itself, on real test images.
+"""What float16 weights change: a model with its weights rounded to float16 (as a graph storing them so computes:
+``export.rounded_to_half``, what ``python -m vit_demo import --half-graphs`` exports) against the model itself, on
+real images.
 
-    python benchmarks/fp16_weights.py --data-dir DIR [--n 1000]
+    python benchmarks/fp16_weights.py --data-dir DIR [--n 1000] [--model mnist --model cifar10 --model DIR]
 
-Prints, per model, the share of labels that stay the same, the largest change of a calibrated probability and of an
-attention weight, and both accuracies. The page's graphs keep float32 weights: the page's numbers are held to
-Python's within 1e-4 (docs/methods.md), which rounded weights would break.
+The shipped models are measured on their test sets' first ``--n`` images; any other weights folder (an imported
+ImageNet ViT) on the outside photos (``data/outside_photos``: the sample photos scikit-image and matplotlib install,
+and their quarters), each through the model's own preprocessing. Prints, per model, the share of labels that stay
+the same, the largest change of a calibrated probability and of an attention weight, and the accuracies where the
+images have labels. The shipped models' graphs keep float32 weights: the page's numbers are held to Python's within
+1e-4 (docs/methods.md), which rounded weights would break.
 """
 
 from __future__ import annotations
@@ -19,31 +23,51 @@ import torch
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from vit_demo import load_model  # noqa: E402
 from vit_demo.data.datasets import load_split  # noqa: E402
+from vit_demo.data.outside_photos import outside_photos  # noqa: E402
+from vit_demo.onnx.export import rounded_to_half  # noqa: E402
+from vit_demo.weights import SHIPPED  # noqa: E402
+
+BATCH = 50
+
+
+def images_for(clf, model: str, data_dir: str, n: int) -> tuple[torch.Tensor, torch.Tensor | None, str]:
+    """(N, C, H, W) in [0, 1], their labels (None: unlabelled) and what they are."""
+    if model in SHIPPED:
+        images, labels = load_split(model, data_dir, "test")
+        return images[:n].float().div(255), labels[:n], "test images"
+    photos = [clf.preprocess(photo) for _, photo in outside_photos()[:n]]
+    return clf.batch(photos), None, "outside photos"
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--n", type=int, default=1000, help="test images per model")
+    parser.add_argument("--n", type=int, default=1000, help="images per model, at most")
     parser.add_argument("--data-dir", required=True, help="where MNIST and CIFAR-10 are (downloaded if missing)")
+    parser.add_argument("--model", action="append", help="mnist, cifar10 or a weights folder (default: both shipped)")
     args = parser.parse_args()
     torch.set_num_threads(1)
     print("| model | images | same label | max change of a probability | max change of an attention weight | "
           "accuracy, float32 | accuracy, float16 weights |")
     print("|---|---:|---:|---:|---:|---:|---:|")
-    for name in ("mnist", "cifar10"):
-        clf, rounded = load_model(name, device="cpu"), load_model(name, device="cpu").model
-        images, labels = load_split(name, args.data_dir, "test")
-        x, labels = images[: args.n].float().div(255), labels[: args.n]  # (N, C, H, W) in [0, 1]
+    for model in args.model or SHIPPED:
+        clf = load_model(model, device="cpu")
+        rounded = rounded_to_half(clf.model)
+        x, labels, what = images_for(clf, model, args.data_dir, args.n)
+        probs, attention = ([], []), 0.0
         with torch.no_grad():
-            for parameter in rounded.parameters():
-                parameter.copy_(parameter.half().float())
-            exact, half = (m.forward_activations(x, attention=True) for m in (clf.model, rounded))
-        p, q = ((found.logits / clf.temperature).softmax(-1) for found in (exact, half))  # (N, K) each
-        attention = max(float((a - b).abs().max()) for a, b in zip(exact.attentions, half.attentions))
+            for i in range(0, len(x), BATCH):
+                exact, half = (m.forward_activations(x[i : i + BATCH], attention=True) for m in (clf.model, rounded))
+                for found, into in zip((exact, half), probs):
+                    into.append((found.logits / clf.temperature).softmax(-1))  # (B, K)
+                attention = max(attention, *(float((a - b).abs().max())
+                                             for a, b in zip(exact.attentions, half.attentions)))
+        p, q = (torch.cat(found) for found in probs)  # (N, K) each
         same = float((p.argmax(-1) == q.argmax(-1)).float().mean())
-        accuracy = [float((r.argmax(-1) == labels).float().mean()) for r in (p, q)]
-        print(f"| {name} | {len(x)} | {100 * same:.1f}% | {100 * float((p - q).abs().max()):.2f} points | "
-              f"{attention:.1e} | {100 * accuracy[0]:.1f}% | {100 * accuracy[1]:.1f}% |", flush=True)
+        accuracy = ["-", "-"] if labels is None else [
+            f"{100 * float((r.argmax(-1) == labels).float().mean()):.1f}%" for r in (p, q)]
+        print(f"| {Path(model).name} | {len(x)} {what} | {100 * same:.1f}% | "
+              f"{100 * float((p - q).abs().max()):.2f} points | {attention:.1e} | {accuracy[0]} | {accuracy[1]} |",
+              flush=True)
 
 
 if __name__ == "__main__":

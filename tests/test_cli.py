@@ -243,6 +243,7 @@ def test_onnx_writes_the_model_and_snapshot_graphs_in_sync_and_refuses_a_missing
     assert [r["ablation"] for r in calibrated] == ["mean", "mean", "zeros"]
     trained = json.loads((folder / "config.json").read_text())["temperature"]
     assert [r["temperature"] for r in calibrated] == [trained, trained, entries[0]["temperature"]]
+    assert 1.0 != trained != entries[0]["temperature"] != 1.0  # the run calibrated the model and its snapshot
     assert not (folder / "snapshots" / "epoch-0002.onnx").exists() and len(records) == 7
     assert stale_graphs(folder) == []
     assert read_metadata(folder / "snapshots" / "epoch-0001.onnx")["weights_sha256"] == entries[0]["sha256"]

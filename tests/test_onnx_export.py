@@ -24,7 +24,8 @@ from vit_demo.data.preprocess import Preprocessing
 from vit_demo.model import ViTConfig, VisionTransformer
 from vit_demo.onnx.export import (GRAPH_FILE, GRAPH_WEIGHTS_FILE, INPUTS, LENS_GRAPH_FILE, LENS_OUTPUTS, OUTPUTS,
                                   PATCHING_GRAPH_FILES, RELEVANCE_GRAPH_FILE, RELEVANCE_OUTPUTS, expected_metadata,
-                                  model_outputs, read_metadata, shared_graphs, stale_graphs, write_onnx)
+                                  model_outputs, read_metadata, rounded_to_half, shared_graphs, stale_graphs,
+                                  write_onnx)
 from vit_demo.weights import (CONFIG_FILE, HEAD_MEANS_FILE, WEIGHTS_FILE, WEIGHTS_ROOT, WeightsError, load_snapshots,
                               load_weights, read_weights_info, save_imported, update_config)
 
@@ -456,6 +457,30 @@ def test_an_imported_folders_graphs_are_told_stale_or_in_sync(tiny_import, tmp_p
     # A folder of ViT-Ti's shape (random weights, no graphs yet): what it would get, each missing.
     save_random_import(tmp_path / "vit", VIT_TINY)
     assert stale_graphs(tmp_path / "vit") == [f"{name}: missing" for name in shared_graphs(VIT_TINY)]
+
+
+def test_graphs_of_weights_rounded_to_half_take_half_the_bytes_and_compute_as_the_rounded_model(tiny_import, sessions,
+                                                                                                 tmp_path):
+    # config.json's graph_weights "float16" (import --half-graphs): the weights rounded, stored as float16, computed
+    # in float32; a folder whose graphs were written otherwise is told stale.
+    folder = shutil.copytree(tiny_import[0], tmp_path / "tiny")
+    update_config(folder, graph_weights="float16")
+    assert f"{GRAPH_FILE}: graph_weights is 'float32', the weights' is 'float16'" in stale_graphs(folder)
+    write_onnx(folder)
+    assert stale_graphs(folder) == [] and read_metadata(folder / GRAPH_FILE)["graph_weights"] == "float16"
+    full, half = ((f / GRAPH_WEIGHTS_FILE).stat().st_size for f in (tiny_import[0], folder))
+    assert half < 0.6 * full
+    info, model = load_weights(folder)
+    x = photos(info)
+    logits = run_graph(sessions(folder / GRAPH_FILE), x)["logits"]
+    with torch.no_grad():
+        rounded, exact = rounded_to_half(model)(x), model(x)
+    assert max_diff(logits, rounded) <= LOGITS_TOL < max_diff(logits, exact)
+    update_config(folder, graph_weights="float32")
+    assert f"{GRAPH_FILE}: graph_weights is 'float16', the weights' is 'float32'" in stale_graphs(folder)
+    update_config(folder, graph_weights="bfloat16")
+    with pytest.raises(WeightsError, match="graph_weights 'bfloat16' is not one of float32, float16"):
+        load_weights(folder)
 
 
 def test_an_imported_models_graphs_match_pytorch_on_real_photos(tiny_import, sessions):

@@ -20,8 +20,8 @@ import pytest
 import torch
 from PIL import Image
 
-from conftest import REPO, free_port, run_cli
-from test_static_space import serving, static_page
+from conftest import REPO, free_port, run_cli, small_texts
+from test_static_space import saved_for_offline, serving, static_page
 from vit_demo import load_model
 from vit_demo.data.preprocess import Preprocessing
 from vit_demo.interpret import explain
@@ -59,19 +59,34 @@ def photo(tmp_path) -> Path:
     return path
 
 
-@pytest.mark.slow
-def test_the_static_page_explains_a_model_of_ones_own(own_model, browser, tmp_path):
-    site = tmp_path / "site"
+@pytest.fixture(scope="module")
+def own_site(own_model, tmp_path_factory) -> Path:
+    """The static Space with the model's tab beside the shipped ones (python -m vit_demo static SITE --model DIR)."""
+    site = tmp_path_factory.mktemp("own-site") / "site"
     result = run_cli("static", str(site), "--model", str(own_model))
     assert result.returncode == 0, result.stderr
+    return site
+
+
+def upload(page, path: Path) -> None:
+    """Upload ``path`` in the model's tab and wait until the page's model has read it (a new image key), once it has
+    read what it showed before (the tab's first example, as it opens)."""
+    page.wait_for_function(f"window.vdLive?.['{PREFIX}']?.state", timeout=60_000)  # (after a reload: once mounted)
+    key = page.evaluate(f"Number(window.vdLive['{PREFIX}'].state.key)")  # (a counter, as a string)
+    page.locator(f"#{PREFIX}-input input[type=file]").set_input_files(str(path))
+    page.wait_for_function(f"(key) => Number(window.vdLive['{PREFIX}'].state?.key) > key", arg=key,
+                           timeout=60_000)
+
+
+@pytest.mark.slow
+def test_the_static_page_explains_a_model_of_ones_own(own_model, own_site, browser, tmp_path):
     path = photo(tmp_path)
     expected = load_model(own_model, device="cpu").predict(path)
-    with serving(site) as (url, _), static_page(browser, url) as page:
+    with serving(own_site) as (url, _), static_page(browser, url) as page:
         page.click(f"button[data-tab='{PREFIX}']")
         assert "It knows 30 classes." in page.inner_text(f"#{PREFIX}-classes")
         assert "resized to 72 pixels (bicubic)" in page.text_content(f"#tab-{PREFIX} .vd-input")  # (behind its "?")
-        page.locator(f"#{PREFIX}-input input[type=file]").set_input_files(str(path))
-        page.wait_for_function(f"document.querySelector('#{PREFIX}-input').dataset.model", timeout=60_000)
+        upload(page, path)
         assert page.get_attribute(f"#{PREFIX}-input", "data-model") == "page"
         numbers = page.evaluate(f"JSON.parse(window.vdLive['{PREFIX}'].numbers())")
         assert numbers["label"] == expected.label and numbers["grid"] == 4
@@ -90,6 +105,50 @@ def test_the_static_page_explains_a_model_of_ones_own(own_model, browser, tmp_pa
         page.wait_for_function(f"document.querySelector('#{PREFIX}-relevance .vd-caption').innerText"
                                ".includes('class number 7')", timeout=60_000)
         assert page.outside_requests == [] and page.console_errors == []
+
+
+@pytest.mark.slow
+def test_the_models_tab_works_offline_and_fits_a_phone_and_a_projector(own_model, own_site, browser, tmp_path):
+    """Its tab as the shipped ones: once the page says it works offline, with its file server stopped, it reads
+    another photo and, reloaded, a third; in talk mode it fits 1280 x 720, and at a phone's 390 px nothing is wider
+    than the screen."""
+    from skimage import data
+
+    photos = {}
+    for name in ("astronaut", "coffee"):
+        photos[name] = tmp_path / f"{name}.png"
+        Image.fromarray(getattr(data, name)()).save(photos[name])
+    clf = load_model(own_model, device="cpu")
+    with serving(own_site) as (url, server), static_page(browser, url) as page:
+        page.click(f"button[data-tab='{PREFIX}']")
+        upload(page, photo(tmp_path))
+        saved_for_offline(page)
+        server.terminate()
+        server.wait(timeout=10)
+        upload(page, photos["astronaut"])
+        assert page.evaluate(f"JSON.parse(window.vdLive['{PREFIX}'].numbers())")["label"] == clf.predict(
+            photos["astronaut"]).label
+        page.reload()
+        page.wait_for_selector("#canvas canvas.vd-draw[data-ready]", timeout=30_000)  # (the page's scripts are up)
+        page.click(f"button[data-tab='{PREFIX}']")
+        upload(page, photos["coffee"])
+        assert page.evaluate(f"JSON.parse(window.vdLive['{PREFIX}'].numbers())")["label"] == clf.predict(
+            photos["coffee"]).label
+        assert page.outside_requests == [] and page.console_errors == []
+    with serving(own_site) as (url, _), static_page(browser, url, 1280, 720, "index.html?view=talk") as page:
+        page.click(f"button[data-tab='{PREFIX}']")
+        upload(page, photos["coffee"])
+        for part in (f"#{PREFIX}-input", f"#{PREFIX}-label", f"#{PREFIX}-first canvas", f"#{PREFIX}-map"):
+            box = page.locator(part).bounding_box()
+            assert box is not None and box["y"] + box["height"] <= 720, part
+        assert small_texts(page) == []
+    with serving(own_site) as (url, _), static_page(browser, url, 390, 844) as page:
+        page.click(f"button[data-tab='{PREFIX}']")
+        upload(page, photos["coffee"])
+        assert page.evaluate("document.documentElement.scrollWidth") <= 390
+        for part in (f"#{PREFIX}-label", f"#{PREFIX}-first canvas"):
+            box = page.locator(part).bounding_box()
+            assert box is not None and box["x"] >= 0 and box["x"] + box["width"] <= 390, part
 
 
 def test_a_folder_that_is_no_weights_folder_is_refused_in_one_line(tmp_path):
@@ -134,4 +193,4 @@ def test_the_space_bundle_carries_a_model_of_ones_own_and_the_app_finds_it(own_m
     monkeypatch.setenv(service.WEIGHTS_ENV, str(bundle / "weights"))
     assert service.weights_root_models() == [bundle / "weights" / "own_vit"]  # what the Space's app.py serves
     refused = run_cli("space", str(tmp_path / "other"), "--model", str(REPO / "weights" / "mnist"))
-    assert refused.returncode == 2 and "named otherwise than the shipped models" in refused.stderr
+    assert refused.returncode == 2 and "is a shipped model's name" in refused.stderr

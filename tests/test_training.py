@@ -155,7 +155,7 @@ def test_snapshot_epochs_are_spread_on_a_log_scale():
 def test_snapshots_are_small_checked_and_show_the_model_learning(mnist_root, tmp_path):
     metrics = run_train(mnist_root, tmp_path, "--train-limit", "2000", "--test-limit", "300", "--epochs", "4",
                         "--snapshots", "3", "--lr", "2e-3", "--warmup-epochs", "0.3", "--batch-size", "64",
-                        "--calibration-images", "0", *TINY)  # (calibrated snapshots: conftest.snapshot_weights)
+                        "--calibration-images", "0", *TINY)  # (calibrated snapshots: test_cli.py's onnx test)
     out = tmp_path / "run"
     snapshots = load_snapshots(out)
     assert [s.epoch for s in snapshots] == [1, 2, 3]

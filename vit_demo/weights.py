@@ -33,6 +33,7 @@ from vit_demo.unfamiliar_rule import UnfamiliarRule
 WEIGHTS_ROOT = Path(__file__).resolve().parent.parent / "weights"
 SHIPPED = ("mnist", "cifar10")  # the models this repository ships, in WEIGHTS_ROOT, by the names the app takes
 CONFIG_FILE = "config.json"
+GRAPH_WEIGHT_TYPES = ("float32", "float16")  # config.json's graph_weights (vit_demo/onnx/export.py, write_onnx)
 WEIGHTS_FILE = "model.safetensors"
 METRICS_FILE = "metrics.json"
 CALIBRATION_FILE = "calibration.json"  # how the temperature was fitted, and the test-set ECE and NLL before and after
@@ -70,6 +71,7 @@ class WeightsInfo:
     unfamiliar: UnfamiliarRule | None = None  # when an image looks unlike anything the model knows; None: no rule
     pretrained: dict | None = None  # a pretrained encoder's record (train.py --pretrain): its head is untrained
     imported: dict | None = None  # an imported model's record: its source, the command, the library's version
+    graph_weights: str = "float32"  # how the page's graphs keep the weights: as they are, or rounded to float16
 
     @property
     def name(self) -> str:
@@ -96,6 +98,22 @@ def resolve_weights_folder(name_or_path: str | Path) -> Path:
     if isinstance(name_or_path, str) and name_or_path in DATASETS:
         return WEIGHTS_ROOT / name_or_path
     return Path(name_or_path)
+
+
+def own_weights_folder(folder: str | Path) -> Path:
+    """``folder`` resolved, where it is a weights folder of one's own to serve beside the shipped models (an imported
+    model, or one trained on a folder of one's own): it holds a config.json and is not named as a shipped model.
+
+    Raises:
+        WeightsError: it is not.
+    """
+    folder = Path(folder).resolve()
+    if not (folder / CONFIG_FILE).is_file():
+        raise WeightsError(f"{folder}: no {CONFIG_FILE} there, so no weights folder (python -m vit_demo import or "
+                           "train.py writes one)")
+    if folder.name in SHIPPED:
+        raise WeightsError(f"{folder}: {folder.name!r} is a shipped model's name; rename the folder")
+    return folder
 
 
 def shown_path(path: Path) -> Path:
@@ -178,6 +196,9 @@ def read_weights_info(folder: Path) -> tuple[WeightsInfo, str]:
         if not 0 < temperature < float("inf"):
             raise ValueError(f"temperature {temperature} is not a positive number")
         unfamiliar = UnfamiliarRule.from_dict(raw["unfamiliar"]) if raw.get("unfamiliar") else None
+        graph_weights = str(raw.get("graph_weights", "float32"))
+        if graph_weights not in GRAPH_WEIGHT_TYPES:
+            raise ValueError(f"graph_weights {graph_weights!r} is not one of {', '.join(GRAPH_WEIGHT_TYPES)}")
     except (ValueError, KeyError, TypeError, UnicodeDecodeError) as exc:
         imported = raw.get("import") if isinstance(raw, dict) else None
         command = imported.get("command") if isinstance(imported, dict) else None
@@ -187,7 +208,7 @@ def read_weights_info(folder: Path) -> tuple[WeightsInfo, str]:
         ) from exc
     return WeightsInfo(folder=folder, dataset=spec, config=config, classes=classes, preprocessing=preprocessing,
                        temperature=temperature, unfamiliar=unfamiliar, pretrained=raw.get("pretrained"),
-                       imported=imported), checksum
+                       imported=imported, graph_weights=graph_weights), checksum
 
 
 def update_config(folder: str | Path, **fields: object) -> None:

@@ -20,7 +20,7 @@ from vit_demo.interpret import heads
 from vit_demo.model import ViTConfig
 from vit_demo.training.recipes import RECIPES
 from vit_demo.weights import (CONFIG_FILE, SHIPPED, WEIGHTS_ROOT, Snapshot, WeightsError, load_snapshots,
-                              read_calibration, read_metrics)
+                              own_weights_folder, read_calibration, read_metrics)
 
 WEIGHTS_ENV = "VIT_DEMO_WEIGHTS"  # a folder holding mnist/ and cifar10/ weights folders, to serve weights of your own
 ADDED: dict[str, Path] = {}  # models served beside them (app.py --model DIR, static/space --model DIR): name -> folder
@@ -33,12 +33,9 @@ def add_model(folder: str | Path) -> str:
     Raises:
         WeightsError: it is no weights folder, or its name is taken by another model.
     """
-    folder = Path(folder).resolve()
-    if not (folder / CONFIG_FILE).is_file():
-        raise WeightsError(f"{folder}: no {CONFIG_FILE} there, so no weights folder (python -m vit_demo import or "
-                           "train.py writes one)")
+    folder = own_weights_folder(folder)
     name = folder.name
-    if name in SHIPPED or ADDED.get(name, folder) != folder:
+    if ADDED.get(name, folder) != folder:
         raise WeightsError(f"{folder}: a model called {name!r} is served already; rename the folder")
     ADDED[name] = folder
     return name

@@ -226,6 +226,9 @@ def build_parser() -> argparse.ArgumentParser:
                          help="run the model at this image size (a multiple of its patch size): its position "
                               "embeddings resampled, bicubic, as timm does")
     imports.add_argument("--force", action="store_true", help="write into a folder that already holds files")
+    imports.add_argument("--half-graphs", action="store_true",
+                         help="the page's graphs keep the weights rounded to float16: half the bytes to download, "
+                              "computed in float32 (docs/import.md measures the answers' change)")
     imports.add_argument("--no-graphs", dest="graphs", action="store_false",
                          help="leave the page's ONNX graphs out (for ViT-Ti at 224 pixels they take some four minutes "
                               "to export: docs/import.md); python -m vit_demo onnx --model DIR writes them later")

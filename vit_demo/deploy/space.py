@@ -26,7 +26,7 @@ from pathlib import Path
 import jinja2
 
 from vit_demo.atomic import KEEP
-from vit_demo.weights import CONFIG_FILE, SHIPPED
+from vit_demo.weights import WeightsError, own_weights_folder
 
 REPO = Path(__file__).resolve().parents[2]
 APP_FILE = "app.py"
@@ -202,11 +202,10 @@ def write_space(folder: Path | str, force: bool = False, models: Sequence[str | 
     """Write the Space's folder into ``folder`` (created where needed; an earlier bundle, or with ``force`` any
     folder, is rewritten whole, keeping only a ``.git``), with the weights folders ``models`` served beside the
     shipped ones; return what was written, as one JSON-able record."""
-    folder, own = Path(folder), [Path(model).resolve() for model in models]
-    for model in own:
-        if not (model / CONFIG_FILE).is_file() or model.name in SHIPPED:
-            raise SpaceError(f"{model}: not a weights folder of one's own (one with its {CONFIG_FILE}, named otherwise "
-                             "than the shipped models): nothing was written.")
+    try:
+        folder, own = Path(folder), [own_weights_folder(model) for model in models]
+    except WeightsError as e:
+        raise SpaceError(f"{e}: nothing was written.") from None
     replace_folder(folder, force, MARKER, lambda target: build(target, own))
     files = [p for p in folder.rglob("*") if p.is_file() and ".git" not in p.relative_to(folder).parts]
     readme = front_matter((folder / README).read_text(encoding="utf-8"))

@@ -66,7 +66,10 @@ version, torch's, the exporter and opset), ``weights_file`` (relative to the wei
 head_means.safetensors baked in, or "none" for zeros), ``dataset``, ``classes`` (a JSON list), ``temperature``
 (repr of the float), ``epoch`` (snapshots only) and ``vit`` (the architecture, JSON); the patching graphs, which
 use neither head means nor temperature, have neither; the graphs that share weights, ``graph_weights_sha256`` (of
-``GRAPH_WEIGHTS_FILE``). ``stale_graphs`` reads them back to tell whether a folder's graphs match its weights.
+``GRAPH_WEIGHTS_FILE``), and ``graph_weights`` ("float16") where config.json asks for the weights rounded to float16
+(``rounded_to_half``: half the bytes to download, computed in float32 as before; ``python -m vit_demo import
+--half-graphs``, docs/import.md measures what it changes). ``stale_graphs`` reads them back to tell whether a folder's
+graphs match its weights.
 
 The exporter is torch.onnx.export's dynamo one (``dynamo=True``, needs onnxscript): the default since PyTorch 2.9,
 while the TorchScript one (``dynamo=False``) warns that it will be removed. It exports this model with a dynamic
@@ -80,6 +83,7 @@ specification (opset 18); onnxruntime-web for the page (the project's notes on r
 
 from __future__ import annotations
 
+import copy
 import hashlib
 import json
 import tempfile
@@ -105,6 +109,7 @@ SNAPSHOT_OUTPUTS = OUTPUTS[:4]  # the training slider's graphs: where [CLS] look
 LENS_OUTPUTS = ("logits", "lens")  # the lens graph's, where the lens is apart
 RELEVANCE_INPUTS = (*INPUTS, "target")
 RELEVANCE_OUTPUTS = ("logits", "relevance")
+UNSAID = {"graph_weights": "float32"}  # what a graph whose metadata leaves these keys out holds
 # The lens' share of the forward pass beyond which it gets a graph of its own: the shipped models' is 1.6% (digits) and
 # 0.6% (photos), an imported ViT-Ti's at 224 pixels 37%.
 LENS_SHARE = 0.1
@@ -248,14 +253,16 @@ def expected_metadata(folder: str | Path) -> dict[str, dict[str, str]]:
     means_file = folder / HEAD_MEANS_FILE
     model = VisionTransformer(info.config)
     means_sha = _sha256(means_file) if read_head_means(folder, model) is not None else "none"
-    trained = {"weights_file": WEIGHTS_FILE, "weights_sha256": checksum, "head_means_sha256": means_sha,
-               "temperature": repr(info.temperature), **common}
+    kept = {"weights_file": WEIGHTS_FILE, "weights_sha256": checksum, **common}
+    if info.graph_weights != "float32":  # (absent where they are kept as they are)
+        kept["graph_weights"] = info.graph_weights
+    trained = {**kept, "head_means_sha256": means_sha, "temperature": repr(info.temperature)}
     expected = {GRAPH_FILE: {**trained, "outputs": ",".join(model_outputs(info.config))}}
     if lens_apart(info.config):
         expected[LENS_GRAPH_FILE] = {**trained, "outputs": ",".join(LENS_OUTPUTS)}
     expected[RELEVANCE_GRAPH_FILE] = trained
     for kind in patching_kinds(info.config):  # raw logits, nothing ablated: no temperature, no head means
-        expected[PATCHING_GRAPH_FILES[kind]] = {"weights_file": WEIGHTS_FILE, "weights_sha256": checksum, **common}
+        expected[PATCHING_GRAPH_FILES[kind]] = kept
     index = folder / SNAPSHOTS_INDEX
     if index.is_file():
         for entry in json.loads(index.read_text(encoding="utf-8")):
@@ -289,12 +296,23 @@ def stale_graphs(folder: str | Path) -> list[str]:
         found = read_metadata(path)
         if found.get("vit_demo.interface") != INTERFACE:
             problems.append(f"{name}: interface {found.get('vit_demo.interface')}, not {INTERFACE}")
-        for key, value in expected.items():
-            if found.get(key) != value:
-                problems.append(f"{name}: {key} is {found.get(key)!r}, the weights' is {value!r}")
+        for key in {**expected, **UNSAID}:
+            value, said = (metadata.get(key, UNSAID.get(key)) for metadata in (expected, found))
+            if said != value:
+                problems.append(f"{name}: {key} is {said!r}, the weights' is {value!r}")
         if name in sharing and found.get("graph_weights_sha256") != shared_sha:
             problems.append(f"{name}: {GRAPH_WEIGHTS_FILE} is {'missing' if shared_sha == 'missing' else 'another'}")
     return problems
+
+
+def rounded_to_half(model: VisionTransformer) -> VisionTransformer:
+    """A copy of ``model`` whose parameters are rounded to float16 and kept in float32: exported, its graphs store
+    them in half the bytes (``graph.finish``) and compute in float32 as before."""
+    rounded = copy.deepcopy(model)
+    with torch.no_grad():
+        for parameter in rounded.parameters():
+            parameter.copy_(parameter.half().float())
+    return rounded
 
 
 def write_onnx(folder: str | Path) -> list[dict]:
@@ -323,6 +341,8 @@ def write_onnx(folder: str | Path) -> list[dict]:
         records.append(found)
 
     means = read_head_means(folder, model)
+    if info.graph_weights == "float16":
+        model = rounded_to_half(model)
     patching_kind = {name: kind for kind, name in PATCHING_GRAPH_FILES.items()}
 
     def export(name: str) -> onnx.ModelProto:
