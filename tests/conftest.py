@@ -42,6 +42,7 @@ SLOW_FILES = {
     "test_page_faithfulness.py": "the page's scoring under Node against the server's, on real test images",
     "test_page_patching.py": "the page's patching under Node against the server's, on real test pairs",
     "test_page_preprocess.py": "the page's preprocessing under Node on 1,000 drawings and 200 photos",
+    "test_own_model_page.py": "exports a model's graphs, starts the app and drives the static page in Chromium",
 }
 
 

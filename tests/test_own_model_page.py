@@ -78,7 +78,6 @@ def upload(page, path: Path) -> None:
                            timeout=60_000)
 
 
-@pytest.mark.slow
 def test_the_static_page_explains_a_model_of_ones_own(own_model, own_site, browser, tmp_path):
     path = photo(tmp_path)
     expected = load_model(own_model, device="cpu").predict(path)
@@ -107,7 +106,6 @@ def test_the_static_page_explains_a_model_of_ones_own(own_model, own_site, brows
         assert page.outside_requests == [] and page.console_errors == []
 
 
-@pytest.mark.slow
 def test_the_models_tab_works_offline_and_fits_a_phone_and_a_projector(own_model, own_site, browser, tmp_path):
     """Its tab as the shipped ones: once the page says it works offline, with its file server stopped, it reads
     another photo and, reloaded, a third; in talk mode it fits 1280 x 720, and at a phone's 390 px nothing is wider

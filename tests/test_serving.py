@@ -37,6 +37,7 @@ HEAPS_AFTER_THREADS = textwrap.dedent("""
 """)
 
 
+@pytest.mark.slow  # three Python processes, each running torch on threads
 @pytest.mark.skipif(serving.glibc() is None, reason="glibc only")
 def test_the_server_keeps_one_malloc_heap_a_worker_unless_told_otherwise(tmp_path):
     def heaps(how: str, **env: str) -> int:
