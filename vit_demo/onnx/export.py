@@ -254,7 +254,7 @@ def expected_metadata(folder: str | Path) -> dict[str, dict[str, str]]:
     model = VisionTransformer(info.config)
     means_sha = _sha256(means_file) if read_head_means(folder, model) is not None else "none"
     kept = {"weights_file": WEIGHTS_FILE, "weights_sha256": checksum, **common}
-    if info.graph_weights != "float32":  # (absent where they are kept as they are)
+    if info.graph_weights != UNSAID["graph_weights"]:  # (left unsaid where they are kept as they are)
         kept["graph_weights"] = info.graph_weights
     trained = {**kept, "head_means_sha256": means_sha, "temperature": repr(info.temperature)}
     expected = {GRAPH_FILE: {**trained, "outputs": ",".join(model_outputs(info.config))}}
