@@ -38,7 +38,7 @@ SLOW_FILES = {
     "test_static_space.py": "writes the static Space (some 90 MB) and drives it in Chromium",
     "test_space.py": "writes the Gradio Space's folder and starts it as a Space does",
     "test_benchmarks.py": "starts the app and the do-nothing app for each benchmark script",
-    "test_onnx_export.py": "the graphs against PyTorch on 100 to 1,000 real test images of each dataset",
+    "test_onnx_export.py": "the graphs against PyTorch on 100 to 300 real test images of each dataset",
     "test_page_faithfulness.py": "the page's scoring under Node against the server's, on real test images",
     "test_page_patching.py": "the page's patching under Node against the server's, on real test pairs",
     "test_page_preprocess.py": "the page's preprocessing under Node on 1,000 drawings and 200 photos",
