@@ -35,6 +35,7 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 from vit_demo.importing import write_import  # noqa: E402
 from vit_demo.onnx import export  # noqa: E402
+from vit_demo.onnx.patching import PatchingGraph  # noqa: E402
 from vit_demo.weights import (GRAPH_FILE, GRAPH_WEIGHTS_FILE, LENS_GRAPH_FILE, PATCHING_GRAPH_FILES,  # noqa: E402
                               RELEVANCE_GRAPH_FILE, load_weights)
 
@@ -57,22 +58,20 @@ def import_random(name: str, folder: Path) -> Path:
 
 def timed_write(folder: Path) -> dict[str, float]:
     """write_onnx on ``folder``, each graph's export timed: {file: seconds}, "total" the whole."""
-    times = {}
+    times, graph_onnx = {}, export.graph_onnx
 
-    def timing(fn, file_of):
-        def run(*args):
-            start = time.perf_counter()
-            proto = fn(*args)
-            times[file_of(*args)] = time.perf_counter() - start
-            return proto
-        return run
+    def file_of(graph: export.Graph) -> str:
+        if graph.kind == "page":
+            return LENS_GRAPH_FILE if graph.outputs == export.LENS_OUTPUTS else GRAPH_FILE
+        return RELEVANCE_GRAPH_FILE if graph.kind == "relevance" else PATCHING_GRAPH_FILES[graph.module.kind]
 
-    model_file = lambda *a: LENS_GRAPH_FILE if tuple(a[4]) == export.LENS_OUTPUTS else GRAPH_FILE  # noqa: E731
-    with mock.patch.object(export, "to_onnx", timing(export.to_onnx, model_file)), \
-            mock.patch.object(export, "relevance_onnx",
-                              timing(export.relevance_onnx, lambda *a: RELEVANCE_GRAPH_FILE)), \
-            mock.patch.object(export, "patching_onnx", timing(export.patching_onnx,
-                                                              lambda *a: PATCHING_GRAPH_FILES[a[1]])):
+    def timed(graph: export.Graph, metadata: dict[str, str]):
+        start = time.perf_counter()
+        proto = graph_onnx(graph, metadata)
+        times[file_of(graph)] = time.perf_counter() - start
+        return proto
+
+    with mock.patch.object(export, "graph_onnx", timed):
         start = time.perf_counter()
         export.write_onnx(folder)
         times["total"] = time.perf_counter() - start
@@ -145,7 +144,7 @@ def main() -> None:
         graphs = {GRAPH_FILE: export.model_outputs(c)}
         if export.lens_apart(c):  # and the model's graph with the lens in it, as it would be, for the comparison
             graphs[LENS_GRAPH_FILE] = export.LENS_OUTPUTS
-            proto = export.to_onnx(model, None, info.temperature, {}, export.OUTPUTS)
+            proto = export.to_onnx(export.PageGraph(model, None, info.temperature).eval(), {})
             (folder / EVERY_OUTPUT).write_bytes(proto.SerializeToString())
             graphs[EVERY_OUTPUT] = export.OUTPUTS
         print("\n| graph | fetched | onnxruntime median ms | onnxruntime-web median ms |\n|---|---|---:|---:|")
@@ -162,7 +161,7 @@ def main() -> None:
         kinds = ("heads", "residual") if args.residual else ("heads",)
         if args.residual and "residual" not in export.patching_kinds(c):  # left out by write_onnx: exported here
             start = time.perf_counter()
-            proto = export.patching_onnx(model, "residual", {})
+            proto = export.patching_onnx(PatchingGraph(model, "residual").eval(), {})
             print(f"\n{PATCHING_GRAPH_FILES['residual']}: exported in {time.perf_counter() - start:.1f} s")
             (folder / PATCHING_GRAPH_FILES["residual"]).write_bytes(proto.SerializeToString())
         print("\n| graph | onnxruntime s | onnxruntime-web s |\n|---|---:|---:|")

@@ -11,7 +11,8 @@ from PIL import Image
 
 from vit_demo.app import demo, service
 from vit_demo.model import ViTConfig
-from vit_demo.page import captions, inside, layout
+from vit_demo.page import inside, layout
+from vit_demo.page.description import description
 from vit_demo.pictures import render
 from vit_demo.weights import WEIGHTS_ROOT, read_calibration
 
@@ -36,8 +37,9 @@ def test_the_photo_tab_shows_the_photo_through_the_shipped_models_snapshots():
     # The shipped photo model kept six snapshots of its 300 epochs: the slider has seven stops, the trained model last.
     run = service.training_run("cifar10")
     assert run.problem is None and [s.epoch for s in run.snapshots] == [1, 3, 7, 17, 45, 116] and run.positions == 7
-    assert captions.snapshot_note(run, 1, "ship", "12.3").startswith("**Epoch 1 of 300**: test accuracy then "
-                                                                     "**58.92%**")
+    notes = [s["note"] for s in description("cifar10", "", "", "models/cifar10/")["snapshots"]]  # the page's
+    assert len(notes) == 6 and notes[0] == ("<b>Epoch 1 of 300</b>: test accuracy then <b>58.92%</b>. For this image "
+                                            "it said <b>{label}</b> ({percent}%).")
     section = page().split('id="photo-training-position"')[1]
     assert 'type="range" min="1" max="7" value="7"' in section and 'data-positions="7"' in section
     assert ('data-note="&lt;b&gt;The trained model&lt;/b&gt; (epoch 300, test accuracy &lt;b&gt;94.40%&lt;/b&gt;): '

@@ -39,8 +39,7 @@ def read(path: str | None, model: str) -> Any:
         raise ValueError(f"Unknown model {model!r}: use one of {', '.join(models())}.")
     if path is None:
         raise ValueError("No image: send an image file.")
-    problem = model_problem(model)
-    if problem:
+    if problem := model_problem(model):
         raise ValueError(problem)
     try:
         return classifier(model).preprocess(path)

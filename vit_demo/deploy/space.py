@@ -15,7 +15,6 @@ git is accepted too. docs/spaces.md says why, with the Hub's rules.
 
 from __future__ import annotations
 
-import json
 import os
 import re
 import shutil
@@ -26,7 +25,7 @@ from pathlib import Path
 import jinja2
 
 from vit_demo.atomic import KEEP
-from vit_demo.weights import WeightsError, own_weights_folder
+from vit_demo.weights import WeightsError, own_weights_folder, read_metrics
 
 REPO = Path(__file__).resolve().parents[2]
 APP_FILE = "app.py"
@@ -57,47 +56,29 @@ class SpaceError(ValueError):
     """A folder the bundle can't be written into; the message says why and what to do."""
 
 
-def is_binary(path: Path) -> bool:
-    """Whether the Hub takes ``path`` for a binary file: a NUL byte in its first 8,000 bytes (git's own rule), or
-    bytes that are not UTF-8 text."""
-    data = path.read_bytes()
-    if b"\0" in data[:8000]:
+def needs_lfs(path: Path) -> bool:
+    """Whether the Hub accepts ``path`` only through LFS/Xet: any file of 10 MiB or more, or a binary file: a NUL
+    byte in its first 8,000 bytes (git's own rule), or bytes that are not UTF-8 text."""
+    if path.stat().st_size >= HUB_MAX_PLAIN_BYTES:
         return True
+    data = path.read_bytes()
     try:
         data.decode("utf-8")
     except UnicodeDecodeError:
         return True
-    return False
+    return b"\0" in data[:8000]
 
 
-def needs_lfs(path: Path) -> bool:
-    """Whether the Hub accepts ``path`` only through LFS/Xet: a binary file, or any file of 10 MiB or more."""
-    return path.stat().st_size >= HUB_MAX_PLAIN_BYTES or is_binary(path)
+def bundle_files(root: Path) -> list[Path]:
+    """The files a bundle written into ``root`` holds (a clone's .git aside)."""
+    return sorted(p for p in root.rglob("*") if p.is_file() and ".git" not in p.relative_to(root).parts)
 
 
-def lfs_patterns(root: Path) -> list[str]:
-    """.gitattributes patterns for every file under ``root`` that needs LFS/Xet: ``*.<suffix>`` for each suffix,
-    or the file's own path where it has none."""
-    patterns = set()
-    for path in sorted(p for p in root.rglob("*") if p.is_file() and ".git" not in p.relative_to(root).parts):
-        if needs_lfs(path):
-            patterns.add(f"*{path.suffix}" if path.suffix else "/" + path.relative_to(root).as_posix())
-    return sorted(patterns)
-
-
-def front_matter(readme: str) -> dict[str, str]:
-    """The ``key: value`` lines of a README's YAML front matter (values as written, quotes taken off)."""
-    match = re.match(r"---\n(.*?)\n---\n", readme, re.DOTALL)
-    if not match:
-        return {}
-    pairs = (line.split(":", 1) for line in match.group(1).splitlines() if ":" in line and not line.startswith("#"))
-    return {key.strip(): value.strip().strip('"') for key, value in pairs}
-
-
-def requirement_name(line: str) -> str | None:
-    """The package a requirements.txt line asks for, lower case (None for a comment or a blank line)."""
-    match = re.match(r"\s*([A-Za-z0-9][A-Za-z0-9._-]*)", line.split("#", 1)[0])
-    return match.group(1).lower() if match else None
+def bundle_record(root: Path) -> dict:
+    """How many files the bundle in ``root`` holds, their bytes, and how many go through LFS/Xet."""
+    files = bundle_files(root)
+    return {"files": len(files), "bytes": sum(p.stat().st_size for p in files),
+            "lfs_files": sum(needs_lfs(p) for p in files)}
 
 
 def gradio_pin(requirements: str) -> str:
@@ -116,10 +97,11 @@ def space_requirements(requirements: str) -> str:
              "requirements.txt):", f"# torch {SPACE_TORCH}, the newest release ZeroGPU supports; no torchvision, "
              "which the app never imports."]
     for line in requirements.splitlines():
-        name = requirement_name(line)
+        match = re.match(r"\s*([A-Za-z0-9][A-Za-z0-9._-]*)", line.split("#", 1)[0])  # the package it asks for
+        name = match and match.group(1).lower()
         if name == "torch":
             lines.append(f"torch=={SPACE_TORCH}")
-        elif name is not None and name != "torchvision":
+        elif name and name != "torchvision":
             lines.append(line.strip())
     return "\n".join(lines) + "\n"
 
@@ -135,11 +117,8 @@ def from_template(template: str, **fields: object) -> str:
 def accuracy_note(model: str) -> str:
     """A shipped model's test accuracy from its metrics.json, as ", 99.54% on its test set" ("" where it is not
     recorded)."""
-    try:
-        accuracy = json.loads((REPO / WEIGHTS / model / "metrics.json").read_text(encoding="utf-8"))["test_accuracy"]
-    except (OSError, ValueError, KeyError, TypeError):
-        return ""
-    return f", {100 * accuracy:.2f}% on its test set"
+    accuracy = (read_metrics(REPO / WEIGHTS / model) or {}).get("test_accuracy")
+    return "" if accuracy is None else f", {100 * accuracy:.2f}% on its test set"
 
 
 def copy_tree(source: Path, target: Path, skipped_suffixes: set[str]) -> None:
@@ -149,8 +128,7 @@ def copy_tree(source: Path, target: Path, skipped_suffixes: set[str]) -> None:
         into = target / Path(folder).relative_to(source)
         into.mkdir(parents=True, exist_ok=True)
         for name in sorted(files):
-            suffix = Path(name).suffix
-            if not name.startswith(".") and suffix not in SKIPPED_SUFFIXES | skipped_suffixes:
+            if not name.startswith(".") and Path(name).suffix not in SKIPPED_SUFFIXES | skipped_suffixes:
                 shutil.copy2(Path(folder) / name, into / name)
 
 
@@ -173,14 +151,6 @@ def build(target: Path, models: Sequence[Path] = ()) -> None:
     write_gitattributes(target)
 
 
-def is_bundle(folder: Path, marker: str = MARKER) -> bool:
-    """Whether ``folder`` holds a bundle the command that writes ``marker`` wrote (its README.md carries it)."""
-    try:
-        return marker in (folder / README).read_text(encoding="utf-8", errors="replace")
-    except OSError:
-        return False
-
-
 def check_target(folder: Path, force: bool, marker: str = MARKER) -> None:
     """Raise SpaceError for a folder the bundle (whose README carries ``marker``) must not be written into."""
     if folder.exists() and not folder.is_dir():
@@ -191,11 +161,16 @@ def check_target(folder: Path, force: bool, marker: str = MARKER) -> None:
     if resolved == REPO or REPO.is_relative_to(resolved) or any(resolved.is_relative_to(s) for s in sources):
         raise SpaceError(f"{folder} is (or holds) this repository's own files: nothing was written. Write the Space "
                          "into a folder of its own, e.g. ../vit-demo-space.")
-    if folder.is_dir() and any(entry.name not in KEEP for entry in folder.iterdir()):
-        if not force and not is_bundle(folder, marker):
-            raise SpaceError(f"{folder} is not empty and is not a Space folder this command wrote: nothing was "
-                             "changed. Give a new or empty folder, or add --force to replace everything in it (a "
-                             ".git folder is kept).")
+    if force or not folder.is_dir() or all(entry.name in KEEP for entry in folder.iterdir()):
+        return
+    try:  # an earlier bundle's README carries the marker
+        ours = marker in (folder / README).read_text(encoding="utf-8", errors="replace")
+    except OSError:
+        ours = False
+    if not ours:
+        raise SpaceError(f"{folder} is not empty and is not a Space folder this command wrote: nothing was changed. "
+                         "Give a new or empty folder, or add --force to replace everything in it (a .git folder is "
+                         "kept).")
 
 
 def write_space(folder: Path | str, force: bool = False, models: Sequence[str | Path] = ()) -> dict:
@@ -207,17 +182,17 @@ def write_space(folder: Path | str, force: bool = False, models: Sequence[str | 
     except WeightsError as e:
         raise SpaceError(f"{e}: nothing was written.") from None
     replace_folder(folder, force, MARKER, lambda target: build(target, own))
-    files = [p for p in folder.rglob("*") if p.is_file() and ".git" not in p.relative_to(folder).parts]
-    readme = front_matter((folder / README).read_text(encoding="utf-8"))
-    return {"space": str(folder), "files": len(files), "bytes": sum(p.stat().st_size for p in files),
-            "lfs_files": sum(needs_lfs(p) for p in files), "sdk_version": readme["sdk_version"],
-            "python_version": readme["python_version"], "torch": SPACE_TORCH,
+    return {"space": str(folder), **bundle_record(folder),
+            "sdk_version": gradio_pin((REPO / REQUIREMENTS).read_text(encoding="utf-8")),
+            "python_version": SPACE_PYTHON, "torch": SPACE_TORCH,
             "deploy": f"hf upload USER/NAME {folder} --repo-type space"}
 
 
 def write_gitattributes(target: Path) -> None:
     """A .gitattributes that puts every file under ``target`` that needs it through LFS/Xet."""
-    rules = [f"{pattern} {LFS_ATTRIBUTES}" for pattern in lfs_patterns(target)]
+    patterns = {f"*{p.suffix}" if p.suffix else "/" + p.relative_to(target).as_posix()  # (no suffix: its own path)
+                for p in bundle_files(target) if needs_lfs(p)}
+    rules = [f"{pattern} {LFS_ATTRIBUTES}" for pattern in sorted(patterns)]
     (target / GITATTRIBUTES).write_text("# Every binary file, and any file of 10 MiB or more, through LFS/Xet: the Hub "
                                         "refuses them as plain git files.\n" + "\n".join(rules) + "\n",
                                         encoding="utf-8")

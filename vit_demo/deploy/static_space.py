@@ -21,7 +21,8 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from vit_demo.app.service import ADDED, add_model, model_problem, weights_folder
-from vit_demo.deploy.space import README, from_template, needs_lfs, replace_folder, write_gitattributes
+from vit_demo.deploy.space import (README, bundle_files, bundle_record, from_template, replace_folder,
+                                   write_gitattributes)
 from vit_demo.onnx.export import GRAPH_WEIGHTS_FILE, expected_metadata, stale_graphs
 from vit_demo.page.layout import tabs
 from vit_demo.page.site import HOST, STYLES, build_site, locate, models_folder
@@ -51,9 +52,9 @@ def build(target: Path) -> None:
     for name in files:
         (target / name).parent.mkdir(parents=True, exist_ok=True)
         shutil.copy2(locate(site.roots, name), target / name)
-    kept = ["./", PAGE, *sorted(p.relative_to(target).as_posix() for p in target.rglob("*") if p.is_file())]
-    data = {**site.data, "offline": {"worker": OFFLINE, "files": kept,
-                                     "bytes": sum(p.stat().st_size for p in target.rglob("*") if p.is_file())}}
+    copied = bundle_files(target)
+    kept = ["./", PAGE, *sorted(p.relative_to(target).as_posix() for p in copied)]
+    data = {**site.data, "offline": {"worker": OFFLINE, "files": kept, "bytes": sum(p.stat().st_size for p in copied)}}
     site = dataclasses.replace(site, data=data)
     start = site.script(HOST, data="JSON.parse(document.getElementById('vd-page').textContent)")
     page = from_template("index.html", styles=STYLES, body=site.html, data=site.data_json(), start=start)
@@ -85,8 +86,5 @@ def write_static(folder: Path | str, force: bool = False, models: Sequence[str |
         replace_folder(folder, force, MARKER, build)
     except WeightsError as exc:
         raise StaticError(f"{exc} Nothing was written.") from None
-    files = [p for p in folder.rglob("*") if p.is_file() and ".git" not in p.relative_to(folder).parts]
-    return {"static": str(folder), "files": len(files), "bytes": sum(p.stat().st_size for p in files),
-            "lfs_files": sum(needs_lfs(p) for p in files),
-            "serve": f"python -m http.server --directory {folder}",
+    return {"static": str(folder), **bundle_record(folder), "serve": f"python -m http.server --directory {folder}",
             "deploy": f"hf upload USER/NAME {folder} --repo-type space"}

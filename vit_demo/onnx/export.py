@@ -84,9 +84,11 @@ specification (opset 18); onnxruntime-web for the page (the project's notes on r
 from __future__ import annotations
 
 import copy
+import dataclasses
 import hashlib
 import json
 import tempfile
+from collections.abc import Callable, Sequence
 from pathlib import Path
 
 import onnx
@@ -97,11 +99,13 @@ from vit_demo.atomic import atomic_write
 from vit_demo.interpret import explain
 from vit_demo.interpret.heads import read_head_means
 from vit_demo.model import Edits, ViTConfig, VisionTransformer
+from vit_demo.onnx import patching
 from vit_demo.onnx.graph import INTERFACE, OPSET, finish, share_weights
-from vit_demo.onnx.patching import patching_kinds, patching_onnx
+from vit_demo.onnx.patching import PatchingGraph, patching_kinds, patching_onnx
 from vit_demo.weights import (GRAPH_FILE, GRAPH_WEIGHTS_FILE, HEAD_MEANS_FILE, LENS_GRAPH_FILE, PATCHING_GRAPH_FILES,
-                              RELEVANCE_GRAPH_FILE, SNAPSHOTS_DIR, SNAPSHOTS_INDEX, WEIGHTS_FILE, WeightsError,
-                              load_snapshots, load_weights, read_weights_info, resolve_weights_folder, shown_path)
+                              RELEVANCE_GRAPH_FILE, SNAPSHOTS_DIR, SNAPSHOTS_INDEX, WEIGHTS_FILE, Snapshot,
+                              WeightsError, load_snapshots, load_weights, read_weights_info, resolve_weights_folder,
+                              shown_path)
 
 INPUTS = ("image", "heads_off", "mean_ablation")
 OUTPUTS = ("logits", "attention", "lens", "features", "qkv")
@@ -182,17 +186,71 @@ class PageGraph(nn.Module):
         return found.logits.detach() / self.temperature, relevance
 
 
-def to_onnx(model: VisionTransformer, means: torch.Tensor | None, temperature: float,
-            metadata: dict[str, str], outputs: tuple[str, ...] = OUTPUTS) -> onnx.ModelProto:
-    """Export ``model`` (eval mode, on the CPU) as the graph described above, with ``metadata`` in its
-    metadata_props (``vit_demo.interface`` and ``exporter`` are added)."""
+@dataclasses.dataclass(frozen=True)
+class Graph:
+    """One graph of a weights folder as PyTorch computes it: ``module``, a ``PageGraph`` run as it is (``kind``
+    "page": the model's, the lens', a snapshot's) or by its ``relevance`` ("relevance"), or a ``PatchingGraph``
+    ("patching"); its inputs' shapes (None: any batch) and its outputs, in order."""
+
+    kind: str
+    module: nn.Module
+    inputs: dict[str, tuple[int | None, ...]]
+    outputs: tuple[str, ...]
+
+    @property
+    def run(self) -> Callable[..., tuple[torch.Tensor, ...]]:
+        return self.module.relevance if self.kind == "relevance" else self.module
+
+
+def snapshot_graph(epoch: int) -> str:
+    """The graph of the training snapshot of ``epoch``, by its name in the weights folder."""
+    return f"{SNAPSHOTS_DIR}/epoch-{epoch:04d}.onnx"
+
+
+def folder_graphs(model: VisionTransformer, means: torch.Tensor | None, temperature: float,
+                  snapshots: Sequence[Snapshot]) -> dict[str, Graph]:
+    """Every graph of a weights folder, by its file name there (``expected_metadata``'s names): the trained
+    ``model``'s ``shared_graphs`` (with its head ``means`` and ``temperature``), then each of its ``snapshots``'.
+    ``write_onnx`` exports them; the app's server runs them for a page that can't (vit_demo/app/forward.py)."""
     c = model.config
-    graph = PageGraph(model.cpu().eval(), means, temperature, outputs).eval()
+    image, knockout = (c.in_channels, c.image_size, c.image_size), ((c.depth, c.heads), (1,))
+
+    def page(model: VisionTransformer, means: torch.Tensor | None, temperature: float, outputs: tuple[str, ...]):
+        module = PageGraph(model, means, temperature, outputs).eval()
+        return Graph("page", module, dict(zip(INPUTS, ((None, *image), *knockout))), outputs)
+
+    found = {GRAPH_FILE: page(model, means, temperature, model_outputs(c))}
+    if lens_apart(c):
+        found[LENS_GRAPH_FILE] = page(model, means, temperature, LENS_OUTPUTS)
+    found[RELEVANCE_GRAPH_FILE] = Graph("relevance", found[GRAPH_FILE].module, dict(zip(
+        RELEVANCE_INPUTS, ((1, *image), *knockout, (1, c.num_classes)))), RELEVANCE_OUTPUTS)
+    for kind in patching_kinds(c):
+        found[PATCHING_GRAPH_FILES[kind]] = Graph("patching", PatchingGraph(model, kind).eval(), dict(zip(
+            patching.INPUTS, ((1, *image), (1, *image), (2, c.num_classes)))), patching.OUTPUTS)
+    for snapshot in snapshots:
+        found[snapshot_graph(snapshot.epoch)] = page(snapshot.model, None, snapshot.temperature, SNAPSHOT_OUTPUTS)
+    return found
+
+
+def graph_onnx(graph: Graph, metadata: dict[str, str]) -> onnx.ModelProto:
+    """Export one of ``folder_graphs`` with ``metadata``, by its kind."""
+    if graph.kind == "relevance":
+        return relevance_onnx(graph.module, metadata)
+    if graph.kind == "patching":
+        return patching_onnx(graph.module, metadata)
+    return to_onnx(graph.module, metadata)
+
+
+def to_onnx(graph: PageGraph, metadata: dict[str, str]) -> onnx.ModelProto:
+    """Export ``graph`` (its model in eval mode, on the CPU) as described above, with ``metadata`` in its
+    metadata_props (``vit_demo.interface`` and ``exporter`` are added)."""
+    c = graph.model.config
     example = (torch.rand(2, c.in_channels, c.image_size, c.image_size),  # a batch of 2: B stays symbolic
                torch.zeros(c.depth, c.heads), torch.ones(1))
     with tempfile.TemporaryDirectory() as tmp, torch.no_grad():
         program = torch.onnx.export(
-            graph, example, dynamo=True, opset_version=OPSET, input_names=list(INPUTS), output_names=list(outputs),
+            graph, example, dynamo=True, opset_version=OPSET, input_names=list(INPUTS),
+            output_names=list(graph.outputs),
             dynamic_shapes=({0: torch.export.Dim("batch")}, None, None), external_data=False, optimize=True,
             verbose=False, artifacts_dir=tmp)
         proto = program.model_proto
@@ -210,13 +268,11 @@ class _Traced(nn.Module):
         return self.traced(*inputs)
 
 
-def relevance_onnx(model: VisionTransformer, means: torch.Tensor | None, temperature: float,
-                   metadata: dict[str, str]) -> onnx.ModelProto:
-    """Export the relevance graph described above for one image (its backward pass traced by ``make_fx``)."""
+def relevance_onnx(graph: PageGraph, metadata: dict[str, str]) -> onnx.ModelProto:
+    """Export ``graph``'s relevance as described above, for one image (its backward pass traced by ``make_fx``)."""
     from torch.fx.experimental.proxy_tensor import make_fx
 
-    c = model.config
-    graph = PageGraph(model.cpu().eval(), means, temperature).eval()
+    c = graph.model.config
     example = (torch.rand(1, c.in_channels, c.image_size, c.image_size), torch.zeros(c.depth, c.heads), torch.ones(1),
                torch.nn.functional.one_hot(torch.tensor([0]), c.num_classes).float())
     def relevance(image, heads_off, mean_ablation, target):  # a plain function: make_fx reads its arguments
@@ -266,10 +322,10 @@ def expected_metadata(folder: str | Path) -> dict[str, dict[str, str]]:
     index = folder / SNAPSHOTS_INDEX
     if index.is_file():
         for entry in json.loads(index.read_text(encoding="utf-8")):
-            name = Path(entry["file"]).with_suffix(".onnx").as_posix()
-            expected[name] = {"weights_file": entry["file"], "weights_sha256": entry["sha256"],
-                              "head_means_sha256": "none", "temperature": repr(float(entry.get("temperature", 1.0))),
-                              "epoch": str(entry["epoch"]), "outputs": ",".join(SNAPSHOT_OUTPUTS), **common}
+            expected[snapshot_graph(entry["epoch"])] = {
+                "weights_file": entry["file"], "weights_sha256": entry["sha256"], "head_means_sha256": "none",
+                "temperature": repr(float(entry.get("temperature", 1.0))), "epoch": str(entry["epoch"]),
+                "outputs": ",".join(SNAPSHOT_OUTPUTS), **common}
     return expected
 
 
@@ -333,27 +389,20 @@ def write_onnx(folder: str | Path) -> list[dict]:
     expected = expected_metadata(folder)
     records = []
 
-    def record(name: str, path: Path, size: int, temperature: float) -> None:
-        found = {"file": str(shown_path(path)), "bytes": size, "weights": expected[name]["weights_file"]}
+    def save(name: str, proto: onnx.ModelProto) -> None:
+        found = {"file": str(shown_path(folder / name)), "bytes": _save(proto, folder / name),
+                 "weights": expected[name]["weights_file"]}
         if "temperature" in expected[name]:  # (the patching graphs' logits are raw, nothing ablated)
-            found.update(temperature=temperature,
+            found.update(temperature=float(expected[name]["temperature"]),
                          ablation="zeros" if expected[name]["head_means_sha256"] == "none" else "mean")
         records.append(found)
 
     means = read_head_means(folder, model)
     if info.graph_weights == "float16":
         model = rounded_to_half(model)
-    patching_kind = {name: kind for kind, name in PATCHING_GRAPH_FILES.items()}
-
-    def export(name: str) -> onnx.ModelProto:
-        if name == RELEVANCE_GRAPH_FILE:
-            return relevance_onnx(model, means, info.temperature, expected[name])
-        if name in patching_kind:
-            return patching_onnx(model, patching_kind[name], expected[name])
-        outputs = tuple(expected[name]["outputs"].split(","))  # the model's graph, or the lens'
-        return to_onnx(model, means, info.temperature, expected[name], outputs)
-
-    trained = {name: export(name) for name in shared_graphs(info.config)}
+    graphs = folder_graphs(model, means, info.temperature, load_snapshots(folder, "cpu"))
+    sharing = shared_graphs(info.config)
+    trained = {name: graph_onnx(graphs[name], expected[name]) for name in sharing}
     shared = share_weights(list(trained.values()), GRAPH_WEIGHTS_FILE)
     atomic_write(folder / GRAPH_WEIGHTS_FILE, lambda f: f.write(shared))
     records.append({"file": str(shown_path(folder / GRAPH_WEIGHTS_FILE)), "bytes": len(shared),
@@ -361,12 +410,9 @@ def write_onnx(folder: str | Path) -> list[dict]:
     sha = hashlib.sha256(shared).hexdigest()
     for name, proto in trained.items():
         proto.metadata_props.add(key="graph_weights_sha256", value=sha)
-        record(name, folder / name, _save(proto, folder / name), info.temperature)
-    snapshots = load_snapshots(folder, "cpu")
-    for snapshot in snapshots:
-        name = f"{SNAPSHOTS_DIR}/epoch-{snapshot.epoch:04d}.onnx"
-        proto = to_onnx(snapshot.model, None, snapshot.temperature, expected[name], SNAPSHOT_OUTPUTS)
-        record(name, folder / name, _save(proto, folder / name), snapshot.temperature)
+        save(name, proto)
+    for name in [name for name in graphs if name not in sharing]:  # the snapshots'
+        save(name, graph_onnx(graphs[name], expected[name]))
     for path in sorted((folder / SNAPSHOTS_DIR).glob("epoch-*.onnx")):
         if f"{SNAPSHOTS_DIR}/{path.name}" not in expected:
             path.unlink()

@@ -84,10 +84,9 @@ class PatchingGraph(nn.Module):
                 grids["corrupt_into_clean"][self.kind])
 
 
-def patching_onnx(model: VisionTransformer, kind: str, metadata: dict[str, str]) -> onnx.ModelProto:
-    """Export the patching graph of ``kind`` ("heads" or "residual") described above, with ``metadata``."""
-    c = model.config
-    graph = PatchingGraph(model.cpu().eval(), kind).eval()
+def patching_onnx(graph: PatchingGraph, metadata: dict[str, str]) -> onnx.ModelProto:
+    """Export ``graph`` (its model in eval mode, on the CPU) as described above, with ``metadata``."""
+    c = graph.model.config
     image = (1, c.in_channels, c.image_size, c.image_size)
     example = (torch.rand(image), torch.rand(image),
                torch.nn.functional.one_hot(torch.tensor([0, 1]), c.num_classes).float())

@@ -11,22 +11,24 @@ import re
 
 import numpy as np
 
-from vit_demo.app.service import TrainingRun, calibration_report, classifier
+from vit_demo.app.service import calibration_report, classifier
 
-INFO_TEXT = "**{label}** ({percent}%) · model {ms} ms {where}"
-GUESS_TEXT = "No percentage: the model cannot read this image · model {ms} ms {where}"  # (its label: a guess)
-EXAMPLE_TEXT = "An example: **{label}**."  # the image a tab starts with (its bars: the percentages)
-READING_TEXT = "**{label}** ({percent}%) · the views follow when the pen lifts"
-UNREADABLE_TEXT = "Can't read this image: {why}"
-QUERY_TEXT = ("### Where patch {patch} looks\nIn every layer and head; click a patch in *The patches it reads* to "
-              "choose another.")
-# (no percentage: the answer beside it has the model's, or says it has none for an image it cannot read)
-RELEVANCE_WHY = ("### Why {label}?\nThe patches whose attention pushed the model towards **{label}**, its answer: "
-                 "class-specific relevance (Chefer et al., 2021).")
-RELEVANCE_WHY_NOT = ("### Why not {label}?\nThe patches that speak for **{label}** ({percent}%); the model says "
-                     "**{predicted}**. Class-specific relevance (Chefer et al., 2021).")
-KNOCKOUT_TEXT = ("**{label}** ({percent}%) with {count} of {total} heads off (replaced by {mode}s); with every head "
-                 "on, {intact} ({intact_percent}%) · logit difference {intact} − {runner_up}: {before} → {after}")
+TEXTS = {  # the templates, by the key the page reads each by (its ``texts``)
+    "unreadable": "Can't read this image: {why}",
+    "query": "### Where patch {patch} looks\nIn every layer and head; click a patch in *The patches it reads* to "
+             "choose another.",
+    "info": "**{label}** ({percent}%) · model {ms} ms {where}",
+    "guess": "No percentage: the model cannot read this image · model {ms} ms {where}",  # (its label: a guess)
+    "example": "An example: **{label}**.",  # the image a tab starts with (its bars: the percentages)
+    "reading": "**{label}** ({percent}%) · the views follow when the pen lifts",
+    "knockout": "**{label}** ({percent}%) with {count} of {total} heads off (replaced by {mode}s); with every head on, "
+                "{intact} ({intact_percent}%) · logit difference {intact} − {runner_up}: {before} → {after}",
+    # (no percentage: the answer beside it has the model's, or says it has none for an image it cannot read)
+    "why": "### Why {label}?\nThe patches whose attention pushed the model towards **{label}**, its answer: "
+           "class-specific relevance (Chefer et al., 2021).",
+    "why_not": "### Why not {label}?\nThe patches that speak for **{label}** ({percent}%); the model says "
+               "**{predicted}**. Class-specific relevance (Chefer et al., 2021).",
+}
 
 
 def unfamiliar_text(model: str) -> str:
@@ -53,19 +55,6 @@ def caption_html(markdown: str) -> str:
     text = re.sub(r"\*\*(.+?)\*\*", r"<b>\1</b>", text)
     return re.sub(r"\*(.+?)\*", r"<i>\1</i>", text).replace("\n", " ")
 
-
-# ---- Training snapshots
-
-def snapshot_note(run: TrainingRun, position: int, label: str, percent: str) -> str:
-    """What the training view says of the snapshot at slider ``position``, for an image it read as ``label`` with
-    ``percent``% (the page's own model fills in the same note: vit_demo/page/description.py)."""
-    snapshot = run.snapshots[position - 1]
-    epochs = f" of {run.epochs}" if run.epochs else ""
-    return (f"**Epoch {snapshot.epoch}{epochs}**: test accuracy then **{100 * snapshot.test_accuracy:.2f}%**. "
-            f"For this image it said **{label}** ({percent}%).")
-
-
-# ---- An image as the page keeps it: its 8-bit pixels, base64 (the example a tab starts with)
 
 def image_text(image: np.ndarray) -> str:
     """An input in [0, 1] (on 256 levels, as preprocessing leaves it) as the page keeps it: its 8-bit pixels, base64."""

@@ -57,11 +57,6 @@ def insides(model: str) -> Insides:
         None if record is None else figures.head_importance_plot(record), record)
 
 
-def centre_patch(grid: int) -> int:
-    """The patch the position views start with: the grid's centre (row-major index)."""
-    return (grid // 2) * grid + grid // 2
-
-
 def position_caption(patch: int, grid: int) -> str:
     row, col = divmod(patch, grid)
     return (f"Patch {patch} (row {row + 1}, column {col + 1}): how alike its position embedding is to every patch's "
@@ -93,4 +88,4 @@ def write_insides(model: str, folder: Path) -> tuple[Insides, dict]:
         "grid": g, "size": [width, height],
         "boxes": [[round(x / share, 6) for x, share in zip(box, (grid.width, grid.height) * 2)] for box in boxes],
         "captions": [position_caption(patch, g) for patch in range(g * g)],
-        "start": centre_patch(g), "pictures": sorted(made)}
+        "start": (g // 2) * g + g // 2, "pictures": sorted(made)}  # (start: the centre patch)

@@ -33,7 +33,7 @@ from vit_demo.model import ViTConfig
 from vit_demo.onnx.patching import patching_kinds
 from vit_demo.page.captions import caption_html
 from vit_demo.pictures import render, slides
-from vit_demo.weights import WeightsError, WeightsInfo
+from vit_demo.weights import WeightsInfo
 
 if TYPE_CHECKING:
     from vit_demo.page.inside import Insides
@@ -51,7 +51,6 @@ LENS_TILE = 64  # pixels a side of each layer's per-patch lens map
 RESIDUAL_AT_ONCE_WIDTH = 4096  # dim x tokens at most for the residual grid to come with the heads' (see below)
 MARKED_HEADS = 3  # the board marks this many heads: those that matter most by the weights' head_importance.json
 READS_SIZE = 128  # pixels a side of the picture of what the photo model reads
-PREDICTED_CHOICE = "the predicted class"  # the class picker's default
 INSIDE = "inside"  # the Inside-the-model tab's name, and the folder of its pictures
 
 
@@ -83,16 +82,15 @@ class Tab:
 
 DRAW_PROMPT = "Draw a digit (0-9) on the canvas: the prediction follows your pen."
 PHOTO_PROMPT = "Upload a photo, or pick an example below."
-TABS = (
-    Tab("digit", "Draw a digit (MNIST)", "mnist", DRAW_PROMPT, DRAW_PROMPT, "2", "digits"),
-    Tab("photo", "Upload a photo (CIFAR-10)", "cifar10", PHOTO_PROMPT, "This image is blank: there is nothing to classify.",
-        "horse", "photos"),
-)
+PHOTO_BLANK = "This image is blank: there is nothing to classify."
+TABS = (Tab("digit", "Draw a digit (MNIST)", "mnist", DRAW_PROMPT, DRAW_PROMPT, "2", "digits"),
+        Tab("photo", "Upload a photo (CIFAR-10)", "cifar10", PHOTO_PROMPT, PHOTO_BLANK, "horse", "photos"))
+
+
 def added_tab(model: str) -> Tab:
     """The tab of a model served beside the shipped ones (service.add_model): a photo's, with the photo examples."""
     prefix = "m-" + re.sub(r"[^a-z0-9]+", "-", model.lower()).strip("-")  # (an element id's start, and the page's key)
-    return Tab(prefix, f"Upload a photo ({model})", model, PHOTO_PROMPT, "This image is blank: there is nothing to "
-               "classify.", "horse", "photos", outside=False)
+    return Tab(prefix, f"Upload a photo ({model})", model, PHOTO_PROMPT, PHOTO_BLANK, "horse", "photos", outside=False)
 
 
 def tabs() -> tuple[Tab, ...]:
@@ -101,17 +99,6 @@ def tabs() -> tuple[Tab, ...]:
 
 
 INSIDE_MODELS = {"Digits (MNIST)": "mnist", "Photos (CIFAR-10)": "cifar10"}
-DEEPER = (("cls-grid", "every layer and head"), ("rollout", "all layers together"), ("relevance", "why this class?"),
-          ("faithfulness", "how far to trust each map"), ("query", "where a patch looks"),
-          ("steps", "how attention is computed"), ("training", "attention through training"),
-          ("board", "switch heads off"), ("export", "export for slides"))  # each section's title (page.html: title)
-# The export's choices (assets/page/export.js makes each): its key -> as the page words it.
-EXPORTS = {"cls-grid": "Where [CLS] looks: every layer and head",
-           "layer": "One layer and head, as chosen above",
-           "rollout": "Attention rollout",
-           "relevance": "Why this class: relevance, for the class chosen above",
-           "patches": "The patches it reads",
-           "query": "Where a patch looks: every layer and head, for the patch set here"}
 
 
 def png_data_url(picture: Image.Image) -> str:
@@ -140,12 +127,6 @@ def residual_at_once(config: ViTConfig) -> bool:
     return config.dim * config.num_tokens <= RESIDUAL_AT_ONCE_WIDTH
 
 
-def residual_patching(config: ViTConfig) -> str:
-    """How the page patches the residual stream: "true" with the heads at once, "false" on its button, "none" where
-    the model has no residual patching graph (patching_kinds: too large to run in the page)."""
-    return "none" if "residual" not in patching_kinds(config) else str(residual_at_once(config)).lower()
-
-
 def which_heads_matter(model: str) -> dict | None:
     """What the board says of the heads (from the weights' head_importance.json; None where it was never measured):
     the MARKED_HEADS most important ("marked", as layer * heads + head) and the most test accuracy one head alone
@@ -172,20 +153,11 @@ def reads_text(info: WeightsInfo) -> str:
             "centre square kept, so a wide or tall photo loses its edges.")
 
 
-def has_means(model: str) -> bool:
-    """Whether the weights hold the heads' mean outputs (mean-ablation); a model that can't load has none."""
-    try:
-        return ablation_means(model) is not None
-    except WeightsError:
-        return False
-
-
 def tab_data(tab: Tab, address: Callable[[str], str]) -> dict:
     """What page.html needs to lay out ``tab``: its model's shape, classes and training run, its examples (a
     drawing's inlined, a photo's addressed), and what its views are drawn over; ``problem`` alone where the model
     can't load (the tab says why, and how to make one)."""
-    problem = model_problem(tab.model)
-    if problem:
+    if problem := model_problem(tab.model):
         return {"prefix": tab.prefix, "label": tab.label, "problem": caption_html(problem)}
     config, run, drawing = model_config(tab.model), training_run(tab.model), tab.examples == "digits"
     matter = which_heads_matter(tab.model)
@@ -206,17 +178,19 @@ def tab_data(tab: Tab, address: Callable[[str], str]) -> dict:
         "tries": [{"name": p.stem, "src": src(p), "lesson": lesson} for p, lesson in tab.tries().items()],
         "first": src(first) if first else None, "grid": grid_geometry(config),
         "patch_layer": png_data_url(render.patch_grid_layer(config.grid_size, LARGE)),
-        "means": has_means(tab.model), "matter": json.dumps(matter) if matter else None,
-        "residual": residual_patching(config), "map": first_map(weights_folder(tab.model)),
+        "means": ablation_means(tab.model) is not None,  # the weights hold the heads' means (mean-ablation)
+        "matter": json.dumps(matter) if matter else None, "map": first_map(weights_folder(tab.model)),
+        # the residual stream's patching: "true" with the heads' at once, "false" on its button, "none" where the model
+        # has no residual patching graph (patching_kinds: too large to run in the page)
+        "residual": str(residual_at_once(config)).lower() if "residual" in patching_kinds(config) else "none",
         "export_grid": json.dumps(render.attention_grid_geometry(config.depth, config.heads, export_thumb))}
 
 
 def inside_data(model: str, found: Insides, data: dict, address: Callable[[str], str]) -> dict:
     """What page.html needs of one model's Inside views (``data``: inside.write_insides')."""
     choice = next(choice for choice, name in INSIDE_MODELS.items() if name == model)
-    return {"name": model, "choice": choice, "found": found, "config": model_config(model),
-            "pictures": data["pictures"], "grid": data["grid"],
-            "size": data["size"], "src": lambda name: address(f"{INSIDE}/{model}/{name}.png")}
+    return {**data, "name": model, "choice": choice, "found": found, "config": model_config(model),
+            "src": lambda name: address(f"{INSIDE}/{model}/{name}.png")}
 
 
 def page_html(insides: dict[str, tuple[Insides, dict]], address: Callable[[str], str]) -> str:
@@ -228,7 +202,7 @@ def page_html(insides: dict[str, tuple[Insides, dict]], address: Callable[[str],
         insides=[inside_data(model, *insides[model], address) for model in INSIDE_MODELS.values()
                  if model in insides],
         large=LARGE, reads_size=READS_SIZE, lens_tile=LENS_TILE, drawing_pixels=DRAWING_PIXELS, pens=PENS,
-        deeper=DEEPER, titles=dict(DEEPER), exports=EXPORTS, predicted_choice=PREDICTED_CHOICE, heat_stops=colour_stops(render.HEAT),
-        diverging_stops=colour_stops(render.DIVERGING), similarity_mark=render.SIMILARITY_MARK,
+        heat_stops=colour_stops(render.HEAT), diverging_stops=colour_stops(render.DIVERGING),
+        similarity_mark=render.SIMILARITY_MARK,
         diverging_colours=base64.b64encode(render.colormap(render.DIVERGING).tobytes()).decode())
     return re.sub(r">\s*\n\s*<", "><", page).strip()
