@@ -808,8 +808,8 @@ def test_export_a_view_and_a_gif_for_slides(page, tmp_path):
     assert page.outside_requests == [] and page.console_errors == []
 
 
-def test_a_cold_start_shows_a_starting_page_that_opens_the_app_by_itself(browser):
-    with serving(REPO / "app.py", until_200=False) as server:
+def test_a_cold_start_shows_a_starting_page_that_opens_the_app_by_itself(browser, tmp_path):
+    with serving(REPO / "app.py", until_200=False, TMPDIR=str(tmp_path)) as server:
         assert server.seconds_to_answer < 30
         context = browser.new_context()
         page = context.new_page()
@@ -821,6 +821,10 @@ def test_a_cold_start_shows_a_starting_page_that_opens_the_app_by_itself(browser
         page.locator("#canvas .vd-examples button[title='example: 3']").click()
         wait_for_label(page, "3")
         context.close()
+        assert list(tmp_path.glob("vit-demo-page-*/inside/mnist/filters.png"))  # the Inside pictures it serves
+    # Stopped as a Space or a service manager stops it (SIGTERM), it closes as on Ctrl-C and takes its pictures away
+    # (what stays is Gradio's own cache, which its sweep empties).
+    assert server.process.returncode == 0 and not list(tmp_path.glob("vit-demo-page-*"))
 
 
 def test_talk_mode_with_heads_off_still_fits_a_projector(browser, app_url):

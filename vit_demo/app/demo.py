@@ -4,6 +4,8 @@ user a wait; and launch."""
 
 from __future__ import annotations
 
+import atexit
+import shutil
 import tempfile
 from collections.abc import Callable, Sequence
 from pathlib import Path
@@ -38,7 +40,9 @@ def template(html: str) -> str:
 
 
 def build_demo() -> gr.Blocks:
-    site = build_site(Path(tempfile.mkdtemp(prefix="vit-demo-page-")), served)  # (the Inside pictures, written there)
+    pictures = Path(tempfile.mkdtemp(prefix="vit-demo-page-"))  # the Inside pictures, for as long as the process runs
+    atexit.register(shutil.rmtree, pictures, ignore_errors=True)
+    site = build_site(pictures, served)
     gr.set_static_paths(list(site.roots.values()))
     with gr.Blocks(title="ViT demo: what a Vision Transformer looks at", fill_width=True,
                    delete_cache=CACHE_SWEEP) as demo:
