@@ -152,7 +152,8 @@ class PageGraph(nn.Module):
         self.model, self.outputs = model, outputs
         if means is None:
             means = torch.zeros(c.depth, c.heads, c.num_tokens, c.dim // c.heads)
-        self.register_buffer("means", means.float().contiguous())  # (L, H, T, Dh)
+        device = model.pos_embed.device  # (the server's models may be on a GPU; head means are read to the CPU)
+        self.register_buffer("means", means.float().contiguous().to(device))  # (L, H, T, Dh)
         self.temperature = float(temperature)
 
     def edits_for(self, heads_off: torch.Tensor, mean_ablation: torch.Tensor) -> Edits:
