@@ -25,21 +25,13 @@ export function mountCanvas(element, prefix, loaded, unreadable) {
   let waiting = null; // the drawing to send once it is answered (null: none)
   let example = false; // the canvas shows the starting example, which the pen's first touch clears
   let answerer = null; // what reads a drawing: the tab's source, once its forward pass is chosen and loaded
-  let loading = null; // Promise of it
   let current = null; // the drawing last read (null: none)
 
-  function useSource() {
-    // The tab's source, ready (``loaded``: host.js), then the example's numbers, unless the pen came first.
-    return loaded().then(async (source) => {
-      answerer = source;
-      canvas.dataset.model = source.inPage ? "page" : "server"; // for tests and scripts: where drawings are read
-      if (example) {
-        const numbers = await source.example();
-        if (example && !current) deliver(numbers); // (unless the pen came first)
-      }
-      return source;
-    });
-  }
+  const useSource = () => loaded().then((source) => { // the tab's source, ready (host.js: loaded)
+    answerer = source;
+    canvas.dataset.model = source.inPage ? "page" : "server"; // for tests and scripts: where drawings are read
+    return source;
+  });
 
   function reset(paper = "#fff") {
     ctx.fillStyle = paper;
@@ -62,11 +54,9 @@ export function mountCanvas(element, prefix, loaded, unreadable) {
     sending = true;
     let answer;
     try {
-      loading ??= useSource();
-      answer = await (await loading).stroke({ drawing, views });
+      answer = await (await useSource()).stroke({ drawing, views }); // (a source that failed to load is tried again)
     } catch (error) {
       console.warn("The drawing could not be read:", error);
-      loading = null; // the next drawing tries again
       answer = { message: `The model could not run (${error.message ?? error}): draw again to retry.` };
     }
     sending = false;
@@ -105,9 +95,7 @@ export function mountCanvas(element, prefix, loaded, unreadable) {
     event.preventDefault();
     try {
       canvas.setPointerCapture(event.pointerId); // keep the stroke when the pointer leaves the canvas
-    } catch (error) {
-      // a pointer the browser does not track (synthetic events) cannot be captured; drawing still works
-    }
+    } catch {} // (a pointer the browser does not track, a synthetic event's, cannot be captured: drawing still works)
     drawing = true;
     lastSent = performance.now(); // the first reading comes THROTTLE_MS into the stroke, not for its first dot
     if (example) reset();
@@ -196,5 +184,8 @@ export function mountCanvas(element, prefix, loaded, unreadable) {
   Object.assign(ctx, { lineCap: "round", lineJoin: "round", strokeStyle: "#000" });
   setPen(element.querySelector("button.vd-pen[aria-pressed='true']"));
   canvas.dataset.ready = "true";  // listening: tests and scripts wait for this before drawing
-  loading = useSource();
+  useSource().then(async (source) => { // the example's numbers, once the source is ready, unless the pen came first
+    const numbers = example && (await source.example());
+    if (example && !current) deliver(numbers);
+  }).catch(() => {}); // (a failure is said when a drawing is read)
 }

@@ -35,9 +35,8 @@ export function inkMap(grey, width, height) {
   for (let i = 0; i < grey.length; i++) values[i] = f32(grey[i] / 255); // to_float_array: uint8 / 255 in float32
   const background = medianOf8Bit(grey), light = background >= 0.5, ink = new Float32Array(values.length);
   const scale = f32(Math.max(light ? background : 1 - background, 1e-6));
-  for (let i = 0; i < ink.length; i++) {
+  for (let i = 0; i < ink.length; i++)
     ink[i] = clamp01(f32(f32(light ? background - values[i] : values[i] - background) / scale));
-  }
   return { h: height, w: width, data: ink };
 }
 
@@ -47,13 +46,12 @@ export function strokeWidth(digit, h, w) {
   // other way (1 ulp), so the width can differ from Python's in its last bits (measured: 7 of 2,000 MNIST
   // digits, by 1e-7): that changes the output only for a width within 1e-6 of a limit of STROKE_RANGE.
   const edges = new Float32Array((h - 1) * (w - 1)); // (h - 1, w - 1): sqrt(dx ** 2 + dy ** 2)
-  for (let y = 0; y < h - 1; y++) {
+  for (let y = 0; y < h - 1; y++)
     for (let x = 0; x < w - 1; x++) {
       const here = digit[y * w + x];
       const dy = f32(digit[(y + 1) * w + x] - here), dx = f32(digit[y * w + x + 1] - here);
       edges[y * (w - 1) + x] = Math.sqrt(f32(f32(dx * dx) + f32(dy * dy)));
     }
-  }
   return f32(f32(2 * torchSum(digit)) / Math.max(torchSum(edges), TINY));
 }
 
@@ -61,7 +59,7 @@ function inkBox(plane, threshold) {
   // The rows and columns holding a value above threshold: { top, bottom, left, right } (inclusive), or null.
   const { h, w, data } = plane;
   let top = h, bottom = -1, left = w, right = -1;
-  for (let y = 0; y < h; y++) {
+  for (let y = 0; y < h; y++)
     for (let x = 0; x < w; x++) {
       if (data[y * w + x] > threshold) {
         if (y < top) top = y;
@@ -70,7 +68,6 @@ function inkBox(plane, threshold) {
         if (x > right) right = x;
       }
     }
-  }
   return bottom < 0 ? null : { top, bottom, left, right };
 }
 
@@ -113,7 +110,7 @@ export function changeWidth(work, by) {
   const rows = new Float32Array(h * w), out = new Float32Array(h * w);
   const pass = (from, to, size, step, count, stride) => {
     // along lines of `size` values `step` apart; `count` lines, `stride` apart
-    for (let line = 0; line < count; line++) {
+    for (let line = 0; line < count; line++)
       for (let i = 0; i < size; i++) {
         let v = i - r < 0 || i + r >= size ? 0 : from[line * stride + i * step]; // the zero padding takes part
         for (let j = Math.max(0, i - r); j <= Math.min(size - 1, i + r); j++) {
@@ -122,7 +119,6 @@ export function changeWidth(work, by) {
         }
         to[line * stride + i * step] = v;
       }
-    }
   };
   pass(data, rows, w, 1, h, w);
   pass(rows, out, h, w, w, 1);
@@ -145,14 +141,12 @@ export function centreByMass(digit) {
   // padded (h + 1, w + 1): the four shifted copies added in numpy's order, each weight a float32
   const pw = w + 1, padded = new Float32Array((h + 1) * pw);
   const parts = [[0, 0, f32((1 - fy) * (1 - fx))], [1, 0, f32(fy * (1 - fx))], [0, 1, f32((1 - fy) * fx)], [1, 1, f32(fy * fx)]];
-  for (const [dy, dx, weight] of parts) {
-    for (let y = 0; y < h; y++) {
+  for (const [dy, dx, weight] of parts)
+    for (let y = 0; y < h; y++)
       for (let x = 0; x < w; x++) {
         const at = (y + dy) * pw + x + dx;
         padded[at] = f32(padded[at] + f32(weight * data[y * w + x]));
       }
-    }
-  }
   // canvas (29, 29) with padded at (top, left), cut to (28, 28)
   const canvas = new Float32Array(DIGIT_CANVAS * DIGIT_CANVAS);
   const columns = Math.min(pw, DIGIT_CANVAS - left); // padded's columns that fall inside the canvas

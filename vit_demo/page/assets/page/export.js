@@ -64,7 +64,7 @@ function patchGrid(state) {
 async function intact(live, kind, which, request) {
   // The intact model's answer for the image in hand: kept already (store.js), or asked of the tab's source now.
   if (!live.source) throw new Error("the model is still loading: try again in a moment");
-  return answer(live, kind, which) ?? live.source[kind]({ image: live.state.numbers.image, ...request });
+  return answer(live, kind, which, false) ?? live.source[kind]({ image: live.state.numbers.image, ...request });
 }
 
 async function slide(live, view, geometry, { layer, column, head, patch, explained }) {

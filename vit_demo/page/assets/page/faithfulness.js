@@ -74,15 +74,11 @@ function masked(pixels, model, blank, taken, keep) {
   return image;
 }
 
-async function probabilities(logitsOf, model, images, target) {
+async function probabilities(logitsOf, images, target) {
   // The calibrated probability of class ``target`` for each image, the images run BATCH at a time.
-  const size = images[0].length, K = model.classes.length, found = [];
-  for (let start = 0; start < images.length; start += BATCH) {
-    const chunk = images.slice(start, start + BATCH), data = new Float32Array(chunk.length * size);
-    chunk.forEach((image, i) => data.set(image, i * size));
-    const logits = await logitsOf(data, chunk.length);
-    for (let i = 0; i < chunk.length; i++) found.push(softmax(logits.subarray(i * K, (i + 1) * K))[target]);
-  }
+  const found = [];
+  for (let start = 0; start < images.length; start += BATCH)
+    for (const { logits } of await logitsOf(images.slice(start, start + BATCH))) found.push(softmax(logits)[target]);
   return found;
 }
 
@@ -100,7 +96,7 @@ export async function curvesOf(logitsOf, model, pixels, rankings, target, steps)
       images.push(masked(pixels, model, blank, chosen, 0), masked(pixels, model, blank, chosen, 1));
     }
   }
-  const found = await probabilities(logitsOf, model, images, target), [whole, empty] = found;
+  const found = await probabilities(logitsOf, images, target), [whole, empty] = found;
   return rankings.map((_, r) => {
     const at = (k, field) => found[2 + r * 2 * (steps - 1) + 2 * (k - 1) + field];
     const middle = (field) => Array.from({ length: steps - 1 }, (_, i) => at(i + 1, field));
@@ -110,8 +106,8 @@ export async function curvesOf(logitsOf, model, pixels, rankings, target, steps)
 
 export async function scoreMaps({ logitsOf, relevanceOf, run, model, pixels }) {
   // The faithfulness view's numbers for one image's 8-bit ``pixels``: ``run`` its intact forward pass ({logits,
-  // attention}), ``relevanceOf(target)`` its relevance for a class, ``logitsOf(data, count)`` calibrated logits of
-  // images in the graph's layout. -> {label, steps, rankings, flat, curves, noise, verdict}
+  // attention}), ``relevanceOf(target)`` its relevance for a class, ``logitsOf(images)`` the calibrated logits of
+  // images in the graph's layout ([{logits}], model.js: run). -> {label, steps, rankings, flat, curves, noise, verdict}
   const { steps, rankings: count, flat } = model.faithfulness, { layers: L, heads: H, tokens: T, prefix } = model;
   const target = argmax(run.logits), g2 = T - prefix, random = seeded(0);
   const mean = ((L - 1) * (H + 1) + H) * g2; // the last layer's mean over heads, among every layer's maps

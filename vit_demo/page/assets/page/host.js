@@ -11,17 +11,16 @@ import { mount as mountView } from "./live.js";
 import { available, remembered } from "./model.js";
 import { readPhoto } from "./photo.js";
 import { setWaiting, tabStore } from "./store.js";
-import { tabSource } from "./source.js";
+import { pageSource } from "./source.js";
 import { mountTalk } from "./talk.js";
 
 export function start(root, page, server) {
   // ``root``: the page's <main>; ``page``: its data ({models: {tab: description}, inside, offline?}); ``server``:
   // the app's server functions (forward), or null.
   const forced = new URLSearchParams(window.location.search).get("model") === "server";
-  const model = (tab) => page.models[tab];
-  const call = (tab) => server && ((request) => server.forward({ model: model(tab).name, ...request }));
-  const source = (tab) => tabSource(tab, model(tab), document.baseURI, { server: call(tab), forced });
-  const live = (tab) => tabStore(tab);
+  const sources = {}; // tab -> its one source (source.js)
+  const source = (tab) => (sources[tab] ??= pageSource(page.models[tab], document.baseURI, { forced,
+    server: server && ((request) => server.forward({ model: page.models[tab].name, ...request })) }));
 
   if (!available() && !server) {
     Object.assign(root.querySelector("#vd-status"), { hidden: false, textContent: "This browser cannot run " +
@@ -38,7 +37,7 @@ export function start(root, page, server) {
   const started = {}; // tab -> its source, ready, its views answered by it (remembered; a failure: said by a reading)
   const photoAsked = new Set(); // tabs a photo was uploaded or picked in: the example they start with is not shown
   const loaded = (tab) => (started[tab] ??= remembered(() => source(tab).ready().then(() => {
-    live(tab).source = source(tab); // the tab's views ask it what they lack (store.js: need)
+    tabStore(tab).source = source(tab); // the tab's views ask it what they lack (store.js: need)
     root.querySelector(`#tab-${tab}`).dataset.ready = "true"; // for tests and scripts: its model is loaded
     return source(tab);
   })))();
@@ -47,9 +46,9 @@ export function start(root, page, server) {
     if (tab === "inside") return inside.open();
     if (!page.models[tab]) return; // no model: its tab says why
     loaded(tab).then(async (ready) => {
-      if (!root.querySelector(`#${tab}-input`) || photoAsked.has(tab) || live(tab).state) return; // (shown already)
+      if (!root.querySelector(`#${tab}-input`) || photoAsked.has(tab) || tabStore(tab).state) return; // (shown already)
       const numbers = await ready.example();
-      if (!photoAsked.has(tab)) live(tab).receive(numbers); // (unless a photo came first)
+      if (!photoAsked.has(tab)) tabStore(tab).receive(numbers); // (unless a photo came first)
     }).catch(() => {}); // (a failure is said when a reading is asked for)
   };
   const pad = root.querySelector("#canvas");
@@ -58,15 +57,15 @@ export function start(root, page, server) {
   for (const prefix of Object.keys(page.models)) {
     // The large view's layer and head, the class to explain, and the training slider.
     const [number, range] = root.querySelectorAll(`#${prefix}-layer input`);
-    number.addEventListener("input", () => ((range.value = number.value), live(prefix).draw()));
-    range.addEventListener("input", () => ((number.value = range.value), live(prefix).draw()));
-    root.querySelector(`#${prefix}-head`).addEventListener("change", () => live(prefix).draw());
+    number.addEventListener("input", () => ((range.value = number.value), tabStore(prefix).draw()));
+    range.addEventListener("input", () => ((number.value = range.value), tabStore(prefix).draw()));
+    root.querySelector(`#${prefix}-head`).addEventListener("change", () => tabStore(prefix).draw());
     root.querySelector(`#${prefix}-training-position input`)
-      ?.addEventListener("input", (event) => live(prefix).train(Number(event.target.value)));
+      ?.addEventListener("input", (event) => tabStore(prefix).train(Number(event.target.value)));
     root.querySelector(`#${prefix}-explain-class`)
-      ?.addEventListener("change", (event) => live(prefix).explain(event.target.value));
+      ?.addEventListener("change", (event) => tabStore(prefix).explain(event.target.value));
     const exporter = root.querySelector(`#${prefix}-export`);
-    if (exporter) mountExport(exporter, prefix, model(prefix).name);
+    if (exporter) mountExport(exporter, prefix, page.models[prefix].name);
   }
   mountTalk(root);
   for (const type of ["pointerdown", "click"]) root.addEventListener(type, (event) => {
@@ -98,8 +97,8 @@ export function start(root, page, server) {
 
   for (const prefix of Object.keys(page.models)) {
     const photo = root.querySelector(`#${prefix}-input`);
-    if (photo) mountPhoto(photo, { prefix, loaded: () => loaded(prefix), source: source(prefix), live: live(prefix),
-                                   photoAsked, unreadable: model(prefix).texts.unreadable });
+    if (photo) mountPhoto(photo, { prefix, loaded: () => loaded(prefix), source: source(prefix), live: tabStore(prefix),
+                                   photoAsked, unreadable: page.models[prefix].texts.unreadable });
   }
 }
 
@@ -108,6 +107,11 @@ function mountPhoto(photo, { prefix, loaded, source, live, photoAsked, unreadabl
   // runs (``loaded()``: a Promise of the tab's source, ready; ``unreadable``: the model's words for a file it can't
   // read, with {why}).
   const shown = photo.querySelector(".vd-photo-shown");
+  const show = (blob) => { // the photo the views are of, beside them (null: none)
+    if (shown.src.startsWith("blob:")) URL.revokeObjectURL(shown.src);
+    if (blob) shown.src = URL.createObjectURL(blob);
+    else shown.removeAttribute("src");
+  };
   let latest = null; // the photo asked for last: an earlier one's answer is not shown over it
   async function classifyPhoto(file) {
     // ``file``: a Blob, or a Promise of one (an example on its way).
@@ -124,11 +128,8 @@ function mountPhoto(photo, { prefix, loaded, source, live, photoAsked, unreadabl
       }
       if (asked !== latest) return;
       photo.dataset.model = source.inPage ? "page" : "server"; // for tests and scripts
-      // The photo the views are of, shown beside them: none for a file that can't be read (or is too large to
-      // decode safely), since the views are cleared for it too.
-      if (shown.src.startsWith("blob:")) URL.revokeObjectURL(shown.src);
-      if (answer.refused || !blob) shown.removeAttribute("src");
-      else shown.src = URL.createObjectURL(blob);
+      // None for a file that can't be read (or is too large to decode safely), since the views are cleared for it too.
+      show(answer.refused ? null : blob);
       live.receive(answer);
     } finally {
       if (asked === latest) setWaiting(live, false); // (an answer ends it too; a failure must as well)
@@ -137,8 +138,7 @@ function mountPhoto(photo, { prefix, loaded, source, live, photoAsked, unreadabl
   photo.querySelector("button.vd-clear").addEventListener("click", () => {
     photoAsked.add(prefix);
     latest = null; // (a photo still being read is not shown)
-    if (shown.src.startsWith("blob:")) URL.revokeObjectURL(shown.src);
-    shown.removeAttribute("src");
+    show(null);
     live.receive("");
   });
   photo.querySelector("input[type=file]").addEventListener("change", (event) => {

@@ -193,7 +193,7 @@ function resamplePass(image, channels, ow, oh, filter, bits) {
   const { start, count, weights, taps, precision } =
     resampleCoeffs(horizontal ? w : h, horizontal ? ow : oh, FILTERS[filter], bits);
   const step = horizontal ? channels : w * channels, out = new Uint8ClampedArray(oh * ow * channels);
-  for (let y = 0; y < oh; y++) {
+  for (let y = 0; y < oh; y++)
     for (let x = 0; x < ow; x++) {
       const o = horizontal ? x : y, from = (horizontal ? y * w + start[o] : start[o] * w + x) * channels;
       const k = o * taps, n = count[o];
@@ -203,7 +203,6 @@ function resamplePass(image, channels, ow, oh, filter, bits) {
         out[(y * ow + x) * channels + c] = sum >> precision;
       }
     }
-  }
   return { h: oh, w: ow, data: out };
 }
 
@@ -226,12 +225,11 @@ export function pilResize(pixels, width, height, channels, outWidth, outHeight, 
   if (filter === "nearest") {
     const ys = nearestIndices(height, outHeight), xs = nearestIndices(width, outWidth);
     const out = new Uint8ClampedArray(outHeight * outWidth * channels);
-    for (let y = 0, at = 0; y < outHeight; y++) {
+    for (let y = 0, at = 0; y < outHeight; y++)
       for (let x = 0; x < outWidth; x++) {
         const from = (ys[y] * width + xs[x]) * channels;
         for (let c = 0; c < channels; c++) out[at++] = pixels[from + c];
       }
-    }
     return out;
   }
   if (!FILTERS[filter]) throw new Error(`PIL's resize here takes nearest, bilinear or bicubic, not ${filter}`);

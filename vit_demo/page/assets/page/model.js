@@ -45,9 +45,7 @@ function forwardPass(open, where) {
     if (!sessions.has(name)) sessions.set(name, remembered(() => open(name)));
     return sessions.get(name)();
   }
-  return { where, inPage: where === "in this page", session, run: (...a) => run(session, ...a),
-           relevance: (...a) => relevance(session, ...a), patching: (...a) => patching(session, ...a),
-           logits: (...a) => logits(session, ...a) };
+  return { where, inPage: where === "in this page", session };
 }
 
 function oneAtATime(session) {
@@ -116,11 +114,14 @@ export async function choose(folder, first, { server = null, forced = false, sha
   return onServer(server);
 }
 
-export function inputTensor(images, model) {
-  // 8-bit images (each H x W x C, as preprocessing leaves them) -> the graph's image, float32 (B, C, H, W) in [0, 1].
+function inputTensor(images, model) {
+  // 8-bit images (each H x W x C, as preprocessing leaves them) -> the graph's image, float32 (B, C, H, W) in [0, 1];
+  // an image in that layout already (Float32Array (C, H, W): faithfulness.js's, whose blanked patches hold a photo's
+  // mean colour, which no 8-bit image has) is taken as it is.
   const { height: H, width: W, channels: C } = model, size = H * W * C;
   const data = new Float32Array(images.length * size);
   images.forEach((pixels, b) => {
+    if (pixels instanceof Float32Array) return data.set(pixels, b * size);
     for (let c = 0; c < C; c++)
       for (let p = 0; p < H * W; p++) data[b * size + c * H * W + p] = pixels[p * C + c] / 255;
   });
@@ -137,10 +138,10 @@ function knockout(model, off, mode) {
   };
 }
 
-async function relevance(session, name, model, pixels, target, { off = [], mode = "mean" } = {}) {
-  // One image's class-specific relevance for class index ``target`` through the relevance graph ``name``, with
-  // the heads ``off``: {logits (K) calibrated, relevance (g * g)}.
-  const graph = await session(name), K = model.classes.length;
+export async function relevance(graph, model, pixels, target, { off = [], mode = "mean" } = {}) {
+  // One image's class-specific relevance for class index ``target`` through the relevance graph (a session of the
+  // forward pass, as the runs below take theirs), with the heads ``off``: {logits (K) calibrated, relevance (g * g)}.
+  const K = model.classes.length;
   const onehot = new Float32Array(K);
   onehot[target] = 1;
   const out = await graph.run({ image: inputTensor([pixels], model), ...knockout(model, off, mode),
@@ -148,11 +149,11 @@ async function relevance(session, name, model, pixels, target, { off = [], mode 
   return { logits: out.logits.data, relevance: out.relevance.data };
 }
 
-async function patching(session, name, model, clean, corrupt, classes) {
-  // Two images' activation patching through the patching graph ``name`` (vit_demo/onnx/patching.py: the heads' or
-  // the residual stream's), ``classes`` [clean, corrupt] the two class indices compared: {logitDiff: the raw logit
+export async function patching(graph, model, clean, corrupt, classes) {
+  // Two images' activation patching through a patching graph (vit_demo/onnx/patching.py: the heads' or the
+  // residual stream's), ``classes`` [clean, corrupt] the two class indices compared: {logitDiff: the raw logit
   // difference of the clean and of the corrupt run (2), cleanIntoCorrupt and corruptIntoClean: (L, H) or (L, T)}.
-  const graph = await session(name), K = model.classes.length;
+  const K = model.classes.length;
   const onehot = new Float32Array(2 * K);
   onehot[classes[0]] = 1;
   onehot[K + classes[1]] = 1;
@@ -162,25 +163,14 @@ async function patching(session, name, model, clean, corrupt, classes) {
            corruptIntoClean: out.corrupt_into_clean.data };
 }
 
-const OUTPUTS = ["logits", "attention", "lens", "features"]; // the model graph's (export.py)
-
-async function run(session, name, model, images, { off = [], mode = "mean", outputs = OUTPUTS } = {}) {
-  // ``images`` through the graph ``name`` with the heads ``off`` (layer * heads + head) replaced by their mean
-  // (mode "mean") or by zeros: per image, the ``outputs`` asked for of its calibrated logits (K), attention
-  // (L, H, T, T), lens (L, T, K) and [CLS] features (L, D; the unfamiliar rule's, numbers.js).
-  const graph = await session(name);
+export async function run(graph, model, images, { off = [], mode = "mean", outputs }) {
+  // ``images`` (inputTensor's) through ``graph`` (the model's, a snapshot's, the lens') with the heads ``off``
+  // (layer * heads + head) replaced by their mean (mode "mean") or by zeros: per image, the ``outputs`` asked for
+  // of the graph's (export.py): calibrated logits (K), attention (L, H, T, T), lens (L, T, K), [CLS] features (L, D;
+  // the unfamiliar rule's, numbers.js), queries, keys and values (qkv: L, 3, H, T, Dh).
   const out = await graph.run({ image: inputTensor(images, model), ...knockout(model, off, mode) }, outputs);
   return images.map((_, b) => Object.fromEntries(outputs.map((output) => {
     const size = out[output].data.length / images.length; // (every output has the batch first)
     return [output, out[output].data.subarray(b * size, (b + 1) * size)];
   })));
-}
-
-async function logits(session, name, model, data, count) {
-  // ``count`` images already in the graph's layout, float32 (B, C, H, W) in [0, 1] (faithfulness.js: a photo's
-  // blanked patches hold its mean colour, which no 8-bit image has), through the graph ``name`` with every head on:
-  // their calibrated logits, (B, K) flat. Only the logits are fetched.
-  const graph = await session(name), { height: H, width: W, channels: C } = model;
-  const image = new ort.Tensor("float32", data, [count, C, H, W]);
-  return (await graph.run({ image, ...knockout(model, [], "mean") }, ["logits"])).logits.data;
 }

@@ -9,35 +9,31 @@ import { roundHalfEven } from "./arithmetic.js";
 const A = -0.75; // torch's bicubic coefficient
 const near = (x) => ((A + 2) * x - (A + 3)) * x * x + 1; // |x| <= 1
 const far = (x) => ((A * x - 5 * A) * x + 8 * A) * x - 4 * A; // 1 < |x| < 2
-const tapsMade = new Map(); // "n/size/smooth" -> the taps, made once
+const made = new Map(); // what is made once a page, by its name and sizes: resize taps, buffers, ImageData
+const once = (id, make) => (made.has(id) ? made.get(id) : made.set(id, make()).get(id));
 
 function taps(n, size, smooth) {
   // Output i of a resize from n to size samples as four weighted inputs: {index, weight}, (size * 4) each; an edge's
   // clamped taps repeat an index (their weights add, as in the dense resize matrix). Nearest: one tap of weight 1.
-  const id = `${n}/${size}/${smooth}`;
-  if (tapsMade.has(id)) return tapsMade.get(id);
-  const index = new Int32Array(size * 4), weight = new Float32Array(size * 4), scale = n / size;
-  const clamp = (j) => Math.min(Math.max(j, 0), n - 1);
-  for (let i = 0; i < size; i++) {
-    if (!smooth) {
-      index.fill(clamp(Math.floor(i * scale)), i * 4, i * 4 + 4);
-      weight[i * 4] = 1;
-      continue;
+  return once(`taps/${n}/${size}/${smooth}`, () => {
+    const index = new Int32Array(size * 4), weight = new Float32Array(size * 4), scale = n / size;
+    const clamp = (j) => Math.min(Math.max(j, 0), n - 1);
+    for (let i = 0; i < size; i++) {
+      if (!smooth) {
+        index.fill(clamp(Math.floor(i * scale)), i * 4, i * 4 + 4);
+        weight[i * 4] = 1;
+        continue;
+      }
+      const source = scale * (i + 0.5) - 0.5, first = Math.floor(source), t = source - first;
+      const w = [far(t + 1), near(t), near(1 - t), far(2 - t)];
+      for (let k = 0; k < 4; k++) (index[i * 4 + k] = clamp(first - 1 + k)), (weight[i * 4 + k] = w[k]);
     }
-    const source = scale * (i + 0.5) - 0.5, first = Math.floor(source), t = source - first;
-    const w = [far(t + 1), near(t), near(1 - t), far(2 - t)];
-    for (let k = 0; k < 4; k++) (index[i * 4 + k] = clamp(first - 1 + k)), (weight[i * 4 + k] = w[k]);
-  }
-  tapsMade.set(id, { index, weight });
-  return tapsMade.get(id);
+    return { index, weight };
+  });
 }
 
-const buffers = new Map(); // "name/length" -> an array reused by every map drawn (no garbage per tile)
-const buffer = (name, length, Type = Float32Array) => {
-  const id = `${name}/${length}`;
-  if (!buffers.has(id)) buffers.set(id, new Type(length));
-  return buffers.get(id);
-};
+// An array reused by every map drawn (no garbage per tile).
+const buffer = (name, length, Type = Float32Array) => once(`${name}/${length}`, () => new Type(length));
 
 function resizeColumns(values, h, w, size, smooth) {
   // (h, w) -> (h, size): each output column four weighted input columns (a small pass: h is the map's grid).
@@ -53,15 +49,9 @@ function resizeColumns(values, h, w, size, smooth) {
 
 function resize(values, h, w, size, smooth) {
   // (h, w) -> (size, size) floats: the columns resized (resizeColumns), then each output row four weighted rows of
-  // them, the weights and rows fixed along the row; nearest (a digit's input), each output the one input it takes.
+  // them, the weights and rows fixed along the row (nearest, for a digit's input: the one input of weight 1).
   // The result is a buffer the next resize of this size overwrites.
   const out = buffer("resized", size * size);
-  if (!smooth) {
-    const rows = taps(h, size, false).index, cols = taps(w, size, false).index;
-    for (let i = 0, p = 0; i < size; i++)
-      for (let x = 0; x < size; x++, p++) out[p] = values[rows[i * 4] * w + cols[x * 4]];
-    return out;
-  }
   const columns = resizeColumns(values, h, w, size, smooth), { index, weight } = taps(h, size, smooth);
   for (let i = 0, t = 0, p = 0; i < size; i++, t += 4) {
     const r0 = index[t] * size, r1 = index[t + 1] * size, r2 = index[t + 2] * size, r3 = index[t + 3] * size;
@@ -130,14 +120,12 @@ export function levels(map, top) {
   return out;
 }
 
-const scratch = new Map(); // size -> an ImageData to fill and put (putImageData copies it)
-
 export function overlay(context, state, map, size, x = 0, y = 0, top = 0) {
   // One (g, g) map over the tab's input, size pixels a side, at (x, y) of the canvas, scaled to its own maximum (or
   // so that ``top`` is the hottest colour: levels); map null: the input alone.
   const under = base(state, size), grid = state.numbers.grid;
-  if (!scratch.has(size)) scratch.set(size, context.createImageData(size, size));
-  const picture = scratch.get(size), out = new Uint32Array(picture.data.buffer);
+  const picture = once(`picture/${size}`, () => context.createImageData(size, size)); // (putImageData copies it)
+  const out = new Uint32Array(picture.data.buffer);
   if (!map) out.set(under.words);
   else {
     const heat = resize(levels(map, top), grid, grid, size, true), pixels = size * size;
@@ -158,26 +146,24 @@ export function overlay(context, state, map, size, x = 0, y = 0, top = 0) {
 
 const tilesDrawn = new WeakMap(); // maps -> the canvas whose tiles show them, for another grid of them to copy
 
-export function drawTiles(canvas, context, state, maps) {
-  // A tile per layer and head (and each layer's mean), at the origins render.attention_grid_layout gave. Maps that
-  // another grid of the same layout shows as they are (the training view's trained model is the [CLS] grid's) are
-  // copied from it. A canvas says which maps it shows (``showing``, which View.clear and greyOff reset).
-  const g = state.numbers.grid, thumb = Number(canvas.dataset.thumb), drawn = tilesDrawn.get(maps);
-  canvas.showing = maps;
+export function drawTiles(canvas, context, state, maps, off = null) {
+  // A tile per layer and head (and each layer's mean), at the origins render.attention_grid_layout gave, the heads
+  // switched off (``off``: layer * heads + head) greyed and marked "off". Maps that another grid of the same layout
+  // shows as they are (the training view's trained model is the [CLS] grid's) are copied from it. A canvas says which
+  // maps it shows alone (``showing``, which View.clear resets).
+  const { grid: g, heads } = state.numbers, thumb = Number(canvas.dataset.thumb), drawn = tilesDrawn.get(maps);
+  const origins = (canvas.origins ??= JSON.parse(canvas.dataset.origins));
   if (drawn && drawn !== canvas && drawn.showing === maps && drawn.width === canvas.width &&
       drawn.height === canvas.height && drawn.dataset.thumb === canvas.dataset.thumb)
-    return context.drawImage(drawn, 0, 0);
-  (canvas.origins ??= JSON.parse(canvas.dataset.origins)).forEach(([x, y], tile) =>
-    overlay(context, state, maps.subarray(tile * g * g, (tile + 1) * g * g), thumb, x, y));
-  tilesDrawn.set(maps, canvas);
-}
-
-export function greyOff(canvas, context, heads, off) {
-  // Over a grid of tiles (drawTiles), the heads switched off (layer * heads + head) greyed and marked "off".
-  const thumb = Number(canvas.dataset.thumb), origins = (canvas.origins ??= JSON.parse(canvas.dataset.origins));
-  canvas.showing = null; // no longer the maps alone
+    context.drawImage(drawn, 0, 0);
+  else {
+    origins.forEach(([x, y], tile) => overlay(context, state, maps.subarray(tile * g * g, (tile + 1) * g * g), thumb,
+                                              x, y));
+    tilesDrawn.set(maps, canvas);
+  }
+  canvas.showing = off ? null : maps;
   Object.assign(context, { font: "bold 20px sans-serif", textAlign: "center", textBaseline: "middle" });
-  for (const index of off) {
+  for (const index of off ?? []) {
     const [x, y] = origins[Math.floor(index / heads) * (heads + 1) + (index % heads)];
     context.fillStyle = "rgba(90, 90, 90, 0.72)";
     context.fillRect(x, y, thumb, thumb);

@@ -48,12 +48,10 @@ export function checkSize(width, height) {
 }
 
 export function checkPixels(pixels, width, height, channels) {
-  if (!Number.isInteger(width) || !Number.isInteger(height) || width < 0 || height < 0) {
+  if (!Number.isInteger(width) || !Number.isInteger(height) || width < 0 || height < 0)
     throw new InputError(`an image's width and height must be whole numbers, not ${width}x${height}`);
-  }
-  if (!pixels || pixels.length !== width * height * channels) {
+  if (!pixels || pixels.length !== width * height * channels)
     throw new InputError(`a ${width}x${height} image with ${channels} channel(s) has ${width * height * channels} values, not ${pixels?.length}`);
-  }
 }
 
 // ---- Photos -> CIFAR-10 ---------------------------------------------------------------------------------------------
@@ -94,9 +92,8 @@ function photoRgb(rgba, width, height) {
     planes.push(plane);
     ranges.push(f32(hi - lo));
   }
-  if (ranges.every((range) => range < FLAT_RANGE)) {
+  if (ranges.every((range) => range < FLAT_RANGE))
     throw new NothingDrawn("Nothing to classify: the image is one flat colour.");
-  }
   return planes;
 }
 
@@ -111,12 +108,11 @@ export function preprocessPhoto(rgba, width, height, size = 32) {
   const out = new Uint8Array(size * size * 3);
   planes.forEach((plane, c) => {
     const resized = antialiasResize({ h: height, w: width, data: plane }, oh, ow).data; // (oh, ow)
-    for (let y = 0; y < size; y++) {
+    for (let y = 0; y < size; y++)
       for (let x = 0; x < size; x++) {
         const v = clamp01(resized[(top + y) * ow + left + x]); // .clamp(0, 1), then eight_bit
         out[(y * size + x) * 3 + c] = roundHalfEven(f32(v * 255));
       }
-    }
   });
   return out;
 }
@@ -144,9 +140,8 @@ export function preprocessResized(rgba, width, height, { size, resize, interpola
   photoRgb(rgba, width, height); // its checks and refusals; its values, made 8-bit, are these (by alpha and value):
   const eightBit = (overWhiteBytes ??= compositeOverWhite().map((v) => roundHalfEven(f32(v * 255)))); // (made once)
   const n = width * height, rgb = new Uint8Array(n * 3); // (H, W, 3)
-  for (let p = 0; p < n; p++) {
+  for (let p = 0; p < n; p++)
     for (let c = 0; c < 3; c++) rgb[p * 3 + c] = eightBit[rgba[p * 4 + 3] * 256 + rgba[p * 4 + c]];
-  }
   const [oh, ow] = resizedShape(height, width, resize);
   if (oh < size || ow < size) throw new Error(`cannot crop ${size}x${size} from a ${ow}x${oh} resize`);
   const resized = RESIZES[library](rgb, width, height, 3, ow, oh, interpolation); // (oh, ow, 3)

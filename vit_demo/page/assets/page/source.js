@@ -8,7 +8,7 @@
 // rule, its weights folder's address (relative to ``base``) and graphs' names in it, and its captions with {fields}.
 import { preprocessDrawing } from "./drawing.js";
 import { InputError, NothingDrawn, preprocessPhoto, preprocessResized } from "./preprocess.js";
-import { choose } from "./model.js";
+import { choose, patching, relevance, remembered, run } from "./model.js";
 import { scoreMaps, verdictText } from "./faithfulness.js";
 import { roundHalfEven } from "./arithmetic.js";
 import { argmax, attentionSteps, fill, fromBase64, gridMaps, imageNumbers, percent, queryMaps, reading, rollout,
@@ -40,28 +40,18 @@ function refusal(model, error) {
   throw error;
 }
 
-const sources = new Map(); // tab prefix -> its source
-
-export function tabSource(prefix, model, base, where = {}) {
-  // A tab's one source: the canvas, the photo reader and the static page's host all ask for it here.
-  // (``model`` and the rest are needed the first time only.)
-  if (!sources.has(prefix)) sources.set(prefix, pageSource(model, base, where));
-  return sources.get(prefix);
-}
-
 export function pageSource(described, base, where = {}) {
-  // ``where``: {server: the app's server function "forward", forced: the server even where the page could run the
-  // model}, as model.js: choose takes them; the static page gives none.
+  // A tab's one source (the host makes it). ``where``: {server: the app's server function "forward", forced: the
+  // server even where the page could run the model}, as model.js: choose takes them; the static page gives none.
   const model = { ...described, colormap: fromBase64(described.colormap), // (256, 3) bytes, and the example's
                   example: described.example && fromBase64(described.example) }; // pixels: decoded once
-  let chosen = null, forward = null; // the forward pass: a Promise of it, then it
+  let forward = null; // the forward pass, once chosen (a failure is not kept: the next reading tries again)
   const forced = where.forced || model.pageGraphs === false; // (graphs missing or older than the weights)
-  const pass = () => (chosen ??= choose(new URL(model.folder, base).href, model.graph,
-    { ...where, forced, shared: model.shared })
-    .then((found) => (forward = found))
-    .catch((error) => { chosen = null; throw error; })); // the next reading tries again
-  const graph = Object.fromEntries(["session", "run", "relevance", "patching", "logits"].map((name) =>
-    [name, async (...args) => (await pass())[name](...args)]));
+  const pass = remembered(() => choose(new URL(model.folder, base).href, model.graph,
+    { ...where, forced, shared: model.shared }).then((found) => (forward = found)));
+  const session = async (name) => (await pass()).session(name); // the graph ``name``, loaded once
+  const graph = Object.fromEntries(Object.entries({ run, relevance, patching }).map(([kind, runs]) => // model.js'
+    [kind, async (name, ...args) => runs(await session(name), model, ...args)])); // runs of the graph ``name``
   const size = model.height * model.width * model.channels;
   const image = (pixels) => { // an image the page keeps: Uint8Array (H, W, C)
     if (!(pixels instanceof Uint8Array) || pixels.length !== size)
@@ -71,38 +61,34 @@ export function pageSource(described, base, where = {}) {
   const offOf = (request) => ({ // the heads a request switches off, as layer * heads + head, in order
     off: [...new Set((request.off ?? []).map(([l, h]) => l * model.heads + h))].sort((a, b) => a - b),
     mode: request.mode ?? "mean" });
-  let prefetched = null;
-  function prefetch() {
-    // Once a drawing has been read, the relevance graph (0.1 MB: its weights are the model's) and the snapshots'
-    // graphs (0.5 MB each for the digits) are loaded in the background, so that "why this class" and the training
-    // slider work once the network is gone; not before the first prediction, which waits for nothing but the model.
-    // (The photo tab, which reads no drawing, leaves its snapshots, 5.7 MB each, to the views that ask.)
-    const graphs = [model.relevance, ...model.snapshots.map((snapshot) => snapshot.graph)];
-    prefetched ??= Promise.all(graphs.map((file) => graph.session(file))).catch(() => (prefetched = null));
-  }
+  // Once a drawing has been read, the relevance graph (0.1 MB: its weights are the model's) and the snapshots'
+  // graphs (0.5 MB each for the digits) are loaded in the background, so that "why this class" and the training
+  // slider work once the network is gone; not before the first prediction, which waits for nothing but the model.
+  // (The photo tab, which reads no drawing, leaves its snapshots, 5.7 MB each, to the views that ask.)
+  const prefetch = remembered(() =>
+    Promise.all([model.relevance, ...model.snapshots.map((snapshot) => snapshot.graph)].map(session)));
 
   async function analyse(pixels) {
     // Every view's numbers for an 8-bit input, timing the model alone (its graph loaded first).
-    await graph.session(model.graph);
+    await session(model.graph);
     const start = performance.now();
-    const [run] = await graph.run(model.graph, model, [pixels], { outputs: NUMBERS });
-    return imageNumbers(model, pixels, run, performance.now() - start, forward.where);
+    const [numbers] = await graph.run(model.graph, [pixels], { outputs: NUMBERS });
+    return imageNumbers(model, pixels, numbers, performance.now() - start, forward.where);
   }
 
-  let warmed = false;
   function warmUp() {
     // V8 runs WebAssembly (and JavaScript) as quickly made code until a function has run enough to be optimised: a
     // fresh page's first ~50 readings of the digit model took 7-12 ms each in Chromium, then 2-3 ms. So once the
     // graph is loaded the page reads an image of its own, one reading per idle moment (a stroke waits for one at
-    // most), WARM_UP_RUNS times or for WARM_UP_MS of runs, whichever comes first.
-    if (warmed || !forward.inPage) return; // (on the server, a warm-up would be requests for nothing)
-    warmed = true;
-    const pixels = warmUpImage(model), url = model.graph;
+    // most), WARM_UP_RUNS times or for WARM_UP_MS of runs, whichever comes first (once: the host keeps the source
+    // that is ready).
+    if (!forward.inPage) return; // (on the server, a warm-up would be requests for nothing)
+    const pixels = warmUpImage(model);
     let runs = 0, spent = 0;
     const next = () => idle(async () => {
       const start = performance.now();
       try {
-        imageNumbers(model, pixels, (await graph.run(url, model, [pixels], { outputs: NUMBERS }))[0], 0, forward.where);
+        await analyse(pixels);
       } catch {
         return; // a reading the user asks for says what went wrong
       }
@@ -117,9 +103,8 @@ export function pageSource(described, base, where = {}) {
       return Boolean(forward?.inPage);
     },
     async ready() { // the forward pass chosen and its graph loaded, then warmed up in the background
-      const loaded = await graph.session(model.graph);
+      await session(model.graph);
       warmUp();
-      return loaded;
     },
 
     async example() {
@@ -141,11 +126,11 @@ export function pageSource(described, base, where = {}) {
         return refusal(model, error);
       }
       if (views === false) {
-        const [run] = await graph.run(model.graph, model, [pixels], { outputs: ["logits"] });
-        return reading(model, run.logits);
+        const [{ logits }] = await graph.run(model.graph, [pixels], { outputs: ["logits"] });
+        return reading(model, logits);
       }
       const numbers = await analyse(pixels);
-      setTimeout(prefetch, 1000); // once this answer is drawn and the page is idle again
+      setTimeout(() => prefetch().catch(() => {}), 1000); // once this answer is drawn and the page is idle again
       return numbers;
     },
 
@@ -169,7 +154,7 @@ export function pageSource(described, base, where = {}) {
       const pixels = image(request.image), patch = request.patch, patches = model.grid * model.grid;
       if (!Number.isInteger(patch) || patch < 0 || patch >= patches)
         throw new Error(`There is no patch ${patch}: this image has ${patches} patches, numbered 0 to ${patches - 1}.`);
-      const [run] = await graph.run(model.graph, model, [pixels], { ...offOf(request), outputs: ["attention"] });
+      const [run] = await graph.run(model.graph, [pixels], { ...offOf(request), outputs: ["attention"] });
       return queryMaps(model, run.attention, patch);
     },
 
@@ -179,7 +164,7 @@ export function pageSource(described, base, where = {}) {
       if (!within(layer, model.layers) || !within(head, model.heads) || !within(patch, model.grid * model.grid))
         throw new Error(`there is no layer ${layer}, head ${head} or patch ${patch} in this model (numbered from 0)`);
       const outputs = { ...offOf(request), outputs: ["qkv"] };
-      const [run] = await graph.run(model.graph, model, [image(request.image)], outputs);
+      const [run] = await graph.run(model.graph, [image(request.image)], outputs);
       return { layer, head, patch, ...attentionSteps(run.qkv, model, layer, head, model.prefix + patch) };
     },
 
@@ -190,8 +175,8 @@ export function pageSource(described, base, where = {}) {
       const pixels = image(request.image), off = offOf(request), T = model.temperature;
       if (!off.off.length) throw new Error("no head is switched off");
       const [[intact], [ablated]] = await Promise.all([
-        graph.run(model.graph, model, [pixels], { outputs: ["logits"] }),
-        graph.run(model.graph, model, [pixels], { ...off, outputs: ["logits", "attention"] })]);
+        graph.run(model.graph, [pixels], { outputs: ["logits"] }),
+        graph.run(model.graph, [pixels], { ...off, outputs: ["logits", "attention"] })]);
       const raw = (run) => Array.from(run.logits, (z) => z * T); // the graph's logits are divided by T
       const before = raw(intact), after = raw(ablated);
       const order = [...before.keys()].sort((a, b) => before[b] - before[a]), [top, second] = order;
@@ -214,10 +199,9 @@ export function pageSource(described, base, where = {}) {
       // The logit lens: what [CLS] would answer after each layer (calibrated), and per patch the probability of the
       // final answer read from each patch token after each layer (not calibrated): maps, Float64Array (L, g * g).
       const pixels = image(request.image), off = offOf(request), apart = model.lens !== model.graph;
-      const runs = await Promise.all([ // one run, or two where the lens is a graph of its own (where it is costly)
-        graph.run(model.graph, model, [pixels], { ...off, outputs: apart ? ["logits"] : ["logits", "lens"] }),
-        ...(apart ? [graph.run(model.lens, model, [pixels], { ...off, outputs: ["lens"] })] : [])]);
-      const [[run], [lensRun]] = [runs[0], runs.at(-1)];
+      const [[run], [lensRun] = [run]] = await Promise.all([ // one run, or two where the lens is a graph of its own
+        graph.run(model.graph, [pixels], { ...off, outputs: apart ? ["logits"] : ["logits", "lens"] }), // (costly)
+        ...(apart ? [graph.run(model.lens, [pixels], { ...off, outputs: ["lens"] })] : [])]);
       const { layers: L, tokens: T, prefix, classes } = model, K = classes.length, g2 = T - prefix;
       const read = (l, t) => Array.from(lensRun.lens.subarray((l * T + t) * K, (l * T + t + 1) * K));
       const cls = [...Array(L).keys()].map((l) => softmax(read(l, 0).map((z) => z / model.temperature)));
@@ -236,7 +220,7 @@ export function pageSource(described, base, where = {}) {
       // were traced into it: {label, title, map: Float32Array (g * g)}.
       const pixels = image(request.image), label = request.label, target = model.classes.indexOf(label);
       if (target < 0) throw new Error(`there is no class '${label}'`);
-      const run = await graph.relevance(model.relevance, model, pixels, target, offOf(request));
+      const run = await graph.relevance(model.relevance, pixels, target, offOf(request));
       const probs = softmax(run.logits), predicted = model.classes[argmax(probs)];
       const title = fill(label === predicted ? model.texts.why : model.texts.why_not,
                          { label, percent: percent(probs[target]), predicted });
@@ -252,15 +236,15 @@ export function pageSource(described, base, where = {}) {
       if (residual && !model.patching.residual)
         throw new Error("this model's residual stream is too large to patch in the page (its heads can be)");
       const graphs = [model.patching.heads, ...(residual ? [model.patching.residual] : [])];
-      await Promise.all([model.graph, ...graphs].map((url) => graph.session(url))); // loaded, not timed
+      await Promise.all([model.graph, ...graphs].map(session)); // loaded, not timed
       const start = performance.now();
-      const runs = await graph.run(model.graph, model, [clean, corrupt], { outputs: ["logits"] });
+      const runs = await graph.run(model.graph, [clean, corrupt], { outputs: ["logits"] });
       const classes = runs.map((run) => argmax(run.logits)); // what the model reads each image as
       if (classes[0] === classes[1])
         throw new Error(`the model reads both images as class ${classes[0]}: patching needs two images it tells ` +
                         "apart (or name the two classes)");
       const grids = [];
-      for (const url of graphs) grids.push(await graph.patching(url, model, clean, corrupt, classes));
+      for (const url of graphs) grids.push(await graph.patching(url, clean, corrupt, classes));
       const [diffClean, diffCorrupt] = grids[0].logitDiff;
       if (diffClean === diffCorrupt)
         throw new Error("the two images have the same logit difference: nothing to restore");
@@ -281,7 +265,7 @@ export function pageSource(described, base, where = {}) {
       const pixels = image(request.image), position = request.position, snapshot = model.snapshots[position - 1];
       if (!Number.isInteger(position) || !snapshot)
         throw new Error(`there is no snapshot ${position}: they are numbered 1 to ${model.snapshots.length}`);
-      const [run] = await graph.run(snapshot.graph, model, [pixels], { outputs: ["logits", "attention"] });
+      const [run] = await graph.run(snapshot.graph, [pixels], { outputs: ["logits", "attention"] });
       const probs = softmax(run.logits), top = argmax(probs);
       const note = fill(snapshot.note, { label: model.classes[top], percent: percent(probs[top]) });
       return { position, note, maps: gridMaps(run.attention, model) };
@@ -290,12 +274,13 @@ export function pageSource(described, base, where = {}) {
     async faithfulness(request) {
       // Each map's deletion and insertion curves, with every head on, and the verdict (faithfulness.js); its graphs
       // loaded first, not timed.
-      const pixels = image(request.image), url = model.graph, relevance = model.relevance;
-      await Promise.all([url, relevance].map((file) => graph.session(file)));
+      const pixels = image(request.image), url = model.graph;
+      await Promise.all([url, model.relevance].map(session));
       const start = performance.now();
-      const [run] = await graph.run(url, model, [pixels], { outputs: ["logits", "attention"] });
-      const found = await scoreMaps({ model, pixels, run, logitsOf: (data, n) => graph.logits(url, model, data, n),
-        relevanceOf: async (target) => (await graph.relevance(relevance, model, pixels, target)).relevance });
+      const [run] = await graph.run(url, [pixels], { outputs: ["logits", "attention"] });
+      const found = await scoreMaps({ model, pixels, run,
+        logitsOf: (images) => graph.run(url, images, { outputs: ["logits"] }),
+        relevanceOf: async (target) => (await graph.relevance(model.relevance, pixels, target)).relevance });
       return { ...found, text: verdictText(found, model.texts), ms: Number((performance.now() - start).toFixed(1)),
                where: forward.where };
     },

@@ -22,7 +22,7 @@ const FRESH = () => ({
   position: null, // the training slider's position
   onScreen: new Set(), // the views on screen now (or nearly): the relevance and lens views ask only then
   knockout: { off: [], mode: "mean" }, // the heads switched off (layer * heads + head, sorted) and how
-  patching: { clean: null, corrupt: null, residual: null }, // the two images kept for patching
+  patching: { clean: null, corrupt: null, residual: null }, // the two images kept for patching (their states)
 });
 
 export const asking = (live) => (live.source?.inPage ? "working it out in this page…" : "asking the server…");
@@ -70,7 +70,7 @@ function choose(live, choice) {
 
 // ---- The one cache of answers ----------------------------------------------------------------------------------
 
-export function ask(live, kind, key, compute, redraw = () => redrawAll(live)) {
+export function ask(live, kind, key, compute, redraw) {
   // The answer to ``kind`` kept under ``key``: {value}, {error: why} (it failed: kept until the next choice), or
   // {pending: true} while ``compute()`` (called once: a Promise of the answer, which rejects on failure) is under way;
   // once it lands it is kept and ``redraw`` is called.
@@ -91,7 +91,8 @@ export function ask(live, kind, key, compute, redraw = () => redrawAll(live)) {
 
 export const asked = (live, kind, key) => live.kept.get(`${kind}/${key}`); // what ``ask`` keeps, not asking
 
-function forgetFailures(live) {
+export function forgetFailures(live) {
+  // What failed is asked again (a choice of the tab's controls, or a view's button, asks for it).
   for (const [id, entry] of live.kept) if (entry.error) live.kept.delete(id);
 }
 
@@ -101,24 +102,24 @@ export function waiting(live, kind, which, request, followsKnockout = true) {
   return entry.error ? `${entry.error}. Choose again to retry.` : asking(live);
 }
 
-export function answer(live, kind, which) {
-  // The answer kept for the image in hand, or null.
-  return (live.state && asked(live, kind, `${live.state.key}/${which}`)?.value) || null;
-}
-
 export function knockoutId(live) {
   // The heads switched off and how, as the answers for them are kept ("" every head on).
   const k = live.knockout;
   return k.off.length ? `${k.mode}:${k.off.join(".")}` : "";
 }
 
-export function heldAs(live, which) {
-  // What a view's answer for ``which`` (a patch, a class) is kept under: with heads off, the knocked-out model's.
-  const id = knockoutId(live);
-  return id ? `${which}@${id}` : String(which);
+function heldAs(live, which, followsKnockout) {
+  // What an answer for ``which`` (a patch, a class...) is kept under, for the image in hand: with heads off, where it
+  // follows them, the knocked-out model's.
+  const id = followsKnockout ? knockoutId(live) : "";
+  return `${live.state.key}/${which}${id ? `@${id}` : ""}`;
 }
 
-export const viewAnswer = (live, kind, which) => answer(live, kind, heldAs(live, which)); // for the model as it is
+export function answer(live, kind, which, followsKnockout = true) {
+  // The answer kept for the image in hand (of the model as the board has it, unless ``followsKnockout`` is false), or
+  // null.
+  return (live.state && asked(live, kind, heldAs(live, which, followsKnockout))?.value) || null;
+}
 
 function offRequest(live) {
   // The heads switched off as the source reads them: {off: [[layer, head], ...] (0-based), mode}.
@@ -131,10 +132,10 @@ export function need(live, kind, which, request = {}, followsKnockout = true, re
   // "snapshot", "lens", "faithfulness", "knockout") for ``which`` (a patch, a class...), with the heads the board
   // switched off (unless ``followsKnockout`` is false); once it lands, ``redraw`` redraws the tab's views, unless a
   // later image came meanwhile. Returns the cache's entry.
-  const held = followsKnockout ? heldAs(live, which) : String(which), { key, numbers } = live.state;
+  const held = heldAs(live, which, followsKnockout), { key, numbers } = live.state;
   const off = followsKnockout && live.knockout.off.length ? offRequest(live) : {};
   if (!live.source) return { pending: true }; // (the source is still loading)
-  return ask(live, kind, `${key}/${held}`, () => live.source[kind]({ image: numbers.image, ...request, ...off }),
+  return ask(live, kind, held, () => live.source[kind]({ image: numbers.image, ...request, ...off }),
              () => live.state?.key === key && redraw(live));
 }
 

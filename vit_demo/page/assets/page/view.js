@@ -22,11 +22,13 @@ export class View {
 
   clear(drawn, caption) {
     // This view's canvas, cleared, and its caption; the context to draw on, or null when there is nothing to draw.
-    // canvas.dataset.drawn says what it shows, for tests ("" nothing).
+    // canvas.dataset.drawn says what it shows, for tests ("" nothing), and data-ablated with which heads off (what
+    // knockedCaption, called for this caption, says; else "").
     const { state } = this.live, canvas = this.canvas, context = canvas.getContext("2d");
     context.clearRect(0, 0, canvas.width, canvas.height);
     canvas.showing = null; // what picture.drawTiles drew on it, gone
-    canvas.dataset.drawn = state && drawn ? drawn : "";
+    Object.assign(canvas.dataset, { drawn: state && drawn ? drawn : "", ablated: this.ablated ?? "" });
+    this.ablated = null;
     const scale = this.element.querySelector(".vd-scale"); // a key with nothing above it says nothing
     if (scale) scale.style.visibility = state && drawn ? "" : "hidden";
     const box = this.element.querySelector(".vd-caption"), text = state ? caption ?? "" : "";
@@ -35,9 +37,10 @@ export class View {
   }
 
   knockedCaption(knocked, own = false) {
-    // What a view that follows the knockout adds to its caption, and what its canvas says it shows (data-ablated);
-    // ``own``: the view drew an answer of its own, asked for with these heads off (not the board's answer).
-    this.canvas.dataset.ablated = knocked && (own || knocked.reply) ? knocked.id : "";
+    // What a view that follows the knockout adds to its caption, and what its canvas will say it shows (data-ablated,
+    // which clear writes); ``own``: the view drew an answer of its own, asked for with these heads off (not the
+    // board's answer).
+    this.ablated = knocked && (own || knocked.reply) ? knocked.id : "";
     if (!knocked) return "";
     if (!own && !knocked.reply) return ` · <i>switching heads off: ${knocked.error ?? asking(this.live)}</i>`;
     return ` · <b class="vd-knocked">with ${plural(knocked.count, "head")} off</b>`;

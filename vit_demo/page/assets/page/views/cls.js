@@ -1,6 +1,6 @@
 // Where [CLS] looks: a tile per layer and head (render.attention_grid), and each layer's mean; with heads switched
 // off, the knocked-out model's, those heads greyed.
-import { drawTiles, greyOff } from "../picture.js";
+import { drawTiles } from "../picture.js";
 import { knockoutNow, shownMaps } from "../store.js";
 
 export default {
@@ -9,9 +9,6 @@ export default {
     const { live } = view, knocked = live.state && knockoutNow(live);
     const context = view.clear("grid", knocked && `The model${view.knockedCaption(knocked)}${knocked.reply ?
       ": the heads switched off are greyed." : ""}`);
-    if (!live.state) view.canvas.dataset.ablated = "";
-    if (!context) return;
-    drawTiles(view.canvas, context, live.state, shownMaps(live, knocked));
-    if (knocked?.reply) greyOff(view.canvas, context, live.state.numbers.heads, knocked.off);
+    if (context) drawTiles(view.canvas, context, live.state, shownMaps(live, knocked), knocked?.reply && knocked.off);
   },
 };

@@ -2,7 +2,7 @@
 // forward passes), then the deletion and insertion curves of each map (attention, rollout, relevance, and random as
 // the floor, with its spread) are drawn one panel above the other, with a key and the verdict in words. Scored with
 // every head on: the board's choice does not change the scores (the caption says so while heads are off).
-import { asked as answered, need } from "../store.js";
+import { asked as answered, forgetFailures, need } from "../store.js";
 import { escape } from "../view.js";
 
 const STYLES = { // faithfulness.py's kinds, in pictures/figures.py's colours (matplotlib's tab10), drawn in this
@@ -105,10 +105,9 @@ export default {
   setup(view) {
     view.element.querySelector("button.vd-score").addEventListener("click", () => {
       // Score the maps of the image in hand, once per image (scored with every head on); a failure is asked again.
-      const { live } = view, key = live.state && `${live.state.key}/scores`;
-      if (!key) return;
-      if (answered(live, "faithfulness", key)?.error) live.kept.delete(`faithfulness/${key}`);
-      need(live, "faithfulness", "scores", {}, false);
+      if (!view.live.state) return;
+      forgetFailures(view.live);
+      need(view.live, "faithfulness", "scores", {}, false);
       view.draw();
     });
   },

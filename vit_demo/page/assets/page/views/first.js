@@ -11,7 +11,7 @@ export function showRaw(prefix, raw) { // raw attention, its controls and view, 
   document.querySelector(`#${prefix}-map input[value=${raw ? "attention" : "first"}]`).checked = true;
 }
 
-const DRAW = { rollout: (view) => rollout.draw(view), relevance: (view) => relevance.draw(view, { answer: true }),
+const DRAW = { rollout: (view) => rollout.draw(view), relevance: (view) => relevance.draw(view, { first: true }),
                attention: (view) => selected.draw(view, view.live.state?.numbers.layers, "mean") };
 
 export default {

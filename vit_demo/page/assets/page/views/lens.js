@@ -2,18 +2,17 @@
 // probability of the final answer after each layer (a map per layer, on one scale). Asked for once per image, and
 // only while the view is on screen, so that a stroke costs nothing more.
 import { overlay } from "../picture.js";
-import { knockoutNow, viewAnswer, waiting } from "../store.js";
+import { answer, knockoutNow, waiting } from "../store.js";
 import { escape, percentText } from "../view.js";
 
 export default {
   knockout: true,
   draw(view) {
     const { live, element } = view, strip = element.querySelector(".vd-lens-strip");
-    const reply = viewAnswer(live, "lens", "strip"); // (null without an image)
+    const reply = answer(live, "lens", "strip"); // (null without an image)
     if (!reply) {
       strip.innerHTML = "";
       if (!live.state) return view.clear(null);
-      view.canvas.dataset.ablated = "";
       return view.clear(null, view.onScreen ? waiting(live, "lens", "strip", {}) : ""); // asks once in view
     }
     const knocked = view.knockedCaption(knockoutNow(live), true);

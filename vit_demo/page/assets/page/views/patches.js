@@ -3,13 +3,13 @@
 // query view (further down) shows it with every layer and head.
 import { mapAt } from "../numbers.js";
 import { overlay } from "../picture.js";
-import { knockoutNow, viewAnswer, waiting } from "../store.js";
+import { answer, knockoutNow, waiting } from "../store.js";
 
 function lastLayerMean(view) {
   // Where the query patch looks in the last layer, the mean of its heads (g, g), once its answer is in;
   // else null, and what the caption says meanwhile.
   const { live } = view, { numbers } = live.state;
-  const reply = viewAnswer(live, "query", live.patch);
+  const reply = answer(live, "query", live.patch);
   if (!reply) return [null, waiting(live, "query", live.patch, { patch: live.patch })];
   return [mapAt(reply.maps, numbers, numbers.layers - 1, numbers.heads), null];
 }

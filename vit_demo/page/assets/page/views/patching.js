@@ -2,6 +2,7 @@
 // share of the logit difference each head and each position of the residual stream restores, both directions
 // ("patching": the tab's source), as diverging heatmaps.
 import { fromBase64 } from "../numbers.js";
+import { overlay } from "../picture.js";
 import { ask, asked as answered, asking } from "../store.js";
 import { escape } from "../view.js";
 
@@ -12,23 +13,6 @@ function diverging(table) {
     const at = Math.round((Math.max(-1, Math.min(1, value)) + 1) * 127.5) * 3;
     return `rgb(${table[at]},${table[at + 1]},${table[at + 2]})`;
   };
-}
-
-function drawKept(canvas, kept) {
-  // An image kept for patching, its pixels as the model read them (Uint8Array (H, W, C)), filling the canvas.
-  const context = canvas.getContext("2d");
-  context.clearRect(0, 0, canvas.width, canvas.height);
-  if (!kept) return;
-  const { image: bytes, width, height, channels } = kept;
-  const small = Object.assign(document.createElement("canvas"), { width, height });
-  const picture = small.getContext("2d").createImageData(width, height);
-  for (let p = 0; p < width * height; p++) {
-    for (let c = 0; c < 3; c++) picture.data[p * 4 + c] = bytes[p * channels + (channels === 1 ? 0 : c)];
-    picture.data[p * 4 + 3] = 255;
-  }
-  small.getContext("2d").putImageData(picture, 0, 0);
-  context.imageSmoothingEnabled = kept.smooth;
-  context.drawImage(small, 0, 0, canvas.width, canvas.height);
 }
 
 function headsGrid(canvas, values, colour) {
@@ -77,9 +61,11 @@ function residualGrid(canvas, values, { grid, prefix }, colour) {
 
 function drawSlots(root, live) {
   for (const slot of ["clean", "corrupt"]) {
-    const box = root.querySelector(`.vd-slot[data-slot="${slot}"]`), image = live.patching[slot];
-    box.querySelector(".vd-slot-label").innerHTML = image ? `read as <b>${escape(image.label)}</b>` : "none yet";
-    drawKept(box.querySelector("canvas"), image);
+    const box = root.querySelector(`.vd-slot[data-slot="${slot}"]`), kept = live.patching[slot];
+    const canvas = box.querySelector("canvas"), context = canvas.getContext("2d");
+    box.querySelector(".vd-slot-label").innerHTML = kept ? `read as <b>${escape(kept.numbers.label)}</b>` : "none yet";
+    if (kept) overlay(context, kept, null, canvas.width); // the image as the model read it, as the views draw it
+    else context.clearRect(0, 0, canvas.width, canvas.height);
     box.querySelector("button.vd-use").disabled = !live.state;
   }
 }
@@ -114,11 +100,12 @@ export default {
     if (!kept.clean || !kept.corrupt)
       return none(kept.clean || kept.corrupt ? "Now keep a second image, one the model reads as another class." :
         "Draw or pick an image, keep it as clean; then another, and keep it as corrupt.");
-    if (kept.clean.label === kept.corrupt.label)
-      return none(`The model reads both images as <b>${escape(kept.clean.label)}</b>: keep two it tells apart.`);
+    const label = kept.clean.numbers.label;
+    if (label === kept.corrupt.numbers.label)
+      return none(`The model reads both images as <b>${escape(label)}</b>: keep two it tells apart.`);
     const pair = `${kept.clean.key}/${kept.corrupt.key}`, atOnce = root.dataset.residual === "true";
     const wanted = atOnce || kept.residual === pair; // the photos' residual grid: asked for on a button
-    const request = { clean: kept.clean.image, corrupt: kept.corrupt.image, residual: wanted };
+    const request = { clean: kept.clean.numbers.image, corrupt: kept.corrupt.numbers.image, residual: wanted };
     const asked = live.source ? ask(live, "patching", `${pair}/${wanted}`, () => live.source.patching(request),
                                     () => view.draw()) : { pending: true }; // (only this view shows them)
     const reply = asked.value ?? answered(live, "patching", `${pair}/${!wanted}`)?.value;
@@ -136,8 +123,7 @@ export default {
     view.element.addEventListener("click", (event) => {
       const button = event.target.closest("button"), { live } = view, kept = live.patching;
       if (button?.classList.contains("vd-use") && live.state) {
-        const { image, label, height, width, channels, smooth } = live.state.numbers;
-        kept[button.dataset.slot] = { image, key: live.state.key, label, height, width, channels, smooth };
+        kept[button.dataset.slot] = live.state; // the image in hand: its numbers, and its key
       } else if (button?.classList.contains("vd-residual") && kept.clean && kept.corrupt) {
         kept.residual = `${kept.clean.key}/${kept.corrupt.key}`;
       } else return;

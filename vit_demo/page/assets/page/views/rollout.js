@@ -8,7 +8,6 @@ export default {
     const { live } = view, knocked = live.state && knockoutNow(live);
     const map = knocked?.reply?.rollout ?? live.state?.numbers.rollout;
     const context = view.clear(map && "map", knocked && `The model${view.knockedCaption(knocked)}`);
-    if (!live.state) view.canvas.dataset.ablated = "";
     if (context) overlay(context, live.state, map, view.canvas.width);
     view.canvas.dataset.numbers = map ? json({ map }) : ""; // for tests
   },

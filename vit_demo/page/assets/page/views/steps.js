@@ -2,8 +2,7 @@
 // patch here or on the patch grid): the patch's query against every token's key (the scores), their softmax (the
 // attention weights: where the patch looks) and the values summed with those weights (the head's output), each
 // step with the model's own numbers for the image in hand (source.js: steps). data-steps holds them, for tests.
-import { json, knockoutNow, viewAnswer, waiting } from "../store.js";
-import { plural } from "../view.js";
+import { answer, json, knockoutNow, waiting } from "../store.js";
 
 const SHOWN = 3; // the values drawn in the weighted sum: the most weighted tokens'
 const PREFIX_NAMES = ["[CLS]", "[DIST]"]; // the tokens before the patches (then registers, where a model has them)
@@ -75,14 +74,12 @@ export default {
     const { live, element } = view, list = element.querySelector(".vd-steps-list");
     const caption = element.querySelector(".vd-caption"), say = (text) => (caption.innerHTML = text);
     const [layer, head] = [".vd-steps-layer", ".vd-steps-head"].map((s) => Number(element.querySelector(s).value));
-    const which = `${layer}/${head}/${live.patch}`, reply = live.state && viewAnswer(live, "steps", which);
+    const which = `${layer}/${head}/${live.patch}`, reply = answer(live, "steps", which);
     element.dataset.steps = reply ? json(reply) : "";
     if (!reply) list.innerHTML = "";
     if (!live.state) return say("");
     if (!reply) return say(waiting(live, "steps", which, { layer, head, patch: live.patch }));
-    const knocked = knockoutNow(live);
-    say(`Patch ${reply.patch}, layer ${layer + 1}, head ${head + 1}` +
-        (knocked ? ` · <b class="vd-knocked">with ${plural(knocked.count, "head")} off</b>` : ""));
+    say(`Patch ${reply.patch}, layer ${layer + 1}, head ${head + 1}${view.knockedCaption(knockoutNow(live), true)}`);
     list.innerHTML = steps(reply, live.state.numbers);
   },
   setup(view) {

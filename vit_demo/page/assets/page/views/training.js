@@ -1,6 +1,6 @@
 // Where [CLS] looked at the training slider's snapshot (the last: the trained model, which follows the board; the
 // earlier ones keep every head).
-import { drawTiles, greyOff } from "../picture.js";
+import { drawTiles } from "../picture.js";
 import { answer, knockoutNow, shownMaps, waiting } from "../store.js";
 
 export default {
@@ -12,12 +12,9 @@ export default {
     const position = Math.min(Math.max(Math.round(live.position ?? last), 1), last);
     if (position === last) {
       const knocked = knockoutNow(live), context = view.clear("trained", note + view.knockedCaption(knocked));
-      drawTiles(canvas, context, live.state, shownMaps(live, knocked));
-      if (knocked?.reply) greyOff(canvas, context, live.state.numbers.heads, knocked.off);
-      return;
+      return drawTiles(canvas, context, live.state, shownMaps(live, knocked), knocked?.reply && knocked.off);
     }
-    canvas.dataset.ablated = "";
-    const reply = answer(live, "snapshot", position);
+    const reply = answer(live, "snapshot", position, false);
     if (!reply) return view.clear(null, `Where [CLS] looked then: ${waiting(live, "snapshot", position, { position },
                                                                           false)}`);
     const kept = live.knockout.off.length ? " · <i>every head on: the board switches off the trained model's</i>" : "";
