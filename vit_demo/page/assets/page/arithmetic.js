@@ -131,6 +131,4 @@ export function torchSum(values) {
   return f32(0 + sum);
 }
 
-export function clamp01(x) {
-  return x < 0 ? 0 : x > 1 ? 1 : x;
-}
+export const clamp01 = (x) => (x < 0 ? 0 : x > 1 ? 1 : x);

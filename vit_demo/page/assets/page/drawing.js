@@ -61,12 +61,11 @@ function inkBox(plane, threshold) {
   let top = h, bottom = -1, left = w, right = -1;
   for (let y = 0; y < h; y++)
     for (let x = 0; x < w; x++) {
-      if (data[y * w + x] > threshold) {
-        if (y < top) top = y;
-        bottom = y;
-        if (x < left) left = x;
-        if (x > right) right = x;
-      }
+      if (data[y * w + x] <= threshold) continue;
+      top = Math.min(top, y);
+      bottom = y;
+      left = Math.min(left, x);
+      right = Math.max(right, x);
     }
   return bottom < 0 ? null : { top, bottom, left, right };
 }

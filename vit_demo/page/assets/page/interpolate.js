@@ -29,12 +29,7 @@ function linearTaps(inSize, outSize) {
   const scale = outSize > 1 ? f32(inSize / outSize) : 0; // area_pixel_compute_scale
   const i0 = new Int32Array(outSize), i1 = new Int32Array(outSize);
   const l0 = new Float32Array(outSize), l1 = new Float32Array(outSize);
-  for (let o = 0; o < outSize; o++) {
-    if (inSize === outSize) {
-      i0[o] = i1[o] = o;
-      l0[o] = 1;
-      continue;
-    }
+  for (let o = 0; o < outSize; o++) { // (a side that keeps its size: each output its input, weight 1, as torch copies)
     let real = f32(scale * (o + 0.5) - 0.5); // area_pixel_compute_source_index (exact in float64, rounded once)
     if (real < 0) real = 0;
     const index = Math.min(Math.floor(real), inSize - 1); // guard_index_and_lambda

@@ -29,10 +29,9 @@ export function mount(element, prefix, name) {
   // live.source, which the host sets once the source is ready).
   const spec = VIEWS[name], live = tabStore(prefix), view = new View(element, live, prefix, name);
   if (!spec) throw new Error(`there is no live view '${name}'`);
-  const entry = { element, name, draw: (...args) => spec.draw(view, ...args), prediction: Boolean(spec.prediction),
-                  knockout: Boolean(spec.knockout) };
-  view.draw = (...args) => entry.draw(...args); // through the entry, which scripts may wrap (benchmarks time it)
-  live.views.push(entry);
+  Object.assign(view, { draw: (...args) => spec.draw(view, ...args), prediction: Boolean(spec.prediction),
+                        knockout: Boolean(spec.knockout) });
+  live.views.push(view); // (its draw, which scripts may wrap: benchmarks time it)
   new IntersectionObserver(([seen]) => {
     // Whether this view is on screen (or within ON_SCREEN_MARGIN of it): one that comes into view is drawn again.
     if (seen.isIntersecting === live.onScreen.has(name)) return;

@@ -128,24 +128,25 @@ function inputTensor(images, model) {
   return new ort.Tensor("float32", data, [images.length, C, H, W]);
 }
 
+const oneHot = (model, classes) => { // the graphs' classes to explain or compare: a row each, 1 at the class' index
+  const K = model.classes.length, rows = new Float32Array(classes.length * K);
+  classes.forEach((c, i) => (rows[i * K + c] = 1));
+  return new ort.Tensor("float32", rows, [classes.length, K]);
+};
+
 function knockout(model, off, mode) {
   // The graphs' heads_off (L, H) and mean_ablation (1,) for the heads ``off`` (layer * heads + head).
   const headsOff = new Float32Array(model.layers * model.heads);
   for (const index of off) headsOff[index] = 1;
-  return {
-    heads_off: new ort.Tensor("float32", headsOff, [model.layers, model.heads]),
-    mean_ablation: new ort.Tensor("float32", Float32Array.of(mode === "mean" ? 1 : 0), [1]),
-  };
+  return { heads_off: new ort.Tensor("float32", headsOff, [model.layers, model.heads]),
+           mean_ablation: new ort.Tensor("float32", Float32Array.of(mode === "mean" ? 1 : 0), [1]) };
 }
 
 export async function relevance(graph, model, pixels, target, { off = [], mode = "mean" } = {}) {
   // One image's class-specific relevance for class index ``target`` through the relevance graph (a session of the
   // forward pass, as the runs below take theirs), with the heads ``off``: {logits (K) calibrated, relevance (g * g)}.
-  const K = model.classes.length;
-  const onehot = new Float32Array(K);
-  onehot[target] = 1;
   const out = await graph.run({ image: inputTensor([pixels], model), ...knockout(model, off, mode),
-                                target: new ort.Tensor("float32", onehot, [1, K]) });
+                                target: oneHot(model, [target]) });
   return { logits: out.logits.data, relevance: out.relevance.data };
 }
 
@@ -153,12 +154,8 @@ export async function patching(graph, model, clean, corrupt, classes) {
   // Two images' activation patching through a patching graph (vit_demo/onnx/patching.py: the heads' or the
   // residual stream's), ``classes`` [clean, corrupt] the two class indices compared: {logitDiff: the raw logit
   // difference of the clean and of the corrupt run (2), cleanIntoCorrupt and corruptIntoClean: (L, H) or (L, T)}.
-  const K = model.classes.length;
-  const onehot = new Float32Array(2 * K);
-  onehot[classes[0]] = 1;
-  onehot[K + classes[1]] = 1;
   const out = await graph.run({ clean: inputTensor([clean], model), corrupt: inputTensor([corrupt], model),
-                                classes: new ort.Tensor("float32", onehot, [2, K]) });
+                                classes: oneHot(model, classes) });
   return { logitDiff: out.logit_diff.data, cleanIntoCorrupt: out.clean_into_corrupt.data,
            corruptIntoClean: out.corrupt_into_clean.data };
 }

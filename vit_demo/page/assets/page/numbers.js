@@ -99,11 +99,6 @@ export function softmax(logits) {
   return exps.map((e) => e / total);
 }
 
-export function logSumExp(values) {
-  const peak = Math.max(...values);
-  return peak + Math.log(Array.from(values).reduce((sum, v) => sum + Math.exp(v - peak), 0));
-}
-
 function float16(bits) {
   const sign = bits & 0x8000 ? -1 : 1, exponent = (bits >> 10) & 0x1f, fraction = bits & 0x3ff;
   if (exponent === 0) return sign * 2 ** -14 * (fraction / 1024);
@@ -151,7 +146,10 @@ function probeScore(rule, features) {
 export function familiarity(calibrated, temperature, rule, features) {
   // unfamiliar_rule.UnfamiliarRule.scores for one image, higher = more familiar: from its calibrated logits (K) and, for
   // the mahalanobis and probe rules, its [CLS] features after every layer (L, D), the graph's ``features``.
-  const energy = () => logSumExp(Array.from(calibrated, (z) => z * temperature));
+  const energy = () => { // the log-sum-exp of the raw logits
+    const raw = Array.from(calibrated, (z) => z * temperature), peak = Math.max(...raw);
+    return peak + Math.log(raw.reduce((sum, v) => sum + Math.exp(v - peak), 0));
+  };
   if (rule.score === "energy") return energy();
   if (rule.score === "max_probability") return Math.max(...softmax(calibrated));
   if (rule.score !== "mahalanobis" && rule.score !== "probe") throw new Error(`unknown unfamiliar score ${rule.score}`);
@@ -215,18 +213,14 @@ export function imageNumbers(model, pixels, run, milliseconds, where) {
   // info line and the unfamiliar notice ("" none); ``maps``, where [CLS] looks: Float32Array (L, H + 1, g, g), every
   // head then their mean, each map summing to 1; ``rollout``: Float64Array (g * g), summing to 1; ``query``: where
   // the first query patch (where rollout peaks) looks. With the model's shape and colours, for the views.
-  const { layers, heads, prefix } = model, predicted = classes(model, run.logits);
+  const predicted = classes(model, run.logits), roll = rollout(run.attention, model), patch = argmax(roll);
   const flagged = unfamiliar(run.logits, model.temperature, model.unfamiliar, run.features);
-  const roll = rollout(run.attention, model), patch = argmax(roll);
   const info = fill(flagged ? model.texts.guess : model.texts.info, { label: predicted.label, ms: milliseconds.toFixed(1),
                                         where, percent: percent(predicted.confidence) }); // flagged: no percentage
-  return {
-    ...predicted, notice: flagged ? model.texts.notice : "", info, patch, image: pixels, rollout: roll,
-    maps: gridMaps(run.attention, model), query: queryMaps(model, run.attention, patch),
-    size: model.large, layers, heads, prefix, distilled: model.distilled, grid: model.grid, height: model.height,
-    width: model.width, channels: model.channels, smooth: model.channels === 3, alpha: model.alpha,
-    colormap: model.colormap,
-  };
+  const { layers, heads, prefix, distilled, grid, height, width, channels, alpha, colormap } = model;
+  return { ...predicted, notice: flagged ? model.texts.notice : "", info, patch, image: pixels, rollout: roll,
+           maps: gridMaps(run.attention, model), query: queryMaps(model, run.attention, patch), size: model.large,
+           layers, heads, prefix, distilled, grid, height, width, channels, smooth: channels === 3, alpha, colormap };
 }
 
 export function reading(model, calibrated) {

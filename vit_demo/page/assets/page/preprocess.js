@@ -41,7 +41,7 @@ export class NothingDrawn extends InputError {
 export function checkSize(width, height) {
   // preprocess._check_size.
   if (width * height > MAX_PIXELS || Math.max(width, height) > MAX_DIMENSION) {
-    const limit = String(MAX_PIXELS).replace(/\B(?=(\d{3})+$)/g, ","); // 40,000,000 as Python's {:,} writes it
+    const limit = MAX_PIXELS.toLocaleString("en"); // 40,000,000, as Python's {:,} writes it
     throw new InputError(`the image is too large (${width}x${height}); the limit is ${limit} pixels`);
   }
   if (width === 0 || height === 0) throw new NothingDrawn("Nothing to classify: the image is empty.");

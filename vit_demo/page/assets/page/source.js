@@ -33,11 +33,16 @@ function warmUpImage(model) {
 
 const message = (html) => ({ message: html });
 
-function refusal(model, error) {
-  // What is said in place of a prediction for an input that can't be classified (captions.message_text).
-  if (error instanceof NothingDrawn) return message(model.texts.blank);
-  if (error instanceof InputError) return message(fill(model.texts.unreadable, { why: error.message }));
-  throw error;
+function preprocessed(model, make) {
+  // The 8-bit pixels ``make()`` makes of an input, or what is said in place of a prediction for one that can't be
+  // classified ({message}: captions.message_text).
+  try {
+    return make();
+  } catch (error) {
+    if (error instanceof NothingDrawn) return message(model.texts.blank);
+    if (error instanceof InputError) return message(fill(model.texts.unreadable, { why: error.message }));
+    throw error;
+  }
 }
 
 export function pageSource(described, base, where = {}) {
@@ -117,14 +122,12 @@ export function pageSource(described, base, where = {}) {
     async stroke({ drawing, views } = {}) {
       // A drawing: the canvas' copy, Uint8Array (112 * 112) of ink 0..255; views false while the pen is down.
       if (!drawing?.length) return message(model.texts.prompt);
-      let pixels;
-      try {
+      const pixels = preprocessed(model, () => {
         if (drawing.length !== CANVAS * CANVAS)
           throw new InputError(`the drawing must be ${CANVAS}x${CANVAS} bytes, not ${drawing.length}`);
-        pixels = preprocessDrawing(drawing, CANVAS, CANVAS);
-      } catch (error) {
-        return refusal(model, error);
-      }
+        return preprocessDrawing(drawing, CANVAS, CANVAS);
+      });
+      if (!(pixels instanceof Uint8Array)) return pixels; // (what is said in place of a prediction)
       if (views === false) {
         const [{ logits }] = await graph.run(model.graph, [pixels], { outputs: ["logits"] });
         return reading(model, logits);
@@ -138,15 +141,11 @@ export function pageSource(described, base, where = {}) {
       // A photo decoded by the browser (RGBA pixels), made what the model reads as its weights say: CIFAR-10's way,
       // or an imported model's own resize and crop (PIL's or torchvision's, as Python does them; preprocessResized
       // refuses another library).
-      let pixels;
-      try {
-        const { method, ...resizing } = model.preprocessing;
-        pixels = method === "resize_crop" ? preprocessResized(rgba, width, height, { size: model.height, ...resizing })
-          : preprocessPhoto(rgba, width, height, model.height);
-      } catch (error) {
-        return refusal(model, error);
-      }
-      return analyse(pixels);
+      const { method, ...resizing } = model.preprocessing;
+      const pixels = preprocessed(model, () => (method === "resize_crop" ?
+        preprocessResized(rgba, width, height, { size: model.height, ...resizing })
+        : preprocessPhoto(rgba, width, height, model.height)));
+      return pixels instanceof Uint8Array ? analyse(pixels) : pixels;
     },
 
     async query(request) {
@@ -182,17 +181,14 @@ export function pageSource(described, base, where = {}) {
       const order = [...before.keys()].sort((a, b) => before[b] - before[a]), [top, second] = order;
       const intactProbs = softmax(intact.logits), probs = softmax(ablated.logits), label = model.classes[argmax(probs)];
       const diff = (logits) => logits[top] - logits[second];
-      return {
-        off: off.off.map((i) => [Math.floor(i / model.heads), i % model.heads]), mode: off.mode, label, probs,
-        intact: { label: model.classes[top], probability: intactProbs[top] },
-        runner_up: model.classes[second],
+      return { off: off.off.map((i) => [Math.floor(i / model.heads), i % model.heads]), mode: off.mode, label, probs,
+        intact: { label: model.classes[top], probability: intactProbs[top] }, runner_up: model.classes[second],
         logit_diff: { intact: Number(diff(before).toFixed(4)), ablated: Number(diff(after).toFixed(4)) },
         info: fill(model.texts.knockout, {
           label, percent: percent(Math.max(...probs)), count: off.off.length, total: model.layers * model.heads,
           mode: off.mode, intact: model.classes[top], intact_percent: percent(intactProbs[top]),
           runner_up: model.classes[second], before: diff(before).toFixed(2), after: diff(after).toFixed(2) }),
-        maps: gridMaps(ablated.attention, model), rollout: rollout(ablated.attention, model),
-      };
+        maps: gridMaps(ablated.attention, model), rollout: rollout(ablated.attention, model) };
     },
 
     async lens(request) {
@@ -208,11 +204,8 @@ export function pageSource(described, base, where = {}) {
       const final = argmax(cls[L - 1]), predicted = argmax(run.logits);
       const maps = new Float64Array(L * g2);
       for (let l = 0; l < L; l++) for (let p = 0; p < g2; p++) maps[l * g2 + p] = softmax(read(l, prefix + p))[predicted];
-      return {
-        label: classes[final], grid: model.grid, maps,
-        layers: cls.map((row) => ({ label: classes[argmax(row)], probability: Number(Math.max(...row).toFixed(4)),
-                                    answer: Number(row[final].toFixed(4)) })),
-      };
+      return { label: classes[final], grid: model.grid, maps, layers: cls.map((row) => ({ label: classes[argmax(row)],
+        probability: Number(Math.max(...row).toFixed(4)), answer: Number(row[final].toFixed(4)) })) };
     },
 
     async relevance(request) {
@@ -252,12 +245,10 @@ export function pageSource(described, base, where = {}) {
         Array.from(values.subarray(i * width, (i + 1) * width), (v) => roundHalfEven(v * 1000) / 1000));
       const direction = (name) => Object.fromEntries(grids.map((grid, i) =>
         i === 0 ? ["heads", rows(grid[name], model.heads)] : ["residual", rows(grid[name], model.tokens)]));
-      return {
-        residual, classes: classes.map((c) => model.classes[c]), grid: model.grid, prefix: model.prefix,
+      return { residual, classes: classes.map((c) => model.classes[c]), grid: model.grid, prefix: model.prefix,
         logit_diff: { clean: Number(diffClean.toFixed(4)), corrupt: Number(diffCorrupt.toFixed(4)) },
         clean_into_corrupt: direction("cleanIntoCorrupt"), corrupt_into_clean: direction("corruptIntoClean"),
-        ms: Number((performance.now() - start).toFixed(1)), where: forward.where,
-      };
+        ms: Number((performance.now() - start).toFixed(1)), where: forward.where };
     },
 
     async snapshot(request) {

@@ -13,7 +13,7 @@ const FRESH = () => ({
   message: null, // what is said in place of a prediction, where there is no image (HTML)
   reading: null, // the prediction alone, while the pen is down (the views show the last drawing the pen left)
   dimming: null, // the timer that dims the views while a new image is read (setWaiting)
-  views: [], // the mounted views: {element, name, draw, prediction, knockout}
+  views: [], // the mounted views (view.js: View, with live.js giving each its draw, prediction and knockout)
   kept: new Map(), // "kind/key" -> {value} | {error} | {pending: true}: every answer asked for (``ask``)
   source: null, // what answers the views (source.js: pageSource), once its forward pass is chosen (host.js)
   patch: null, // the query patch
@@ -35,7 +35,7 @@ export function tabStore(prefix) {
   for (const [name, value] of Object.entries(FRESH())) live[name] ??= value;
   live.receive ??= (answer) => receive(live, answer);
   live.numbers ??= () => (live.state ? json(live.state.numbers) : "");
-  live.draw ??= (layer, head) => redrawAll(live, (v) => v.name === "selected", layer, head);
+  live.draw ??= () => redrawAll(live, (v) => v.name === "selected"); // the large view (its layer and head)
   live.choose ??= (patch) => choose(live, { patch });
   live.explain ??= (choice) => choose(live, { choice });
   live.train ??= (position) => choose(live, { position });
@@ -46,19 +46,19 @@ const DIM_AFTER_MS = 150; // a read quicker than this dims nothing (nor costs th
 
 export function setWaiting(live, on) {
   // Dim the tab's views (class vd-waiting) while a new image is read, once it has taken DIM_AFTER_MS, so that a stale
-  // answer never looks current; the next numbers (read) end it.
+  // answer never looks current; the next numbers (receive) end it.
   clearTimeout(live.dimming);
   const dim = (dimmed) => live.views.forEach((v) => v.element.classList.toggle("vd-waiting", dimmed));
   if (on) live.dimming = setTimeout(() => dim(true), DIM_AFTER_MS);
   else dim(false);
 }
 
-export function redrawAll(live, which = () => true, ...args) {
+export function redrawAll(live, which = () => true) {
   // Every view of the tab, or those ``which`` picks.
-  for (const v of live.views.filter(which)) v.draw(...args);
+  for (const v of live.views.filter(which)) v.draw();
 }
 
-export const redrawKnockout = (live) => redrawAll(live, (v) => v.knockout); // a head toggle redraws these alone
+const redrawKnockout = (live) => redrawAll(live, (v) => v.knockout); // a head toggle redraws these alone
 
 function choose(live, choice) {
   // A choice of the tab's controls (the query patch, the class to explain, the training position): every view
@@ -102,7 +102,7 @@ export function waiting(live, kind, which, request, followsKnockout = true) {
   return entry.error ? `${entry.error}. Choose again to retry.` : asking(live);
 }
 
-export function knockoutId(live) {
+function knockoutId(live) {
   // The heads switched off and how, as the answers for them are kept ("" every head on).
   const k = live.knockout;
   return k.off.length ? `${k.mode}:${k.off.join(".")}` : "";
@@ -140,13 +140,11 @@ export function need(live, kind, which, request = {}, followsKnockout = true, re
 }
 
 export function knockoutNow(live) {
-  // The heads switched off, for the image in hand: null when every head is on (or there is no image); else how many,
-  // how, the id its answer is kept under, the answer (null until it comes) and why there is none (error).
-  const k = live.knockout;
-  if (!live.state || !k.off.length) return null;
+  // The heads switched off, for the image in hand: null when every head is on (or there is no image); else which
+  // (a Set), the id its answer is kept under, the answer (null until it comes) and why there is none (error).
+  if (!live.state || !live.knockout.off.length) return null;
   const id = knockoutId(live), found = need(live, "knockout", id, offRequest(live), false, redrawKnockout);
-  return { count: k.off.length, mode: k.mode, off: new Set(k.off), id, reply: found.value ?? null,
-           error: found.error ?? null };
+  return { off: new Set(live.knockout.off), id, reply: found.value ?? null, error: found.error ?? null };
 }
 
 export function setKnockout(live, off, mode) {
@@ -166,9 +164,12 @@ export function shownMaps(live, knocked) {
 
 let images = 0; // the page's images so far: each new one's key
 
-function read(live, numbers) {
-  // Take a new image's numbers (or a message in place of numbers, or null for no image), with the answer that came
-  // with them (where the first query patch looks); earlier images' answers go, all but the patching view's.
+function receive(live, numbers) {
+  // A new image's numbers from the canvas or the photo reader ("": none; a message in place of numbers), with the
+  // answer that came with them (where the first query patch looks): earlier images' answers go, all but the patching
+  // view's. While the pen is down, the prediction alone, which only the prediction view shows.
+  live.reading = numbers?.reading ? numbers : null;
+  if (live.reading) return redrawAll(live, (v) => v.prediction);
   setWaiting(live, false);
   live.message = numbers?.message ?? null;
   live.state = numbers && !numbers.message ? { key: String(++images), numbers } : null;
@@ -176,13 +177,5 @@ function read(live, numbers) {
   if (live.state) live.kept.set(`query/${live.state.key}/${numbers.patch}`, { value: numbers.query });
   live.patch = numbers?.patch ?? null;
   live.pointed = false;
-}
-
-function receive(live, numbers) {
-  // A new image's numbers from the canvas or the photo reader ("": none; a message in place of numbers); while the pen
-  // is down, the prediction alone, which only the prediction view shows.
-  live.reading = numbers?.reading ? numbers : null;
-  if (live.reading) return redrawAll(live, (v) => v.prediction);
-  read(live, numbers || null);
   redrawAll(live);
 }

@@ -40,11 +40,8 @@ export function mountTalk(root) {
 
   const clearInput = () => shown("button.vd-clear")?.click(); // the tab's Clear: the drawing's, or the photo's
 
-  const keys = {
-    ArrowLeft: () => stepLayer(-1), ArrowRight: () => stepLayer(1),
-    ArrowUp: () => stepHead(-1), ArrowDown: () => stepHead(1),
-    c: clearInput, C: clearInput,
-  };
+  const keys = { ArrowLeft: () => stepLayer(-1), ArrowRight: () => stepLayer(1), ArrowUp: () => stepHead(-1),
+                 ArrowDown: () => stepHead(1), c: clearInput, C: clearInput };
 
   document.addEventListener("keydown", (event) => {
     const action = keys[event.key];

@@ -43,6 +43,6 @@ export class View {
     this.ablated = knocked && (own || knocked.reply) ? knocked.id : "";
     if (!knocked) return "";
     if (!own && !knocked.reply) return ` · <i>switching heads off: ${knocked.error ?? asking(this.live)}</i>`;
-    return ` · <b class="vd-knocked">with ${plural(knocked.count, "head")} off</b>`;
+    return ` · <b class="vd-knocked">with ${plural(knocked.off.size, "head")} off</b>`;
   }
 }

@@ -5,11 +5,11 @@ import { asking, knockoutNow, setKnockout } from "../store.js";
 import { percentText, plural } from "../view.js";
 
 function ablatedText(live, knocked) {
-  const count = live.knockout.off.length, heads = plural(count, "head");
+  const { off, mode } = live.knockout, heads = plural(off.length, "head");
   const reset = '<button type="button" class="vd-heads-reset">All heads on</button>';
-  if (!count) return "";
+  if (!off.length) return "";
   if (knocked?.reply)
-    return `<b>${heads} switched off</b> (replaced by ${knocked.mode}s)<span class="vd-ablated-which">: every ` +
+    return `<b>${heads} switched off</b> (replaced by ${mode}s)<span class="vd-ablated-which">: every ` +
       `view shows the model without them</span>. ${reset}`;
   if (knocked) return `<b>Switching ${heads} off:</b> ${knocked.error ?? asking(live)} ${reset}`;
   return `<b>${heads} switched off</b>: ${live.reading ? "their answer follows when the pen lifts" :
