@@ -42,10 +42,9 @@ export function mountInside(section, positions) {
       if (patch >= 0) select(block, patch); // (a click between the cells or on a label changes nothing)
     });
   }
-  for (const choice of section.querySelectorAll("input[name=inside-model]")) {
-    choice.addEventListener("change", () => {
-      for (const block of blocks) block.hidden = block.dataset.model !== choice.value;
-    });
-  }
+  section.addEventListener("change", (event) => { // the model choice
+    if (event.target.name !== "inside-model") return;
+    for (const block of blocks) block.hidden = block.dataset.model !== event.target.value;
+  });
   return { open };
 }
