@@ -117,23 +117,19 @@ function mountPhoto(photo, { prefix, loaded, source, live, photoAsked, unreadabl
     // ``file``: a Blob, or a Promise of one (an example on its way).
     photoAsked.add(prefix);
     const asked = (latest = file);
-    setWaiting(live, true); // the views dim until the new photo's numbers are in
+    setWaiting(live, true); // the views dim until the new photo's numbers (or why there are none) are in: receive
+    let answer, blob;
     try {
-      let answer, blob;
-      try {
-        blob = await file;
-        answer = await readPhoto(await loaded(), blob, unreadable);
-      } catch (error) {
-        answer = { message: `The model could not run (${error.message ?? error}). Try again.` };
-      }
-      if (asked !== latest) return;
-      photo.dataset.model = source.inPage ? "page" : "server"; // for tests and scripts
-      // None for a file that can't be read (or is too large to decode safely), since the views are cleared for it too.
-      show(answer.refused ? null : blob);
-      live.receive(answer);
-    } finally {
-      if (asked === latest) setWaiting(live, false); // (an answer ends it too; a failure must as well)
+      blob = await file;
+      answer = await readPhoto(await loaded(), blob, unreadable);
+    } catch (error) {
+      answer = { message: `The model could not run (${error.message ?? error}). Try again.` };
     }
+    if (asked !== latest) return; // (a later photo's answer ends the dimming)
+    photo.dataset.model = source.inPage ? "page" : "server"; // for tests and scripts
+    // None for a file that can't be read (or is too large to decode safely), since the views are cleared for it too.
+    show(answer.refused ? null : blob);
+    live.receive(answer);
   }
   photo.querySelector("button.vd-clear").addEventListener("click", () => {
     photoAsked.add(prefix);

@@ -40,11 +40,8 @@ export function available() {
 function forwardPass(open, where) {
   // A forward pass whose graphs ``open(name)`` opens (a Promise of {run(feeds, fetches)}, as an ort.InferenceSession
   // runs), each once (remembered); ``where``: "in this page" or "on the server", as the captions say it.
-  const sessions = new Map(); // name -> its session, remembered
-  function session(name) {
-    if (!sessions.has(name)) sessions.set(name, remembered(() => open(name)));
-    return sessions.get(name)();
-  }
+  const sessions = {}; // name -> its session, remembered
+  const session = (name) => (sessions[name] ??= remembered(() => open(name)))();
   return { where, inPage: where === "in this page", session };
 }
 

@@ -9,8 +9,8 @@ import { roundHalfEven } from "./arithmetic.js";
 const A = -0.75; // torch's bicubic coefficient
 const near = (x) => ((A + 2) * x - (A + 3)) * x * x + 1; // |x| <= 1
 const far = (x) => ((A * x - 5 * A) * x + 8 * A) * x - 4 * A; // 1 < |x| < 2
-const made = new Map(); // what is made once a page, by its name and sizes: resize taps, buffers, ImageData
-const once = (id, make) => (made.has(id) ? made.get(id) : made.set(id, make()).get(id));
+const made = {}; // what is made once a page, by its name and sizes: resize taps, buffers, ImageData
+const once = (id, make) => (made[id] ??= make());
 
 function taps(n, size, smooth) {
   // Output i of a resize from n to size samples as four weighted inputs: {index, weight}, (size * 4) each; an edge's
