@@ -49,8 +49,8 @@ export function numpySum(values, float32) {
 }
 
 export function medianOf8Bit(grey) {
-  // np.median of the float32 values v / 255 of 8-bit pixels (the middle value, or the float32 mean of the two middle
-  // values), found by counting them rather than sorting.
+  // np.median of the float32 values v / 255 of 8-bit pixels (the middle one, or the float32 mean of the middle two),
+  // by counting rather than sorting.
   const counts = new Uint32Array(256);
   for (let i = 0; i < grey.length; i++) counts[grey[i]]++;
   const n = grey.length, nth = (k) => { // the k-th smallest value (from 0)

@@ -10,9 +10,8 @@ import { decodeImage } from "./photo.js";
 import { tabStore } from "./store.js";
 
 export function mountCanvas(element, prefix, loaded, unreadable) {
-  // The canvas in ``element`` for tab ``prefix``; ``loaded()``: a Promise of the tab's source, ready (it rejects
-  // where the model can't run: the drawing then says why, and the next one tries again); ``unreadable``: the
-  // model's words for a file it can't read, with {why}.
+  // The canvas in ``element`` for tab ``prefix``; ``loaded()``: a Promise of the tab's source, ready (it rejects where
+  // the model can't run: the drawing then says why, the next tries again); ``unreadable``: the model's {why} template.
   const SMALL = 112;
   const THROTTLE_MS = 333; // readings while the pen is down: three a second at most
   const canvas = element.querySelector("canvas.vd-draw");

@@ -15,22 +15,19 @@ const WORK_SCALE = 4;
 const FAINT = f32(0.05); // the "is there ink" threshold of the torch steps (a float32 tensor > 0.05)
 const TINY = f32(1e-6); // clamp_min(1e-6) on a float32 tensor
 
-export function eightBit(values) {
+function eightBit(values) {
   // preprocess.eight_bit: clipped to [0, 1] and rounded to 256 levels, in float32. Float32Array -> Float32Array
   return Float32Array.from(pixels(values.map(clamp01)), (v) => f32(v / 255));
 }
 
 export function pixels(values) {
   // captions.image_text's pixels: an image on 256 levels in [0, 1] as its 8-bit pixels. Float32Array -> Uint8Array
-  const out = new Uint8Array(values.length);
-  for (let i = 0; i < values.length; i++) out[i] = roundHalfEven(f32(values[i] * 255));
-  return out;
+  return Uint8Array.from(values, (v) => roundHalfEven(f32(v * 255)));
 }
 
 export function inkMap(grey, width, height) {
-  // preprocess.ink_map for one channel (what the canvas sends: 8-bit grey): the background is the median
-  // brightness; ink is how far a pixel is from it, towards white on a dark background, towards black on a light
-  // one, in [0, 1]. (H*W) uint8 -> plane (H, W)
+  // preprocess.ink_map for one channel (the canvas' 8-bit grey): the background is the median brightness; ink is how
+  // far a pixel is from it, towards white on dark, towards black on light, in [0, 1]. (H*W) uint8 -> plane (H, W)
   const values = new Float32Array(grey.length);
   for (let i = 0; i < grey.length; i++) values[i] = f32(grey[i] / 255); // to_float_array: uint8 / 255 in float32
   const background = medianOf8Bit(grey), light = background >= 0.5, ink = new Float32Array(values.length);
@@ -40,7 +37,7 @@ export function inkMap(grey, width, height) {
   return { h: height, w: width, data: ink };
 }
 
-export function strokeWidth(digit, h, w) {
+function strokeWidth(digit, h, w) {
   // preprocess.stroke_width: twice the ink mass over the total edge strength, of an (h, w) float32 ink map, the
   // sums as torch adds them (torchSum). torch.sqrt goes through MKL, which rounds some 0.5% of its results the
   // other way (1 ulp), so the width can differ from Python's in its last bits (measured: 7 of 2,000 MNIST
@@ -87,7 +84,7 @@ function pad(plane, by) {
   return { h, w, data: out };
 }
 
-export function fitBox(work) {
+function fitBox(work) {
   // preprocess._fit_box: crop a work-scale ink map to its ink (> 0.05) and shrink it (area) so that its longest
   // side is 20 px, its peak scaled to 1. plane (H, W) -> plane (<= 20, <= 20)
   const box = inkBox(work, FAINT);
@@ -100,7 +97,7 @@ export function fitBox(work) {
   return digit;
 }
 
-export function changeWidth(work, by) {
+function changeWidth(work, by) {
   // preprocess._change_width: dilate (by > 0) or erode (by < 0) a (H, W) ink map with a k x k max (min) filter,
   // k = 2 * max(1, round(|by| / 2)) + 1, zeros beyond the border. plane (H, W) -> plane (H, W)
   // (A k x k max is a max along the rows, then along the columns; a min likewise.)
@@ -124,10 +121,9 @@ export function changeWidth(work, by) {
   return { h, w, data: out };
 }
 
-export function centreByMass(digit) {
-  // preprocess._centre_by_mass: paste an (h, w) digit into a 28x28 image with its centre of mass at the centre
-  // (a sub-pixel, bilinear shift), then scale so that typical ink (the 0.9 quantile) is at full strength, on 256
-  // levels. plane (h, w) -> Float32Array (28 * 28)
+function centreByMass(digit) {
+  // preprocess._centre_by_mass: an (h, w) digit pasted into 28x28 with its centre of mass at the centre (a sub-pixel,
+  // bilinear shift), scaled so that typical ink (the 0.9 quantile) is full, on 256 levels. -> Float32Array (28 * 28)
   const { h, w, data } = digit;
   const mass = numpySum(data, true); // float32
   const ysWeighted = Float64Array.from(data, (v, i) => Math.floor(i / w) * v); // int64 * float32 -> float64

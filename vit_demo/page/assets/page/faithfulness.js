@@ -6,35 +6,35 @@
 // predicted class's calibrated probability is followed, the images run through the model in batches. source.js
 // answers the view's "faithfulness" with ``scoreMaps``; tests/test_page_faithfulness.py holds it to Python's.
 import { roundHalfEven } from "./arithmetic.js";
-import { argmax, fill, gridMaps, rollout, softmax } from "./numbers.js";
+import { argmax, fill, gridMaps, mapAt, rollout, softmax } from "./numbers.js";
 
 const KINDS = ["attention", "rollout", "relevance", "random"]; // faithfulness.MAP_KINDS
 const BATCH = 50; // images per run of the graph: the photos' model keeps every layer's attention of each
 
-export function order(scores) {
+function order(scores) {
   // Patch indices, highest score first; ties keep index (row-major) order: numpy's argsort(-scores, kind="stable").
   return Array.from(scores.keys()).sort((a, b) => scores[b] - scores[a] || a - b);
 }
 
-export function counts(patches, steps) {
+function counts(patches, steps) {
   // How many patches are removed (or added) at each step: round(k * patches / steps), halves to even as Python's.
   return Array.from({ length: steps + 1 }, (_, k) => roundHalfEven((k * patches) / steps));
 }
 
-export function areaUnder(curve) {
+function areaUnder(curve) {
   // faithfulness.area_under: the trapezoid area of a curve sampled at 0, 1/steps, ..., 1 of the patches.
   let sum = 0;
   for (let i = 1; i < curve.length; i++) sum += curve[i] + curve[i - 1];
   return sum / (2 * (curve.length - 1));
 }
 
-export function spread(values) {
+function spread(values) {
   // The standard deviation with one degree of freedom less (numpy's std(ddof=1)).
   const mean = values.reduce((a, b) => a + b, 0) / values.length;
   return Math.sqrt(values.reduce((sum, v) => sum + (v - mean) ** 2, 0) / (values.length - 1));
 }
 
-export function seeded(seed) {
+function seeded(seed) {
   // A small seeded generator (mulberry32) of numbers in [0, 1) for the random rankings. Python draws them from
   // numpy's PCG64, which the page does not reproduce: random's curves and the noise are the page's own, from the
   // same number of rankings; only the three maps' curves are the server's.
@@ -47,7 +47,7 @@ export function seeded(seed) {
   };
 }
 
-export function blankOf(pixels, model) {
+function blankOf(pixels, model) {
   // faithfulness.blank_for: what a removed patch becomes in the model's input space [0, 1], per channel: 0 for
   // digits (background), each photo's mean colour (float32, as torch's mean; no 8-bit image holds it, so the
   // blanked images are made here as the graph's float input, not as pixels).
@@ -82,7 +82,7 @@ async function probabilities(logitsOf, images, target) {
   return found;
 }
 
-export async function curvesOf(logitsOf, model, pixels, rankings, target, steps) {
+async function curvesOf(logitsOf, model, pixels, rankings, target, steps) {
   // faithfulness.curves for each ranking (patch indices, most relevant first): {deletion, insertion} of the
   // predicted class's probability, (steps + 1) each. The whole image and the blank one are run once, for all.
   const patches = model.grid * model.grid, blank = blankOf(pixels, model), taken = counts(patches, steps);
@@ -110,8 +110,7 @@ export async function scoreMaps({ logitsOf, relevanceOf, run, model, pixels }) {
   // images in the graph's layout ([{logits}], model.js: run). -> {label, steps, rankings, flat, curves, noise, verdict}
   const { steps, rankings: count, flat } = model.faithfulness, { layers: L, heads: H, tokens: T, prefix } = model;
   const target = argmax(run.logits), g2 = T - prefix, random = seeded(0);
-  const mean = ((L - 1) * (H + 1) + H) * g2; // the last layer's mean over heads, among every layer's maps
-  const last = gridMaps(run.attention, model).subarray(mean, mean + g2);
+  const last = mapAt(gridMaps(run.attention, model), model, L - 1, H); // the last layer's mean over heads
   const maps = { attention: last, rollout: rollout(run.attention, model), relevance: await relevanceOf(target) };
   const randoms = Array.from({ length: count }, () => Array.from({ length: g2 }, random));
   const rankings = [...Object.values(maps), ...randoms].map(order);
@@ -148,7 +147,7 @@ export function verdict(curves, noise, flatBand) {
                                 whole: curves.random.deletion[0], blank: curves.random.deletion.at(-1) });
 }
 
-export function fixed(x, digits) {
+function fixed(x, digits) {
   // Python's f"{x:.{digits}f}": the exact value rounded, an exact half to even (toFixed sends it up).
   const exact = Math.abs(x).toFixed(digits + 20), [whole, fraction] = exact.split(".");
   if (fraction.slice(digits) !== "5".padEnd(20, "0")) return x.toFixed(digits);
@@ -156,7 +155,7 @@ export function fixed(x, digits) {
   return last % 2 ? x.toFixed(digits) : `${x < 0 ? "-" : ""}${whole}${digits ? `.${fraction.slice(0, digits)}` : ""}`;
 }
 
-export function verdictParts(v, label, rankings, aucs) {
+function verdictParts(v, label, rankings, aucs) {
   // explanation_view.verdict_parts: which verdict text says it, and its fields (the text's own fragments by name,
   // "spread", "noise", "scores", "flat_why", to be filled in first: ``verdictText``).
   const two = (x) => fixed(x, 2), pc = (x) => fixed(100 * x, 1);

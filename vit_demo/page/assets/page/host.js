@@ -15,8 +15,8 @@ import { pageSource } from "./source.js";
 import { mountTalk } from "./talk.js";
 
 export function start(root, page, server) {
-  // ``root``: the page's <main>; ``page``: its data ({models: {tab: description}, inside, offline?}); ``server``:
-  // the app's server functions (forward), or null.
+  // ``root``: the page's <main>; ``page``: its data ({models: {tab: description}, inside, offline?}); ``server``: the
+  // app's server functions (forward), or null.
   const forced = new URLSearchParams(window.location.search).get("model") === "server";
   const sources = {}; // tab -> its one source (source.js)
   const source = (tab) => (sources[tab] ??= pageSource(page.models[tab], document.baseURI, { forced,
@@ -104,8 +104,7 @@ export function start(root, page, server) {
 
 function mountPhoto(photo, { prefix, loaded, source, live, photoAsked, unreadable }) {
   // A photo tab's input: an upload or an example, decoded by the browser, preprocessed and classified where the model
-  // runs (``loaded()``: a Promise of the tab's source, ready; ``unreadable``: the model's words for a file it can't
-  // read, with {why}).
+  // runs (``loaded()``: a Promise of the tab's source, ready; ``unreadable``: the model's {why} template).
   const shown = photo.querySelector(".vd-photo-shown");
   const show = (blob) => { // the photo the views are of, beside them (null: none)
     if (shown.src.startsWith("blob:")) URL.revokeObjectURL(shown.src);

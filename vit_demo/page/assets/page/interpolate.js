@@ -1,15 +1,13 @@
 // torch's F.interpolate on a (1, 1, H, W) float32 tensor, as aten/src/ATen/native/cpu computes it: area (adaptive
 // average pooling), bilinear with align_corners=False, and bilinear with antialias=True; PIL's Image.resize of an
 // 8-bit image (pilResize); and torch's antialiased interpolation of a uint8 image, as torchvision's resize does it
-// (torchResizeUint8); for the page's preprocessing (preprocess.js). For torch's float32 ones, an image is a plane:
-// { h, w, data: Float32Array(h * w) }, row-major (one channel); for the 8-bit ones, { h, w, data } with data 8-bit
-// and interleaved, (h, w, channels).
+// (torchResizeUint8); for the page's preprocessing (preprocess.js). For torch's float32 ones an image is a plane,
+// { h, w, data: Float32Array(h * w) } (one channel, row-major); for the 8-bit ones data is 8-bit (h, w, channels).
 import { f32, fma } from "./arithmetic.js";
 
 export function areaResize(plane, oh, ow) {
-  // F.interpolate(mode="area") = adaptive_avg_pool2d: each output pixel the float32 mean of its input block
-  // [floor(o * in / out), ceil((o + 1) * in / out)), summed row by row, divided by the block's height then its width.
-  // (h, w) -> (oh, ow)
+  // F.interpolate(mode="area") = adaptive_avg_pool2d, (h, w) -> (oh, ow): each output pixel the float32 mean of its
+  // input block [floor(o * in / out), ceil((o + 1) * in / out)), summed row by row, divided by its height then width.
   const { h, w, data } = plane, out = new Float32Array(oh * ow);
   for (let oy = 0; oy < oh; oy++) {
     const y0 = Math.floor((oy * h) / oh), y1 = Math.ceil(((oy + 1) * h) / oh);
@@ -43,11 +41,10 @@ function linearTaps(inSize, outSize) {
 }
 
 export function bilinearResize(plane, oh, ow) {
-  // F.interpolate(mode="bilinear", align_corners=False) of one channel, as torch's CPU kernel does it in float32
-  // (with fused multiply-adds). For an output with oh + ow <= 128 torch takes its channels-last kernel
-  // (upsample_bilinear2d_kernel_impl_float: the four corner weights multiplied first, then the four products
-  // summed); for larger outputs its generic kernel (each row interpolated along the width, then the two rows along
-  // the height). (h, w) -> (oh, ow)
+  // F.interpolate(mode="bilinear", align_corners=False) of one channel, (h, w) -> (oh, ow), as torch's CPU kernel
+  // does it in float32 (with fused multiply-adds). For an output with oh + ow <= 128 torch takes its channels-last
+  // kernel (upsample_bilinear2d_kernel_impl_float: the four corner weights multiplied first, then the four products
+  // summed); for larger ones its generic kernel (each row interpolated along the width, then the two along the height).
   const { h, w, data } = plane, out = new Float32Array(oh * ow);
   const ys = linearTaps(h, oh), xs = linearTaps(w, ow);
   const cornersFirst = oh + ow <= 128;
@@ -154,9 +151,8 @@ function torchPrecision(largest) {
 function resampleCoeffs(inSize, outSize, [filterSupport, filter], bits) {
   // precompute_coeffs (its box the whole image) in double, then normalize_coeffs_8bpc: for each output index, the
   // first input index, how many inputs it reads and their weights, normalised to sum 1 (unless they sum to 0) and
-  // rounded to fixed point with `bits` bits, halves away from 0. torch's _compute_indices_min_size_weights_aa and
-  // _compute_index_ranges_int16_weights compute the same, with bits = null: torchPrecision of the largest normalised
-  // weight.
+  // rounded to fixed point with `bits` bits, halves away from 0 (torch's _compute_indices_min_size_weights_aa and
+  // _compute_index_ranges_int16_weights: the same, with bits null, torchPrecision of the largest normalised weight).
   // -> { start, count: Int32Array(out), weights: Int32Array(out * taps), taps, precision }
   const scale = inSize / outSize, filterscale = Math.max(scale, 1), inverse = 1 / filterscale;
   const support = filterSupport * filterscale, taps = Math.ceil(support) * 2 + 1;
@@ -241,10 +237,9 @@ export function torchResizeUint8(pixels, width, height, channels, outWidth, outH
   // (upsample_bilinear2d_aa_kernel_impl, upsample_bicubic2d_aa_kernel_impl: upsample_avx_bilinear_bicubic_uint8 on
   // x86-64 with AVX2, separable_upsample_generic_Nd_kernel_impl elsewhere, the same integers). PIL's resampling
   // with each pass's weights rounded to torch's weights_precision bits (torchPrecision) instead of 22: along the
-  // width, then along the height, each only if its side changes, 8-bit in between. (torchvision takes this path for
-  // bilinear only where the CPU has AVX2 or is an ARM one; elsewhere it resizes in float32.)
-  // (height, width, channels) interleaved -> (outHeight, outWidth, channels): a Uint8ClampedArray, or the pixels
-  // themselves if the size does not change.
+  // width, then along the height, each only if its side changes, 8-bit in between (torchvision takes this path for
+  // bilinear only where the CPU has AVX2 or is an ARM one; elsewhere it resizes in float32). (height, width,
+  // channels) interleaved -> (outHeight, outWidth, channels): a Uint8ClampedArray, or the pixels if the size stays.
   if (!FILTERS[filter]) throw new Error(`torchvision's resize here takes bilinear or bicubic, not ${filter}`);
   const image = resamplePass({ h: height, w: width, data: pixels }, channels, outWidth, height, filter, null);
   return resamplePass(image, channels, outWidth, outHeight, filter, null).data;

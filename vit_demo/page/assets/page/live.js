@@ -20,7 +20,7 @@ import training from "./views/training.js";
 import { redrawAll, tabStore } from "./store.js";
 import { View } from "./view.js";
 
-export const VIEWS = { board, cls, faithfulness, first, input, lens, patches, patching, prediction, query, relevance, rollout,
+const VIEWS = { board, cls, faithfulness, first, input, lens, patches, patching, prediction, query, relevance, rollout,
                        selected, steps, training };
 const ON_SCREEN_MARGIN = "100px"; // a view this close to the screen counts as on it: its numbers are asked for early
 

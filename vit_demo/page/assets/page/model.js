@@ -56,7 +56,7 @@ function oneAtATime(session) {
   } };
 }
 
-export function inPage(folder, shared = null) {
+function inPage(folder, shared = null) {
   // The page's forward pass: the graphs of the weights folder at address ``folder`` (ending in "/"), in onnxruntime-web.
   // ``shared``: {file, graphs}, the file of weights those graphs share (ONNX external data), fetched once for all.
   const weights = remembered(() => fetch(new URL(shared.file, folder)).then((answer) => { // the shared file's bytes
@@ -72,7 +72,7 @@ export function inPage(folder, shared = null) {
   }, "in this page");
 }
 
-export function onServer(call) {
+function onServer(call) {
   // The server's forward pass: ``call`` is the app's server function (forward.py: forward), which takes a graph's
   // name, its feeds and the outputs wanted, and answers with the outputs: float32 tensors as {shape, data: base64},
   // the wire's form alone (the page keeps typed arrays).

@@ -1,13 +1,12 @@
 // The numbers the page's views draw from, made here alone from the graphs' raw outputs: attention (L, H, T, T),
 // calibrated logits, [CLS] features. Pure functions on typed arrays, so they run in the browser and under Node
-// (tests/page_numbers.mjs and tests/page_source.mjs hold them to Python's).
+// (tests/page_numbers.mjs and tests/page_source.mjs hold them to Python's). Ports, step for step:
+// vit_demo/interpret/explain.py (token_attention_maps, attention_rollout, first_query_patch); the calibrated
+// probabilities of vit_demo/interpret/calibration.py and its unfamiliar rule (UnfamiliarRule.scores).
 //
-// Ports, step for step: vit_demo/interpret/explain.py (token_attention_maps, attention_rollout, first_query_patch); the
-// calibrated probabilities of vit_demo/interpret/calibration.py and its unfamiliar rule (UnfamiliarRule.scores).
-
 // A model's shape, as these functions take it: {layers, heads, tokens, prefix}: T tokens, the first ``prefix`` of them
-// before the patches ([CLS] first, then DeiT's distillation token or registers, where a model has them): patch i is
-// token prefix + i.
+// before the patches ([CLS], then DeiT's distillation token or registers, where a model has them): patch i is token
+// prefix + i.
 
 export function gridMaps(attention, { layers, heads, tokens, prefix }, token = 0) {
   // Where ``token`` attends (0: [CLS], prefix + i: patch i), per layer: every head, then the heads' mean, each over
@@ -106,7 +105,7 @@ function float16(bits) {
   return sign * 2 ** (exponent - 15) * (1 + fraction / 1024);
 }
 
-export function halves(text) {
+function halves(text) {
   // Base64 of little-endian float16 (calibration.py's arrays) -> Float64Array.
   const raw = fromBase64(text), out = new Float64Array(raw.length / 2);
   for (let i = 0; i < out.length; i++) out[i] = float16(raw[2 * i] | (raw[2 * i + 1] << 8));

@@ -78,8 +78,7 @@ export function ask(live, kind, key, compute, redraw) {
   if (found) return found;
   const entry = { pending: true };
   live.kept.set(id, entry);
-  Promise.resolve()
-    .then(compute)
+  Promise.resolve().then(compute)
     .then((value) => ({ value }), (error) => ({ error: String(error?.message ?? error) }))
     .then((settled) => {
       if (live.kept.get(id) !== entry) return; // forgotten meanwhile (a new image)
@@ -116,8 +115,7 @@ function heldAs(live, which, followsKnockout) {
 }
 
 export function answer(live, kind, which, followsKnockout = true) {
-  // The answer kept for the image in hand (of the model as the board has it, unless ``followsKnockout`` is false), or
-  // null.
+  // The answer kept for the image in hand, or null: of the model as the board has it, unless not ``followsKnockout``.
   return (live.state && asked(live, kind, heldAs(live, which, followsKnockout))?.value) || null;
 }
 
