@@ -1,11 +1,10 @@
 // A light drawing canvas: draws locally and hands the drawing, downsampled to SMALL x SMALL pixels (a Uint8Array,
-// ink = 255), to its tab's source (source.js: it preprocesses the drawing in the page and runs the model where
-// model.js chose, in the page or on the server), then hands the answer to its tab's views (store.js: live.receive).
-// A drawing is read while a stroke is in progress (as often as the pointer moves with the model in the page; at most
-// every THROTTLE_MS through the server), asking for the prediction alone, and when the stroke ends, asking for every
-// view's numbers too; one drawing at a time: one made while another is being answered waits for that answer, and
-// only the latest is sent.
-// At the start it shows an example, read once the source is ready; the pen's first touch clears it.
+// ink = 255), to its tab's source (source.js: preprocessed in the page, the model run where model.js chose), then the
+// answer to its tab's views (store.js: live.receive). A drawing is read while a stroke is in progress (as often as the
+// pointer moves with the model in the page; at most every THROTTLE_MS through the server), asking for the prediction
+// alone, and when the stroke ends for every view's numbers too; one drawing at a time: one made while another is being
+// answered waits for that answer, and only the latest is sent. At the start it shows an example, read once the source
+// is ready; the pen's first touch clears it.
 import { decodeImage } from "./photo.js";
 import { tabStore } from "./store.js";
 

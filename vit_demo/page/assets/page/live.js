@@ -1,7 +1,7 @@
 // The views: every view the page draws (a module each, in views/), and ``mount``, which the host (host.js) calls for
-// each element that names one (data-view: vit_demo/page/page.html). A view draws from its tab's store (store.js); its
-// module says whether it follows the heads switched off (``knockout``: a head toggle redraws those alone) and whether
-// it is the prediction (``prediction``: the one view redrawn while the pen is down).
+// each element that names one (data-view: vit_demo/page/page.html). A view draws from its tab's store (store.js); it
+// follows the heads switched off unless its module says ``knockout: false`` (a head toggle redraws those that follow
+// alone); ``prediction`` marks the prediction (the one view redrawn while the pen is down).
 import board from "./views/board.js";
 import cls from "./views/cls.js";
 import faithfulness from "./views/faithfulness.js";
@@ -25,12 +25,11 @@ const VIEWS = { board, cls, faithfulness, first, input, lens, patches, patching,
 const ON_SCREEN_MARGIN = "100px"; // a view this close to the screen counts as on it: its numbers are asked for early
 
 export function mount(element, prefix, name) {
-  // View ``name`` of tab ``prefix`` in ``element``. What a view lacks it asks the tab's source (store.js: need, of
-  // live.source, which the host sets once the source is ready).
+  // View ``name`` of tab ``prefix`` in ``element`` (what it lacks it asks the tab's source: store.js, need).
   const spec = VIEWS[name], live = tabStore(prefix), view = new View(element, live, prefix, name);
   if (!spec) throw new Error(`there is no live view '${name}'`);
   Object.assign(view, { draw: (...args) => spec.draw(view, ...args), prediction: Boolean(spec.prediction),
-                        knockout: Boolean(spec.knockout) });
+                        knockout: spec.knockout !== false });
   live.views.push(view); // (its draw, which scripts may wrap: benchmarks time it)
   new IntersectionObserver(([seen]) => {
     // Whether this view is on screen (or within ON_SCREEN_MARGIN of it): one that comes into view is drawn again.

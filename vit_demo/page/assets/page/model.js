@@ -32,8 +32,8 @@ async function unpack(answer) {
 const loadRuntime = remembered(() => fetch(WASM).then(unpack).then((binary) => { ort.env.wasm.wasmBinary = binary; }));
 
 export function available() {
-  // Whether this browser can run the model: WebAssembly (with SIMD, which the vendored build needs; every browser
-  // that has DecompressionStream has it too).
+  // Whether this browser can run the model: WebAssembly with SIMD (the vendored build's; every browser with a
+  // DecompressionStream has it).
   return typeof WebAssembly === "object" && typeof DecompressionStream === "function";
 }
 
@@ -74,8 +74,8 @@ function inPage(folder, shared = null) {
 
 function onServer(call) {
   // The server's forward pass: ``call`` is the app's server function (forward.py: forward), which takes a graph's
-  // name, its feeds and the outputs wanted, and answers with the outputs: float32 tensors as {shape, data: base64},
-  // the wire's form alone (the page keeps typed arrays).
+  // name, its feeds and the outputs wanted, and answers with the outputs: float32 tensors as {shape, data: base64}
+  // on the wire alone (the page keeps typed arrays).
   const wire = (tensor) => {
     const bytes = new Uint8Array(tensor.data.buffer, tensor.data.byteOffset, tensor.data.byteLength);
     let text = "";
@@ -95,8 +95,7 @@ function onServer(call) {
 
 export async function choose(folder, first, { server = null, forced = false, shared = null } = {}) {
   // Where a tab's forward pass runs: in the page, where the browser runs WebAssembly, nothing forces the server
-  // (?model=server) and the graph ``first`` loads; else on the server, where the page has one (the static page
-  // has none: it then says why the model can't run).
+  // (?model=server) and the graph ``first`` loads; else on the server, where there is one (the static page says why).
   if (!forced && available()) {
     const page = inPage(folder, shared);
     try {
@@ -113,8 +112,7 @@ export async function choose(folder, first, { server = null, forced = false, sha
 
 function inputTensor(images, model) {
   // 8-bit images (each H x W x C, as preprocessing leaves them) -> the graph's image, float32 (B, C, H, W) in [0, 1];
-  // an image in that layout already (Float32Array (C, H, W): faithfulness.js's, whose blanked patches hold a photo's
-  // mean colour, which no 8-bit image has) is taken as it is.
+  // one in that layout already (Float32Array (C, H, W): faithfulness.js's, blanked with a mean colour) is taken as is.
   const { height: H, width: W, channels: C } = model, size = H * W * C;
   const data = new Float32Array(images.length * size);
   images.forEach((pixels, b) => {

@@ -114,18 +114,21 @@ function halves(text) {
 
 const decoded = new WeakMap(); // a rule -> its arrays, decoded once (whitenings and whitened means, or weights)
 
+function whiten(vector, at, whitenings, p, D) {
+  // vector[at : at + D] times part p's whitening W (D, D), in float64.
+  const out = new Float64Array(D);
+  for (let d = 0; d < D; d++)
+    for (let j = 0; j < D; j++) out[j] += vector[at + d] * whitenings[(p * D + d) * D + j];
+  return out;
+}
+
 function whitened(rule) {
-  // The rule's whitenings W (parts, D, D) and its class means whitened, m W (parts, K, D): |(x - m) W|^2 is then
+  // The rule's whitenings W (parts, D, D) and its class means whitened, m W (parts, K: D each): |(x - m) W|^2 is then
   // |x W - m W|^2, one (D, D) product an image and layer where the distances to K means cost K of them.
   if (!decoded.has(rule)) {
     const means = halves(rule.means), whitenings = halves(rule.whitenings), [P, K, D] = rule.shape;
-    const meansWhitened = new Float64Array(P * K * D);
-    for (let p = 0; p < P; p++)
-      for (let k = 0; k < K; k++)
-        for (let d = 0; d < D; d++) {
-          const m = means[(p * K + k) * D + d];
-          for (let j = 0; j < D; j++) meansWhitened[(p * K + k) * D + j] += m * whitenings[(p * D + d) * D + j];
-        }
+    const meansWhitened = Array.from({ length: P }, (_, p) =>
+      Array.from({ length: K }, (_, k) => whiten(means, (p * K + k) * D, whitenings, p, D)));
     decoded.set(rule, { whitenings, meansWhitened });
   }
   return decoded.get(rule);
@@ -136,9 +139,8 @@ function probeScore(rule, features) {
   if (!decoded.has(rule)) decoded.set(rule, halves(rule.weights));
   const weights = decoded.get(rule), [, D] = rule.shape;
   let sum = rule.bias;
-  rule.layers.forEach((layer, p) => {
+  for (const [p, layer] of rule.layers.entries())
     for (let d = 0; d < D; d++) sum += features[layer * D + d] * weights[p * D + d];
-  });
   return sum;
 }
 
@@ -154,20 +156,10 @@ export function familiarity(calibrated, temperature, rule, features) {
   if (rule.score !== "mahalanobis" && rule.score !== "probe") throw new Error(`unknown unfamiliar score ${rule.score}`);
   if (!features) throw new Error(`the ${rule.score} rule needs the graph's features`);
   if (rule.score === "probe") return probeScore(rule, features);
-  const { whitenings, meansWhitened } = whitened(rule), [, K, D] = rule.shape, xw = new Float64Array(D);
+  const { whitenings, meansWhitened } = whitened(rule), D = rule.shape[2];
   const parts = rule.layers.map((layer, p) => { // minus the squared distance to the nearest class
-    xw.fill(0);
-    for (let d = 0; d < D; d++) {
-      const x = features[layer * D + d];
-      for (let j = 0; j < D; j++) xw[j] += x * whitenings[(p * D + d) * D + j];
-    }
-    let nearest = Infinity;
-    for (let k = 0; k < K; k++) {
-      let distance = 0;
-      for (let j = 0; j < D; j++) distance += (xw[j] - meansWhitened[(p * K + k) * D + j]) ** 2;
-      nearest = Math.min(nearest, distance);
-    }
-    return -nearest;
+    const xw = whiten(features, layer * D, whitenings, p, D);
+    return -Math.min(...meansWhitened[p].map((mw) => mw.reduce((sum, m, j) => sum + (xw[j] - m) ** 2, 0)));
   });
   if (rule.energy) parts.push(energy());
   return parts.reduce((sum, part, i) => sum + (part - rule.centre[i]) / rule.spread[i], 0);

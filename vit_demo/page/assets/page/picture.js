@@ -148,9 +148,8 @@ const tilesDrawn = new WeakMap(); // maps -> the canvas whose tiles show them, f
 
 export function drawTiles(canvas, context, state, maps, off = null) {
   // A tile per layer and head (and each layer's mean), at the origins render.attention_grid_layout gave, the heads
-  // switched off (``off``: layer * heads + head) greyed and marked "off". Maps that another grid of the same layout
-  // shows as they are (the training view's trained model is the [CLS] grid's) are copied from it. A canvas says which
-  // maps it shows alone (``showing``, which View.clear resets).
+  // switched off (``off``: layer * heads + head) greyed and marked "off". Maps another grid of the same layout shows
+  // as they are (the training view's trained model: the [CLS] grid's) are copied from it (``showing``: its maps alone).
   const { grid: g, heads } = state.numbers, thumb = Number(canvas.dataset.thumb), drawn = tilesDrawn.get(maps);
   const origins = (canvas.origins ??= JSON.parse(canvas.dataset.origins));
   if (drawn && drawn !== canvas && drawn.showing === maps && drawn.width === canvas.width &&

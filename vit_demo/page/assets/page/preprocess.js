@@ -72,10 +72,9 @@ function compositeOverWhite() {
 }
 
 function photoRgb(rgba, width, height) {
-  // preprocess.photo_rgb of a decoded upload's RGBA pixels (as getImageData gives them: (H*W*4) 8-bit, not
-  // premultiplied): transparent areas composited over white -> three Float32Array (H * W) planes, R, G and B. Throws
-  // NothingDrawn for an empty or flat image (every channel's range, np.ptp, under 4/255), InputError for what is not
-  // an image.
+  // preprocess.photo_rgb of a decoded upload's RGBA pixels (getImageData's: (H*W*4) 8-bit, not premultiplied):
+  // transparent areas composited over white -> three Float32Array (H * W) planes, R, G and B. Throws NothingDrawn for
+  // an empty or flat image (every channel's range, np.ptp, under 4/255), InputError for what is not an image.
   checkPixels(rgba, width, height, 4);
   checkSize(width, height);
   const n = width * height, over = compositeOverWhite();
@@ -120,8 +119,7 @@ export function preprocessPhoto(rgba, width, height, size = 32) {
 // ---- Photos -> an imported model's input ----------------------------------------------------------------------------
 
 function resizedShape(height, width, resize) {
-  // preprocess.resized_shape: [height, width] = resize itself, or resize (a number) for the shorter side and the
-  // longer one scaled and truncated.
+  // preprocess.resized_shape: [height, width] = resize, or resize (a number) the shorter side, the longer scaled.
   if (typeof resize !== "number") return resize;
   const scaled = Math.trunc((resize * Math.max(height, width)) / Math.min(height, width));
   return width <= height ? [scaled, resize] : [resize, scaled];

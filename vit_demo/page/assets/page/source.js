@@ -1,11 +1,9 @@
 // Where a tab's numbers come from: every view's, made here alone from the raw outputs of the model's graphs, wherever
 // their forward pass ran (model.js: in the page, or on the server), and the page's own preprocessing (drawing.js,
-// preprocess.js). The canvas (canvas.js), the photo reader (photo.js) and the views (store.js: need) ask it; images
-// are handed to it and answered with typed arrays (an image: its 8-bit pixels, Uint8Array (H, W, C)). A question it
-// can't answer rejects, with the reason in words.
-//
-// ``model``: a tab's model as vit_demo/page/description.py describes it: its shape, classes, temperature, unfamiliar
-// rule, its weights folder's address (relative to ``base``) and graphs' names in it, and its captions with {fields}.
+// preprocess.js). The canvas, the photo reader (photo.js) and the views (store.js: need) ask it; images come and go
+// as typed arrays (an image: its 8-bit pixels, Uint8Array (H, W, C)). A question it can't answer rejects, with the
+// reason in words. ``model``: a tab's model as vit_demo/page/description.py describes it: its shape, classes,
+// temperature, unfamiliar rule, weights folder (relative to ``base``) and graphs in it, and captions with {fields}.
 import { preprocessDrawing } from "./drawing.js";
 import { InputError, NothingDrawn, preprocessPhoto, preprocessResized } from "./preprocess.js";
 import { choose, patching, relevance, remembered, run } from "./model.js";
@@ -21,8 +19,7 @@ const WARM_UP_RUNS = 60, WARM_UP_MS = 500; // see warmUp
 const idle = (work) => (globalThis.requestIdleCallback ?? ((f) => setTimeout(f, 20)))(work);
 
 function warmUpImage(model) {
-  // An 8-bit input to warm the model up with: for digits, a stroke preprocessed as a drawing is (so preprocessing is
-  // warmed too); for photos, a gradient.
+  // An 8-bit input to warm the model up with: for digits a drawn stroke (warming preprocessing), for photos a gradient.
   if (model.channels === 1) {
     const ink = new Uint8Array(CANVAS * CANVAS);
     for (let y = 20; y < 92; y++) ink.fill(255, y * CANVAS + 50, y * CANVAS + 58);
@@ -83,10 +80,9 @@ export function pageSource(described, base, where = {}) {
 
   function warmUp() {
     // V8 runs WebAssembly (and JavaScript) as quickly made code until a function has run enough to be optimised: a
-    // fresh page's first ~50 readings of the digit model took 7-12 ms each in Chromium, then 2-3 ms. So once the
-    // graph is loaded the page reads an image of its own, one reading per idle moment (a stroke waits for one at
-    // most), WARM_UP_RUNS times or for WARM_UP_MS of runs, whichever comes first (once: the host keeps the source
-    // that is ready).
+    // fresh page's first ~50 readings of the digit model took 7-12 ms each in Chromium, then 2-3 ms. So once the graph
+    // is loaded (ready(), which the host calls once) the page reads an image of its own, one reading per idle moment
+    // (a stroke waits for one at most), WARM_UP_RUNS times or for WARM_UP_MS of runs, whichever comes first.
     if (!forward.inPage) return; // (on the server, a warm-up would be requests for nothing)
     const pixels = warmUpImage(model);
     let runs = 0, spent = 0;
@@ -138,9 +134,8 @@ export function pageSource(described, base, where = {}) {
     },
 
     async photo(rgba, width, height) {
-      // A photo decoded by the browser (RGBA pixels), made what the model reads as its weights say: CIFAR-10's way,
-      // or an imported model's own resize and crop (PIL's or torchvision's, as Python does them; preprocessResized
-      // refuses another library).
+      // A photo decoded by the browser (RGBA pixels), made what the model reads as its weights say: CIFAR-10's way, or
+      // an imported model's resize and crop (PIL's or torchvision's, as Python does them; another library is refused).
       const { method, ...resizing } = model.preprocessing;
       const pixels = preprocessed(model, () => (method === "resize_crop" ?
         preprocessResized(rgba, width, height, { size: model.height, ...resizing })
@@ -168,9 +163,8 @@ export function pageSource(described, base, where = {}) {
     },
 
     async knockout(request) {
-      // The prediction (probs: Float64Array (K)) and [CLS] maps (Float32Array (L, H + 1, g, g)) and rollout
-      // (Float64Array (g * g)) with the heads switched off, and the logit difference (the intact model's class
-      // against its runner-up) before and after.
+      // With the heads switched off: the prediction (probs: Float64Array (K)), [CLS] maps (Float32Array (L, H + 1, g,
+      // g)), rollout (Float64Array (g * g)); and the logit difference (intact class - runner-up) before and after.
       const pixels = image(request.image), off = offOf(request), T = model.temperature;
       if (!off.off.length) throw new Error("no head is switched off");
       const [[intact], [ablated]] = await Promise.all([
@@ -263,8 +257,8 @@ export function pageSource(described, base, where = {}) {
     },
 
     async faithfulness(request) {
-      // Each map's deletion and insertion curves, with every head on, and the verdict (faithfulness.js); its graphs
-      // loaded first, not timed.
+      // Each map's deletion and insertion curves, every head on, and the verdict (faithfulness.js); its graphs loaded
+      // first, not timed.
       const pixels = image(request.image), url = model.graph;
       await Promise.all([url, model.relevance].map(session));
       const start = performance.now();

@@ -61,8 +61,8 @@ export function redrawAll(live, which = () => true) {
 const redrawKnockout = (live) => redrawAll(live, (v) => v.knockout); // a head toggle redraws these alone
 
 function choose(live, choice) {
-  // A choice of the tab's controls (the query patch, the class to explain, the training position): every view
-  // redraws, and what failed before is asked again.
+  // A choice of the tab's controls (query patch, class to explain, training position): every view redraws, and what
+  // failed before is asked again.
   Object.assign(live, choice);
   forgetFailures(live);
   redrawAll(live);
@@ -108,8 +108,7 @@ function knockoutId(live) {
 }
 
 function heldAs(live, which, followsKnockout) {
-  // What an answer for ``which`` (a patch, a class...) is kept under, for the image in hand: with heads off, where it
-  // follows them, the knocked-out model's.
+  // What an answer for ``which`` (a patch, a class...) is kept under: the image in hand, and the heads off if followed.
   const id = followsKnockout ? knockoutId(live) : "";
   return `${live.state.key}/${which}${id ? `@${id}` : ""}`;
 }
@@ -128,8 +127,8 @@ function offRequest(live) {
 export function need(live, kind, which, request = {}, followsKnockout = true, redraw = redrawAll) {
   // What a view needs for the image in hand, asked once of the tab's source: ``kind`` ("query", "relevance",
   // "snapshot", "lens", "faithfulness", "knockout") for ``which`` (a patch, a class...), with the heads the board
-  // switched off (unless ``followsKnockout`` is false); once it lands, ``redraw`` redraws the tab's views, unless a
-  // later image came meanwhile. Returns the cache's entry.
+  // switched off (unless not ``followsKnockout``); once it lands, ``redraw`` redraws the tab's views, unless a later
+  // image came meanwhile. Returns the cache's entry.
   const held = heldAs(live, which, followsKnockout), { key, numbers } = live.state;
   const off = followsKnockout && live.knockout.off.length ? offRequest(live) : {};
   if (!live.source) return { pending: true }; // (the source is still loading)
@@ -146,8 +145,8 @@ export function knockoutNow(live) {
 }
 
 export function setKnockout(live, off, mode) {
-  // Switch these heads off (layer * heads + head; [] all on) with this ablation, and redraw the views that follow;
-  // a choice that failed before is asked again.
+  // Switch these heads off (layer * heads + head; [] all on) with this ablation: the views that follow redraw, what
+  // failed before asked again.
   live.knockout = { off: [...new Set(off)].sort((a, b) => a - b), mode: mode ?? live.knockout.mode };
   forgetFailures(live);
   redrawKnockout(live);

@@ -22,8 +22,7 @@ export class View {
 
   clear(drawn, caption) {
     // This view's canvas, cleared, and its caption; the context to draw on, or null when there is nothing to draw.
-    // canvas.dataset.drawn says what it shows, for tests ("" nothing), and data-ablated with which heads off (what
-    // knockedCaption, called for this caption, says; else "").
+    // For tests, data-drawn says what it shows ("" nothing), data-ablated which heads off (knockedCaption's, else "").
     const { state } = this.live, canvas = this.canvas, context = canvas.getContext("2d");
     context.clearRect(0, 0, canvas.width, canvas.height);
     canvas.showing = null; // what picture.drawTiles drew on it, gone
@@ -37,9 +36,8 @@ export class View {
   }
 
   knockedCaption(knocked, own = false) {
-    // What a view that follows the knockout adds to its caption, and what its canvas will say it shows (data-ablated,
-    // which clear writes); ``own``: the view drew an answer of its own, asked for with these heads off (not the
-    // board's answer).
+    // What a view that follows the knockout adds to its caption, and which heads off the next clear marks its canvas
+    // with; ``own``: the view drew an answer of its own, asked for with these heads off (not the board's answer).
     this.ablated = knocked && (own || knocked.reply) ? knocked.id : "";
     if (!knocked) return "";
     if (!own && !knocked.reply) return ` · <i>switching heads off: ${knocked.error ?? asking(this.live)}</i>`;

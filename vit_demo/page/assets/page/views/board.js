@@ -51,7 +51,6 @@ function logitBars(reply, count) {
 }
 
 export default {
-  knockout: true,
   draw({ element, live }) {
     const box = element.querySelector(".vd-board"), layers = Number(box.dataset.layers);
     const heads = Number(box.dataset.heads), off = new Set(live.knockout.off);

@@ -4,7 +4,6 @@ import { drawTiles } from "../picture.js";
 import { knockoutNow, shownMaps } from "../store.js";
 
 export default {
-  knockout: true,
   draw(view) {
     const { live } = view, knocked = live.state && knockoutNow(live);
     const context = view.clear("grid", knocked && `The model${view.knockedCaption(knocked)}${knocked.reply ?

@@ -86,8 +86,7 @@ function caption(view, reply, asked) {
 }
 
 export default {
-  knockout: true, // redrawn when heads are switched off, to say that the scores keep every head on
-  draw(view) {
+  draw(view) { // (redrawn when heads are switched off too, to say that the scores keep every head on)
     const { live, element } = view, canvas = view.canvas;
     const asked = live.state && answered(live, "faithfulness", `${live.state.key}/scores`), reply = asked?.value;
     element.querySelector("button.vd-score").disabled = !live.state || asked?.pending || !live.source;

@@ -15,7 +15,6 @@ const DRAW = { rollout: (view) => rollout.draw(view), relevance: (view) => relev
                attention: (view) => selected.draw(view, view.live.state?.numbers.layers, "mean") };
 
 export default {
-  knockout: true,
   draw: (view) => DRAW[view.canvas.dataset.kind](view),
   setup(view) {
     const choice = document.getElementById(`${view.prefix}-map`);

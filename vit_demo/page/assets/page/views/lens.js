@@ -6,7 +6,6 @@ import { answer, knockoutNow, waiting } from "../store.js";
 import { escape, percentText } from "../view.js";
 
 export default {
-  knockout: true,
   draw(view) {
     const { live, element } = view, strip = element.querySelector(".vd-lens-strip");
     const reply = answer(live, "lens", "strip"); // (null without an image)

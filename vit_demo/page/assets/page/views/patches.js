@@ -15,7 +15,6 @@ function lastLayerMean(view) {
 }
 
 export default {
-  knockout: true,
   draw(view) {
     const { live } = view;
     const [map, pending] = live.state && live.pointed ? lastLayerMean(view) : [null, null];

@@ -89,6 +89,7 @@ function drawGrids(grids, reply, colour) {
 }
 
 export default {
+  knockout: false, // two kept images, every head on
   draw(view) {
     const { live, element } = view, root = element.querySelector(".vd-patching"), kept = live.patching;
     drawSlots(root, live);

@@ -17,7 +17,6 @@ function ablatedText(live, knocked) {
 }
 
 export default {
-  knockout: true,
   prediction: true,
   draw({ element, live }) {
     const knocked = live.reading ? null : knockoutNow(live);

@@ -5,7 +5,6 @@ import { overlay } from "../picture.js";
 import { answer, json, knockoutNow, waiting } from "../store.js";
 
 export default {
-  knockout: true,
   draw(view, { first = false } = {}) { // first: as the first map, the predicted class's whatever the picker says
     const { live } = view, canvas = view.canvas;
     if (!live.state) return view.clear(null);

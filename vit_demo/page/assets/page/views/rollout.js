@@ -3,7 +3,6 @@ import { overlay } from "../picture.js";
 import { json, knockoutNow } from "../store.js";
 
 export default {
-  knockout: true,
   draw(view) {
     const { live } = view, knocked = live.state && knockoutNow(live);
     const map = knocked?.reply?.rollout ?? live.state?.numbers.rollout;

@@ -12,7 +12,6 @@ export function chosen(prefix, { layers, heads }, layer, head) {
 }
 
 export default {
-  knockout: true,
   draw(view, layer, head) {
     const { live } = view;
     if (!live.state) return view.clear(null);

@@ -69,7 +69,6 @@ function steps(reply, shape) {
 }
 
 export default {
-  knockout: true,
   draw(view) {
     const { live, element } = view, list = element.querySelector(".vd-steps-list");
     const caption = element.querySelector(".vd-caption"), say = (text) => (caption.innerHTML = text);

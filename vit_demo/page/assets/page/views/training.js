@@ -4,7 +4,6 @@ import { drawTiles } from "../picture.js";
 import { answer, knockoutNow, shownMaps, waiting } from "../store.js";
 
 export default {
-  knockout: true,
   draw(view) {
     const { live } = view, canvas = view.canvas;
     if (!live.state) return view.clear(null);
