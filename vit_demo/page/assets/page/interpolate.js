@@ -66,34 +66,6 @@ export function bilinearResize(plane, oh, ow) {
   return { h: oh, w: ow, data: out };
 }
 
-function antialiasTaps(inSize, outSize) {
-  // torch's _compute_indices_min_size_weights_aa for the bilinear (triangle) filter, in float32 (scalar_t float):
-  // for each output index, the first input index, how many inputs it reads and their normalised weights.
-  // -> { start, count: Int32Array(out), weights: Float32Array(out * taps), taps }
-  const scale = outSize > 1 ? f32(inSize / outSize) : 0;
-  const support = scale >= 1 ? scale : 1; // (interp_size / 2) * scale, interp_size 2
-  const taps = Math.ceil(support) * 2 + 1;
-  const invscale = scale >= 1 ? f32(1 / scale) : 1;
-  const start = new Int32Array(outSize), count = new Int32Array(outSize);
-  const weights = new Float32Array(outSize * taps);
-  for (let o = 0; o < outSize; o++) {
-    const center = f32(scale * (o + 0.5));
-    const xmin = Math.max(Math.trunc(f32(center - support) + 0.5), 0);
-    const xsize = Math.min(Math.max(Math.min(Math.trunc(f32(center + support) + 0.5), inSize) - xmin, 0), taps);
-    let total = 0;
-    for (let j = 0; j < xsize; j++) {
-      const x = Math.abs(f32((f32(j + xmin - center) + 0.5) * invscale)); // the filter's argument, as float
-      const weight = x < 1 ? f32(1 - x) : 0; // HelperInterpLinear::aa_filter
-      weights[o * taps + j] = weight;
-      total = f32(total + weight);
-    }
-    if (total !== 0) for (let j = 0; j < xsize; j++) weights[o * taps + j] = f32(weights[o * taps + j] / total);
-    start[o] = xmin;
-    count[o] = xsize;
-  }
-  return { start, count, weights, taps };
-}
-
 function tapSum(data, from, step, weights, at, n) {
   // One output of torch's antialiased pass (interpolate_aa_single_dim): sum = t0 w0, then sum += tj wj for each
   // further tap, in order, in float32. As torch's x86-64 build compiles that loop (measured against it: exact on
@@ -109,7 +81,9 @@ function tapSum(data, from, step, weights, at, n) {
 export function antialiasResize(plane, oh, ow) {
   // F.interpolate(mode="bilinear", antialias=True, align_corners=False) of one channel, as torch's separable CPU
   // kernel does it: along the width first (if it changes), then along the height (if it changes), each output its
-  // taps summed in order in float32 (tapSum). (h, w) -> (oh, ow)
+  // taps (filterTaps in float32: its _compute_indices_min_size_weights_aa) summed in order in float32 (tapSum).
+  // (h, w) -> (oh, ow)
+  const antialiasTaps = (n, size) => filterTaps(n, size, FILTERS.bilinear, f32);
   let { h, w, data } = plane;
   if (ow !== w) {
     const { start, count, weights, taps } = antialiasTaps(w, ow), out = new Float32Array(h * ow);
@@ -148,29 +122,40 @@ function torchPrecision(largest) {
   return p;
 }
 
-function resampleCoeffs(inSize, outSize, [filterSupport, filter], bits) {
-  // precompute_coeffs (its box the whole image) in double, then normalize_coeffs_8bpc: for each output index, the
-  // first input index, how many inputs it reads and their weights, normalised to sum 1 (unless they sum to 0) and
-  // rounded to fixed point with `bits` bits, halves away from 0 (torch's _compute_indices_min_size_weights_aa and
-  // _compute_index_ranges_int16_weights: the same, with bits null, torchPrecision of the largest normalised weight).
-  // -> { start, count: Int32Array(out), weights: Int32Array(out * taps), taps, precision }
-  const scale = inSize / outSize, filterscale = Math.max(scale, 1), inverse = 1 / filterscale;
+function filterTaps(inSize, outSize, [filterSupport, filter], round) {
+  // Each output index's first input index, how many inputs it reads and their weights, normalised to sum 1 (unless
+  // they sum to 0), and the largest weight: PIL's precompute_coeffs (its box the whole image) in double (``round``
+  // the identity), or torch's _compute_indices_min_size_weights_aa in float32 (``round`` f32: its scalar_t float).
+  // -> { start, count: Int32Array(out), weights: Float64Array(out * taps), taps, largest }
+  const scale = round(inSize / outSize), filterscale = Math.max(scale, 1), inverse = round(1 / filterscale);
   const support = filterSupport * filterscale, taps = Math.ceil(support) * 2 + 1;
-  const start = new Int32Array(outSize), count = new Int32Array(outSize), k = new Float64Array(outSize * taps);
+  const start = new Int32Array(outSize), count = new Int32Array(outSize), weights = new Float64Array(outSize * taps);
   let largest = 0;
   for (let o = 0; o < outSize; o++) {
-    const center = (o + 0.5) * scale, at = o * taps;
-    const xmin = Math.max(Math.trunc(center - support + 0.5), 0);
-    const xsize = Math.min(Math.trunc(center + support + 0.5), inSize) - xmin;
+    const center = round((o + 0.5) * scale), at = o * taps;
+    const xmin = Math.max(Math.trunc(round(center - support) + 0.5), 0);
+    const xsize = Math.min(Math.max(Math.min(Math.trunc(round(center + support) + 0.5), inSize) - xmin, 0), taps);
     let total = 0;
-    for (let j = 0; j < xsize; j++) total += k[at + j] = filter(Math.abs((j + xmin - center + 0.5) * inverse));
-    if (total !== 0) for (let j = 0; j < xsize; j++) largest = Math.max(largest, k[at + j] /= total);
+    for (let j = 0; j < xsize; j++) { // the filter's argument: (j + xmin - center + 0.5) / filterscale
+      weights[at + j] = round(filter(Math.abs(round((round(j + xmin - center) + 0.5) * inverse))));
+      total = round(total + weights[at + j]);
+    }
+    if (total !== 0)
+      for (let j = 0; j < xsize; j++) largest = Math.max(largest, (weights[at + j] = round(weights[at + j] / total)));
     start[o] = xmin;
     count[o] = xsize;
   }
-  const precision = bits ?? torchPrecision(largest), weights = new Int32Array(outSize * taps);
+  return { start, count, weights, taps, largest };
+}
+
+function resampleCoeffs(inSize, outSize, filter, bits) {
+  // filterTaps in double, then normalize_coeffs_8bpc: the weights rounded to fixed point with `bits` bits, halves
+  // away from 0 (torch's _compute_index_ranges_int16_weights: the same, with bits null, torchPrecision of the largest).
+  // -> { start, count: Int32Array(out), weights: Int32Array(out * taps), taps, precision }
+  const { weights: k, largest, ...taps } = filterTaps(inSize, outSize, filter, (x) => x);
+  const precision = bits ?? torchPrecision(largest), weights = new Int32Array(k.length);
   for (let i = 0; i < k.length; i++) weights[i] = Math.trunc(k[i] * 2 ** precision + (k[i] < 0 ? -0.5 : 0.5));
-  return { start, count, weights, taps, precision };
+  return { ...taps, weights, precision };
 }
 
 function resamplePass(image, channels, ow, oh, filter, bits) {
