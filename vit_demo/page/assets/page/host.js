@@ -1,9 +1,8 @@
-// The page's host: it starts the page of vit_demo/page/page.html, in the static Space (index.html) and in the
-// app (its gr.HTML, with the server's functions), from the page's data (vit_demo/page/site.py): each tab's source
-// (source.js), whose forward pass runs in the page or on the server (model.js: choose); the views (live.js); the
-// canvas (canvas.js); the photo input; the large view's controls, the class picker and the training slider; the
-// tabs; talk mode (talk.js); the Inside-the-model tab (inside.js); export for slides (export.js); and, where the
-// data names a service worker (the static Space), the copy of the site kept for offline use.
+// The page's host: it starts the page of vit_demo/page/page.html, in the static Space (index.html) and in the app
+// (its gr.HTML, with the server's functions), from the page's data (vit_demo/page/site.py): each tab's source, whose
+// forward pass runs in the page or on the server (model.js: choose), views, canvas or photo input and controls; the
+// tabs, talk mode, the Inside-the-model tab, export for slides; and, where the data names a service worker (the
+// static Space), the copy of the site kept for offline use.
 import { mountCanvas } from "./canvas.js";
 import { mountExport } from "./export.js";
 import { mountInside } from "./inside.js";

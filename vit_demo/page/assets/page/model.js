@@ -1,10 +1,9 @@
 // The forward pass, and where it runs: one choice, made here (``choose``). The page runs the graphs exported from the
-// PyTorch model itself (vit_demo/onnx/export.py: the model's, with inputs image, heads_off, mean_ablation and outputs
-// logits divided by the temperature, attention, lens, features; the relevance graph, with its gradients traced in;
-// the two patching graphs, vit_demo/onnx/patching.py) with onnxruntime-web's WebAssembly backend (vendored:
-// ../vendor/onnxruntime-web, never a CDN); where it can't (no WebAssembly, ?model=server, a graph that does not load),
-// the app's server runs the same graphs in PyTorch (vit_demo/app/forward.py) and answers with the same outputs. Either
-// way the page gets the graphs' raw outputs, and computes every view's numbers from them itself (source.js).
+// PyTorch model itself (vit_demo/onnx/export.py: the model's, its inputs and outputs below; the relevance graph, with
+// its gradients traced in; the two patching graphs, vit_demo/onnx/patching.py) with onnxruntime-web's WebAssembly
+// backend (vendored: ../vendor/onnxruntime-web, never a CDN); where it can't (no WebAssembly, ?model=server, a graph
+// that does not load), the app's server runs the same graphs in PyTorch (vit_demo/app/forward.py) and answers with the
+// same outputs. Either way the page gets the raw outputs, and computes every view's numbers from them (source.js).
 import * as ort from "../vendor/onnxruntime-web/ort.wasm.bundle.min.mjs";
 import { fromBase64 } from "./numbers.js";
 

@@ -1,13 +1,9 @@
 // What the model reads, made in the page: a port of vit_demo/data/preprocess.py, step for step, so that the page feeds
 // its model the same 8-bit image the server makes. Pure functions on typed arrays (no DOM): they run in the browser
 // and under Node (tests/page_preprocess.mjs runs them for tests/test_page_preprocess.py, which compares them with
-// Python's on a thousand drawings and two hundred photos).
-//
-// - preprocessDrawing (drawing.js): the canvas' grey copy (ink 255 on 0, or dark on light) -> MNIST-like 28x28 pixels.
-// - preprocessPhoto (here): a decoded upload's RGBA pixels -> CIFAR-10-like 32x32x3 pixels (HWC).
-// - preprocessResized (here): a decoded upload's RGBA pixels -> an imported model's input, resized by PIL (timm's)
-//   or by torchvision (Hugging Face's).
-// This module holds what they share: the limits, the errors (with Python's messages), the checks.
+// Python's on a thousand drawings and two hundred photos). preprocessDrawing (drawing.js: a drawing -> MNIST-like
+// pixels), preprocessPhoto (a photo -> CIFAR-10-like pixels) and preprocessResized (a photo -> an imported model's
+// input) share this module's limits, errors (with Python's messages) and checks.
 //
 // Each Python step is mirrored with the arithmetic Python does (arithmetic.js) and torch's and PIL's interpolation
 // (interpolate.js, which says what a plane is), bit for bit on x86-64 (torch built for another CPU may round some

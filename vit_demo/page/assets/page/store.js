@@ -3,11 +3,10 @@
 // (photo.js) hand it an image's numbers (``receive``), the app's controls call its handle (``draw``, ``choose``,
 // ``explain``, ``train``), and tests and scripts read it (``numbers()``: the image's numbers as JSON).
 //
-// An image's numbers (numbers.js: imageNumbers) are typed arrays, as the page made them: its pixels (Uint8Array
-// (H, W, C)), where [CLS] looks (Float32Array (L, H + 1, g, g)), rollout (Float64Array (g * g)), the probabilities
-// (Float64Array (K)); its key is a counter. What a view lacks (another patch, class or snapshot, heads off, the
-// scores) it asks the tab's source for once (``need``: source.js), through one cache (``ask``), where answers with
-// heads switched off (the board: ``knockout``) are kept apart from the intact model's (``heldAs``).
+// An image's numbers are typed arrays, as the page made them (numbers.js: imageNumbers says which); its key is a
+// counter. What a view lacks (another patch, class or snapshot, heads off, the scores) it asks the tab's source for
+// once (``need``: source.js), through one cache (``ask``), where answers with heads switched off (the board:
+// ``knockout``) are kept apart from the intact model's (``heldAs``).
 const FRESH = () => ({
   state: null, // the image in hand: {key (a counter), numbers}, and what picture.js made of them for it
   message: null, // what is said in place of a prediction, where there is no image (HTML)
