@@ -54,7 +54,7 @@ export function start(root, page, server) {
   if (pad && page.models.digit) mountCanvas(pad, "digit", () => loaded("digit"), page.models.digit.texts.unreadable);
 
   for (const prefix of Object.keys(page.models)) {
-    // The large view's layer and head, the class to explain, and the training slider.
+    // The large view's layer and head, the class to explain, the training slider, the export and the photo input.
     const [number, range] = root.querySelectorAll(`#${prefix}-layer input`);
     number.addEventListener("input", () => ((range.value = number.value), tabStore(prefix).draw()));
     range.addEventListener("input", () => ((number.value = range.value), tabStore(prefix).draw()));
@@ -63,8 +63,10 @@ export function start(root, page, server) {
       ?.addEventListener("input", (event) => tabStore(prefix).train(Number(event.target.value)));
     root.querySelector(`#${prefix}-explain-class`)
       ?.addEventListener("change", (event) => tabStore(prefix).explain(event.target.value));
-    const exporter = root.querySelector(`#${prefix}-export`);
+    const exporter = root.querySelector(`#${prefix}-export`), photo = root.querySelector(`#${prefix}-input`);
     if (exporter) mountExport(exporter, prefix, page.models[prefix].name);
+    if (photo) mountPhoto(photo, { prefix, loaded: () => loaded(prefix), source: source(prefix), live: tabStore(prefix),
+                                   photoAsked, unreadable: page.models[prefix].texts.unreadable });
   }
   mountTalk(root);
   for (const type of ["pointerdown", "click"]) root.addEventListener(type, (event) => {
@@ -93,12 +95,6 @@ export function start(root, page, server) {
   }
   const first = loaded("digit");
   if (page.offline) first.then(() => setTimeout(() => keepForOffline(root, page.offline), 1000), () => {});
-
-  for (const prefix of Object.keys(page.models)) {
-    const photo = root.querySelector(`#${prefix}-input`);
-    if (photo) mountPhoto(photo, { prefix, loaded: () => loaded(prefix), source: source(prefix), live: tabStore(prefix),
-                                   photoAsked, unreadable: page.models[prefix].texts.unreadable });
-  }
 }
 
 function mountPhoto(photo, { prefix, loaded, source, live, photoAsked, unreadable }) {

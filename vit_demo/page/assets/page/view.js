@@ -30,7 +30,7 @@ export class View {
     this.ablated = null;
     const scale = this.element.querySelector(".vd-scale"); // a key with nothing above it says nothing
     if (scale) scale.style.visibility = state && drawn ? "" : "hidden";
-    const box = this.element.querySelector(".vd-caption"), text = state ? caption ?? "" : "";
+    const box = this.element.querySelector(".vd-caption"), text = caption || "";
     if (box && box.written !== text) box.innerHTML = box.written = text; // (the same caption: no layout to redo)
     return state && drawn ? context : null;
   }

@@ -93,7 +93,6 @@ export default {
     canvas.hidden = !reply;
     canvas.dataset.numbers = reply ? JSON.stringify({ curves: reply.curves, noise: reply.noise }) : ""; // for tests
     const context = view.clear(reply ? "curves" : null, caption(view, reply, asked));
-    if (!live.state) element.querySelector(".vd-caption").innerHTML = caption(view, reply, asked); // clear() is silent
     element.querySelector(".vd-faithfulness-key").innerHTML = reply ? key(reply) : "";
     element.querySelector(".vd-faithfulness-verdict").innerHTML = reply?.text ?? "";
     if (!context) return;
