@@ -164,13 +164,11 @@ export function mountCanvas(element, prefix, loaded, unreadable) {
     send();
   });
 
-  for (const button of element.querySelectorAll(".vd-examples button")) {
-    button.addEventListener("click", () => {
-      drawExample(button.querySelector("img"));
-      example = false;
-      send();
-    });
-  }
+  for (const button of element.querySelectorAll(".vd-examples button")) button.addEventListener("click", () => {
+    drawExample(button.querySelector("img"));
+    example = false;
+    send();
+  });
 
   reset();
   const first = element.querySelector(".vd-examples button[data-first] img");

@@ -21,10 +21,9 @@ export function start(root, page, server) {
   const source = (tab) => (sources[tab] ??= pageSource(page.models[tab], document.baseURI, { forced,
     server: server && ((request) => server.forward({ model: page.models[tab].name, ...request })) }));
 
-  if (!available() && !server) {
+  if (!available() && !server)
     Object.assign(root.querySelector("#vd-status"), { hidden: false, textContent: "This browser cannot run " +
       "WebAssembly, which this page runs the model with: use the Python app." });
-  }
   for (const element of root.querySelectorAll("[data-view]")) {
     try {
       mountView(element, element.dataset.prefix, element.dataset.view);
@@ -85,14 +84,12 @@ export function start(root, page, server) {
     document.getElementById(link.getAttribute("href").slice(1))?.scrollIntoView();
   });
 
-  for (const button of root.querySelectorAll(".vd-tabs [data-tab]")) {
-    button.addEventListener("click", () => {
-      for (const other of root.querySelectorAll(".vd-tabs [data-tab]"))
-        other.setAttribute("aria-selected", String(other === button));
-      for (const section of root.querySelectorAll(".vd-tab")) section.hidden = section.dataset.panel !== button.dataset.tab;
-      warm(button.dataset.tab);
-    });
-  }
+  for (const button of root.querySelectorAll(".vd-tabs [data-tab]")) button.addEventListener("click", () => {
+    for (const other of root.querySelectorAll(".vd-tabs [data-tab]"))
+      other.setAttribute("aria-selected", String(other === button));
+    for (const section of root.querySelectorAll(".vd-tab")) section.hidden = section.dataset.panel !== button.dataset.tab;
+    warm(button.dataset.tab);
+  });
   const first = loaded("digit");
   if (page.offline) first.then(() => setTimeout(() => keepForOffline(root, page.offline), 1000), () => {});
 }

@@ -157,8 +157,7 @@ export function pageSource(described, base, where = {}) {
       const { layer, head, patch } = request, within = (n, count) => Number.isInteger(n) && n >= 0 && n < count;
       if (!within(layer, model.layers) || !within(head, model.heads) || !within(patch, model.grid * model.grid))
         throw new Error(`there is no layer ${layer}, head ${head} or patch ${patch} in this model (numbered from 0)`);
-      const outputs = { ...offOf(request), outputs: ["qkv"] };
-      const [run] = await graph.run(model.graph, [image(request.image)], outputs);
+      const [run] = await graph.run(model.graph, [image(request.image)], { ...offOf(request), outputs: ["qkv"] });
       return { layer, head, patch, ...attentionSteps(run.qkv, model, layer, head, model.prefix + patch) };
     },
 
