@@ -57,14 +57,10 @@ let overWhite = null, overWhiteBytes = null; // the tables below: as floats, and
 function compositeOverWhite() {
   // The first step of preprocess_photo for every 8-bit (alpha, value): value / 255 * alpha + (1 - alpha), each
   // operation in float32 as numpy does it, as a table: Float32Array (256 * 256), alpha major.
-  if (!overWhite) {
-    overWhite = new Float32Array(256 * 256);
-    for (let a = 0; a < 256; a++) {
-      const alpha = f32(a / 255), background = f32(1 - alpha);
-      for (let v = 0; v < 256; v++) overWhite[a * 256 + v] = f32(f32(f32(v / 255) * alpha) + background);
-    }
-  }
-  return overWhite;
+  return (overWhite ??= Float32Array.from({ length: 256 * 256 }, (_, at) => {
+    const alpha = f32((at >> 8) / 255), value = at & 255;
+    return f32(f32(f32(value / 255) * alpha) + f32(1 - alpha));
+  }));
 }
 
 function photoRgb(rgba, width, height) {
