@@ -90,17 +90,11 @@ function blendTables({ colormap, alpha: [low, high] }) {
   // level's share of the way to its colour (``colormap``: (256, 3) bytes; from alpha[0] at level 0 to alpha[1] at
   // 255), truncated; and for a grey input the whole RGBA word.
   if (!blendsMade.has(colormap)) {
-    const channels = [0, 1, 2].map((c) => {
-      const table = new Uint8Array(256 * 256);
-      for (let at = 0; at < 256; at++) {
-        const share = low + ((high - low) * at) / 255;
-        for (let below = 0; below < 256; below++)
-          table[(at << 8) | below] = Math.trunc(below + share * (colormap[at * 3 + c] - below));
-      }
-      return table;
-    });
-    const [r, g, b] = channels, grey = new Uint32Array(256 * 256);
-    for (let k = 0; k < grey.length; k++) grey[k] = 0xff000000 | (b[k] << 16) | (g[k] << 8) | r[k];
+    const channels = [0, 1, 2].map((c) => Uint8Array.from({ length: 256 * 256 }, (_, at) => { // level * 256 + input
+      const level = at >> 8, below = at & 255, share = low + ((high - low) * level) / 255;
+      return Math.trunc(below + share * (colormap[level * 3 + c] - below));
+    }));
+    const [r, g, b] = channels, grey = Uint32Array.from(r, (_, k) => 0xff000000 | (b[k] << 16) | (g[k] << 8) | r[k]);
     blendsMade.set(colormap, { channels, grey });
   }
   return blendsMade.get(colormap);
