@@ -70,16 +70,11 @@ function base(state, size) {
   // ((size * size) bytes each: one for a grey input, a digit), and as RGBA words to put as they are.
   const bases = (state.bases ??= {});
   if (bases[size]) return bases[size];
-  const { height: h, width: w, channels: C, smooth, image } = state.numbers, planes = [];
-  const channel = new Float32Array(h * w);
-  for (let c = 0; c < C; c++) {
-    for (let p = 0; p < h * w; p++) channel[p] = image[p * C + c];
-    const values = resize(channel, h, w, size, smooth), plane = new Uint8Array(size * size);
-    for (let p = 0; p < size * size; p++) plane[p] = byte(values[p]);
-    planes.push(plane);
-  }
-  const [r, g = r, b = r] = planes, words = new Uint32Array(size * size); // little-endian RGBA
-  for (let p = 0; p < size * size; p++) words[p] = 0xff000000 | (b[p] << 16) | (g[p] << 8) | r[p];
+  const { height: h, width: w, channels: C, smooth, image } = state.numbers;
+  const planes = Array.from({ length: C }, (_, c) => Uint8Array.from(
+    resize(Float32Array.from({ length: h * w }, (_, p) => image[p * C + c]), h, w, size, smooth), byte));
+  const [r, g = r, b = r] = planes; // (grey: one plane for the three)
+  const words = Uint32Array.from(r, (_, p) => 0xff000000 | (b[p] << 16) | (g[p] << 8) | r[p]); // little-endian RGBA
   return (bases[size] = { planes, words });
 }
 
