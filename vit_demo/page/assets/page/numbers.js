@@ -107,9 +107,8 @@ function float16(bits) {
 
 function halves(text) {
   // Base64 of little-endian float16 (calibration.py's arrays) -> Float64Array.
-  const raw = fromBase64(text), out = new Float64Array(raw.length / 2);
-  for (let i = 0; i < out.length; i++) out[i] = float16(raw[2 * i] | (raw[2 * i + 1] << 8));
-  return out;
+  const raw = fromBase64(text);
+  return Float64Array.from({ length: raw.length / 2 }, (_, i) => float16(raw[2 * i] | (raw[2 * i + 1] << 8)));
 }
 
 const decoded = new WeakMap(); // a rule -> its arrays, decoded once (whitenings and whitened means, or weights)
