@@ -30,8 +30,7 @@ function pairwiseSum(values, start, n, float32) {
     return res;
   }
   if (n <= 128) {
-    const r = new Float64Array(8);
-    for (let k = 0; k < 8; k++) r[k] = values[start + k];
+    const r = new Float64Array(values.subarray(start, start + 8));
     let i = 8;
     for (; i < n - (n % 8); i += 8) for (let k = 0; k < 8; k++) r[k] = add(r[k], values[start + i + k]);
     let res = add(add(add(r[0], r[1]), add(r[2], r[3])), add(add(r[4], r[5]), add(r[6], r[7])));
