@@ -23,9 +23,7 @@ function counts(patches, steps) {
 
 function areaUnder(curve) {
   // faithfulness.area_under: the trapezoid area of a curve sampled at 0, 1/steps, ..., 1 of the patches.
-  let sum = 0;
-  for (let i = 1; i < curve.length; i++) sum += curve[i] + curve[i - 1];
-  return sum / (2 * (curve.length - 1));
+  return curve.slice(1).reduce((sum, v, i) => sum + (v + curve[i]), 0) / (2 * (curve.length - 1));
 }
 
 function spread(values) {

@@ -85,11 +85,7 @@ export function attentionSteps(qkv, { layers, heads, tokens: T }, layer, head, t
   return { query, keys, values, scores, weights, output };
 }
 
-export function argmax(values) {
-  let best = 0;
-  for (let i = 1; i < values.length; i++) if (values[i] > values[best]) best = i;
-  return best;
-}
+export const argmax = (values) => values.reduce((best, v, i) => (v > values[best] ? i : best), 0); // the first, on a tie
 
 export function softmax(logits) {
   // Probabilities from logits (the graph's are calibrated already: divided by the temperature): (K) -> Float64Array.
