@@ -85,7 +85,7 @@ export function attentionSteps(qkv, { layers, heads, tokens: T }, layer, head, t
   return { query, keys, values, scores, weights, output };
 }
 
-export const argmax = (values) => values.reduce((best, v, i) => (v > values[best] ? i : best), 0); // the first, on a tie
+export const argmax = (values) => values.reduce((best, v, i) => (v > values[best] ? i : best), 0); // (first of a tie)
 
 export function softmax(logits) {
   // Probabilities from logits (the graph's are calibrated already: divided by the temperature): (K) -> Float64Array.
