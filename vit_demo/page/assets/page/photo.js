@@ -23,13 +23,9 @@ export async function decodeImage(blob, unreadable) {
   if (blob.size > MAX_FILE_BYTES) return refuse(`the file is larger than ${MAX_FILE_BYTES / 2 ** 20} MB`);
   if ((await claimedPixels(blob)) > MAX_PIXELS)
     return refuse(`the image has too many pixels (more than ${MAX_PIXELS.toLocaleString("en")})`);
-  let bitmap;
-  try {
-    bitmap = await createImageBitmap(blob, { imageOrientation: "from-image", premultiplyAlpha: "none",
-                                              colorSpaceConversion: "none" });
-  } catch {
-    return refuse("this file is not an image that can be read (PNG, JPEG, GIF, BMP, WebP...)");
-  }
+  const bitmap = await createImageBitmap(blob, { imageOrientation: "from-image", premultiplyAlpha: "none",
+                                                 colorSpaceConversion: "none" }).catch(() => null);
+  if (!bitmap) return refuse("this file is not an image that can be read (PNG, JPEG, GIF, BMP, WebP...)");
   const { width, height } = bitmap;
   if (width * height <= MAX_PIXELS) return { bitmap };
   bitmap.close();
