@@ -28,16 +28,14 @@ function warmUpImage(model) {
   return Uint8Array.from({ length: model.height * model.width * model.channels }, (_, i) => i % 251);
 }
 
-const message = (html) => ({ message: html });
-
 function preprocessed(model, make) {
   // The 8-bit pixels ``make()`` makes of an input, or what is said in place of a prediction for one that can't be
   // classified ({message}: captions.message_text).
   try {
     return make();
   } catch (error) {
-    if (error instanceof NothingDrawn) return message(model.texts.blank);
-    if (error instanceof InputError) return message(fill(model.texts.unreadable, { why: error.message }));
+    if (error instanceof NothingDrawn) return { message: model.texts.blank };
+    if (error instanceof InputError) return { message: fill(model.texts.unreadable, { why: error.message }) };
     throw error;
   }
 }
@@ -117,7 +115,7 @@ export function pageSource(described, base, where = {}) {
 
     async stroke({ drawing, views } = {}) {
       // A drawing: the canvas' copy, Uint8Array (112 * 112) of ink 0..255; views false while the pen is down.
-      if (!drawing?.length) return message(model.texts.prompt);
+      if (!drawing?.length) return { message: model.texts.prompt };
       const pixels = preprocessed(model, () => {
         if (drawing.length !== CANVAS * CANVAS)
           throw new InputError(`the drawing must be ${CANVAS}x${CANVAS} bytes, not ${drawing.length}`);

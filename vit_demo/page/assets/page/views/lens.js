@@ -11,8 +11,7 @@ export default {
     const reply = answer(live, "lens", "strip"); // (null without an image)
     if (!reply) {
       strip.innerHTML = "";
-      if (!live.state) return view.clear(null);
-      return view.clear(null, view.onScreen ? waiting(live, "lens", "strip", {}) : ""); // asks once in view
+      return view.clear(null, live.state && view.onScreen ? waiting(live, "lens", "strip", {}) : ""); // once in view
     }
     const knocked = view.knockedCaption(knockoutNow(live), true);
     const context = view.clear("lens", `What [CLS] would answer after each layer${knocked}; the bar: its probability ` +

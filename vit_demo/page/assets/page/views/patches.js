@@ -5,24 +5,16 @@ import { mapAt } from "../numbers.js";
 import { overlay } from "../picture.js";
 import { answer, knockoutNow, waiting } from "../store.js";
 
-function lastLayerMean(view) {
-  // Where the query patch looks in the last layer, the mean of its heads (g, g), once its answer is in;
-  // else null, and what the caption says meanwhile.
-  const { live } = view, { numbers } = live.state;
-  const reply = answer(live, "query", live.patch);
-  if (!reply) return [null, waiting(live, "query", live.patch, { patch: live.patch })];
-  return [mapAt(reply.maps, numbers, numbers.layers - 1, numbers.heads), null];
-}
-
 export default {
   draw(view) {
-    const { live } = view;
-    const [map, pending] = live.state && live.pointed ? lastLayerMean(view) : [null, null];
+    const { live } = view, pointed = live.state && live.pointed, numbers = live.state?.numbers;
+    const reply = pointed && answer(live, "query", live.patch); // where the query patch looks, once its answer is in:
+    const map = reply ? mapAt(reply.maps, numbers, numbers.layers - 1, numbers.heads) : null; // the last layer's mean
     const query = `<a href="#${view.prefix}-query-title">where a patch looks, layer by layer</a>`;
-    const caption = !live.pointed ? "" : map
+    const caption = !pointed ? "" : map
       ? `<b>Patch ${live.patch}</b> (outlined) looks at the bright patches: the last layer, the mean of its heads ` +
         `(${query}).${knockoutNow(live) ? " With the heads switched off." : ""}`
-      : `Where patch ${live.patch} looks: ${pending}`;
+      : `Where patch ${live.patch} looks: ${waiting(live, "query", live.patch, { patch: live.patch })}`;
     const context = view.clear(live.state && `patch ${live.patch}${map ? " looks" : ""}`, caption);
     if (!context) return;
     const g = live.state.numbers.grid, size = view.canvas.width, step = size / g;
