@@ -19,8 +19,7 @@ export function mountCanvas(element, prefix, loaded, unreadable) {
   const smallCtx = small.getContext("2d", { willReadFrequently: true });
   let drawing = false, last = null; // the pen is down, at this point of the canvas
   let lastSent = 0, pending = null; // when a drawing was last sent, and the timer that sends the next
-  let sending = false; // a request is under way
-  let waiting = null; // the drawing to send once it is answered (null: none)
+  let sending = false, waiting = null; // a request is under way, and the drawing to send once it is answered (or null)
   let example = false; // the canvas shows the starting example, which the pen's first touch clears
   let answerer = null; // what reads a drawing: the tab's source, once its forward pass is chosen and loaded
   let current = null; // the drawing last read (null: none)
@@ -31,10 +30,8 @@ export function mountCanvas(element, prefix, loaded, unreadable) {
     return source;
   });
 
-  function reset(paper = "#fff") {
-    ctx.fillStyle = paper;
-    ctx.fillRect(0, 0, canvas.width, canvas.height);
-  }
+  const reset = (paper = "#fff") => // the canvas blank, on ``paper``
+    Object.assign(ctx, { fillStyle: paper }).fillRect(0, 0, canvas.width, canvas.height);
 
   function grab() {
     // The drawing as the source reads it: Uint8Array (SMALL * SMALL), ink 255 on 0.
@@ -116,13 +113,11 @@ export function mountCanvas(element, prefix, loaded, unreadable) {
     ctx.stroke();
     sendSoon();
   });
-  function endStroke() {
+  for (const type of ["pointerup", "pointercancel"]) canvas.addEventListener(type, () => { // the stroke ends
     if (!drawing) return;
     drawing = false;
     send();
-  }
-  canvas.addEventListener("pointerup", endStroke);
-  canvas.addEventListener("pointercancel", endStroke);
+  });
 
   for (const button of element.querySelectorAll("button.vd-pen")) button.addEventListener("click", () => setPen(button));
   function clear(answer) {
