@@ -42,10 +42,8 @@ function pairwiseSum(values, start, n, float32) {
   return add(pairwiseSum(values, start, n2, float32), pairwiseSum(values, start + n2, n - n2, float32));
 }
 
-export function numpySum(values, float32) {
-  // np.sum of a contiguous array: add.reduce from its identity (0) over the pairwise sum (exact: -0 becomes 0).
-  return 0 + pairwiseSum(values, 0, values.length, float32);
-}
+// np.sum of a contiguous array: add.reduce from its identity (0) over the pairwise sum (exact: -0 becomes 0).
+export const numpySum = (values, float32) => 0 + pairwiseSum(values, 0, values.length, float32);
 
 export function medianOf8Bit(grey) {
   // np.median of the float32 values v / 255 of 8-bit pixels (the middle one, or the float32 mean of the middle two),

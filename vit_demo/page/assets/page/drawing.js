@@ -15,15 +15,11 @@ const WORK_SCALE = 4;
 const FAINT = f32(0.05); // the "is there ink" threshold of the torch steps (a float32 tensor > 0.05)
 const TINY = f32(1e-6); // clamp_min(1e-6) on a float32 tensor
 
-function eightBit(values) {
-  // preprocess.eight_bit: clipped to [0, 1] and rounded to 256 levels, in float32. Float32Array -> Float32Array
-  return Float32Array.from(pixels(values.map(clamp01)), (v) => f32(v / 255));
-}
+// preprocess.eight_bit: clipped to [0, 1] and rounded to 256 levels, in float32. Float32Array -> Float32Array
+const eightBit = (values) => Float32Array.from(pixels(values.map(clamp01)), (v) => f32(v / 255));
 
-export function pixels(values) {
-  // captions.image_text's pixels: an image on 256 levels in [0, 1] as its 8-bit pixels. Float32Array -> Uint8Array
-  return Uint8Array.from(values, (v) => roundHalfEven(f32(v * 255)));
-}
+// captions.image_text's pixels: an image on 256 levels in [0, 1] as its 8-bit pixels. Float32Array -> Uint8Array
+const pixels = (values) => Uint8Array.from(values, (v) => roundHalfEven(f32(v * 255)));
 
 export function inkMap(grey, width, height) {
   // preprocess.ink_map for one channel (the canvas' 8-bit grey): the background is the median brightness; ink is how

@@ -11,20 +11,14 @@ import { argmax, fill, gridMaps, mapAt, rollout, softmax } from "./numbers.js";
 const KINDS = ["attention", "rollout", "relevance", "random"]; // faithfulness.MAP_KINDS
 const BATCH = 50; // images per run of the graph: the photos' model keeps every layer's attention of each
 
-function order(scores) {
-  // Patch indices, highest score first; ties keep index (row-major) order: numpy's argsort(-scores, kind="stable").
-  return Array.from(scores.keys()).sort((a, b) => scores[b] - scores[a] || a - b);
-}
+// Patch indices, highest score first; ties keep index (row-major) order: numpy's argsort(-scores, kind="stable").
+const order = (scores) => Array.from(scores.keys()).sort((a, b) => scores[b] - scores[a] || a - b);
 
-function counts(patches, steps) {
-  // How many patches are removed (or added) at each step: round(k * patches / steps), halves to even as Python's.
-  return Array.from({ length: steps + 1 }, (_, k) => roundHalfEven((k * patches) / steps));
-}
+// How many patches are removed (or added) at each step: round(k * patches / steps), halves to even as Python's.
+const counts = (patches, steps) => Array.from({ length: steps + 1 }, (_, k) => roundHalfEven((k * patches) / steps));
 
-function areaUnder(curve) {
-  // faithfulness.area_under: the trapezoid area of a curve sampled at 0, 1/steps, ..., 1 of the patches.
-  return curve.slice(1).reduce((sum, v, i) => sum + (v + curve[i]), 0) / (2 * (curve.length - 1));
-}
+// faithfulness.area_under: the trapezoid area of a curve sampled at 0, 1/steps, ..., 1 of the patches.
+const areaUnder = (curve) => curve.slice(1).reduce((sum, v, i) => sum + (v + curve[i]), 0) / (2 * (curve.length - 1));
 
 function spread(values) {
   // The standard deviation with one degree of freedom less (numpy's std(ddof=1)).

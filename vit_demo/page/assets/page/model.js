@@ -30,11 +30,9 @@ async function unpack(answer) {
 
 const loadRuntime = remembered(() => fetch(WASM).then(unpack).then((binary) => { ort.env.wasm.wasmBinary = binary; }));
 
-export function available() {
-  // Whether this browser can run the model: WebAssembly with SIMD (the vendored build's; every browser with a
-  // DecompressionStream has it).
-  return typeof WebAssembly === "object" && typeof DecompressionStream === "function";
-}
+// Whether this browser can run the model: WebAssembly with SIMD (the vendored build's; every browser with a
+// DecompressionStream has it).
+export const available = () => typeof WebAssembly === "object" && typeof DecompressionStream === "function";
 
 function forwardPass(open, where) {
   // A forward pass whose graphs ``open(name)`` opens (a Promise of {run(feeds, fetches)}, as an ort.InferenceSession

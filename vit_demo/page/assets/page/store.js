@@ -151,10 +151,8 @@ export function setKnockout(live, off, mode) {
   redrawKnockout(live);
 }
 
-export function shownMaps(live, knocked) {
-  // The [CLS] maps the views show: the knocked-out model's where heads are off and its answer has come.
-  return knocked?.reply ? knocked.reply.maps : live.state.numbers.maps;
-}
+// The [CLS] maps the views show: the knocked-out model's where heads are off and its answer has come.
+export const shownMaps = (live, knocked) => (knocked?.reply ? knocked.reply.maps : live.state.numbers.maps);
 
 // ---- A new image ------------------------------------------------------------------------------------------------
 
