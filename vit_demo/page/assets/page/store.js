@@ -52,10 +52,8 @@ export function setWaiting(live, on) {
   else dim(false);
 }
 
-export function redrawAll(live, which = () => true) {
-  // Every view of the tab, or those ``which`` picks.
-  for (const v of live.views.filter(which)) v.draw();
-}
+// Every view of the tab, or those ``which`` picks, drawn again.
+export const redrawAll = (live, which = () => true) => live.views.filter(which).forEach((v) => v.draw());
 
 const redrawKnockout = (live) => redrawAll(live, (v) => v.knockout); // a head toggle redraws these alone
 
@@ -100,11 +98,8 @@ export function waiting(live, kind, which, request, followsKnockout = true) {
   return entry.error ? `${entry.error}. Choose again to retry.` : asking(live);
 }
 
-function knockoutId(live) {
-  // The heads switched off and how, as the answers for them are kept ("" every head on).
-  const k = live.knockout;
-  return k.off.length ? `${k.mode}:${k.off.join(".")}` : "";
-}
+// The heads switched off and how, as the answers for them are kept ("" every head on).
+const knockoutId = ({ knockout: { off, mode } }) => (off.length ? `${mode}:${off.join(".")}` : "");
 
 function heldAs(live, which, followsKnockout) {
   // What an answer for ``which`` (a patch, a class...) is kept under: the image in hand, and the heads off if followed.
