@@ -9,11 +9,7 @@ export const escape = (text) =>
 
 export class View {
   constructor(element, live, prefix, name) {
-    Object.assign(this, { element, live, prefix, name });
-  }
-
-  get canvas() {
-    return this.element.querySelector("canvas.vd-live-canvas");
+    Object.assign(this, { element, live, prefix, name, canvas: element.querySelector("canvas.vd-live-canvas") });
   }
 
   get onScreen() {

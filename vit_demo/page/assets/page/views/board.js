@@ -27,10 +27,9 @@ function toggles(box, layers, heads, marked) {
 
 function aboutHeads(matter) {
   // What the board says of the heads before any is switched off (heads_view.which_heads_matter's numbers).
-  if (!matter) return "";
-  return ` The marked ones matter most (their importance, measured over ${matter.images} test images); no head ` +
-    `alone costs more than ${(100 * matter.worst_drop).toFixed(1)} points of test accuracy when it is switched ` +
-    "off: the others carry its work.";
+  return !matter ? "" : ` The marked ones matter most (their importance, measured over ${matter.images} test ` +
+    `images); no head alone costs more than ${(100 * matter.worst_drop).toFixed(1)} points of test accuracy when ` +
+    "it is switched off: the others carry its work.";
 }
 
 function holds(reply) {
