@@ -86,11 +86,8 @@ export function pageSource(described, base, where = {}) {
     let runs = 0, spent = 0;
     const next = () => idle(async () => {
       const start = performance.now();
-      try {
-        await analyse(pixels);
-      } catch {
-        return; // a reading the user asks for says what went wrong
-      }
+      const failed = await analyse(pixels).then(() => false, () => true);
+      if (failed) return; // a reading the user asks for says what went wrong
       spent += performance.now() - start;
       if (++runs < WARM_UP_RUNS && spent < WARM_UP_MS) next();
     });

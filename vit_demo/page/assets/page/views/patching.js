@@ -123,11 +123,10 @@ export default {
   setup(view) {
     view.element.addEventListener("click", (event) => {
       const button = event.target.closest("button"), { live } = view, kept = live.patching;
-      if (button?.classList.contains("vd-use") && live.state) {
-        kept[button.dataset.slot] = live.state; // the image in hand: its numbers, and its key
-      } else if (button?.classList.contains("vd-residual") && kept.clean && kept.corrupt) {
+      if (button?.classList.contains("vd-use") && live.state) kept[button.dataset.slot] = live.state; // (and its key)
+      else if (button?.classList.contains("vd-residual") && kept.clean && kept.corrupt)
         kept.residual = `${kept.clean.key}/${kept.corrupt.key}`;
-      } else return;
+      else return;
       view.draw();
     });
   },
