@@ -127,8 +127,7 @@ function centreByMass(digit) {
   const comY = numpySum(ysWeighted, false) / mass, comX = numpySum(xsWeighted, false) / mass;
   const offsetY = Math.min(Math.max((DIGIT_CANVAS - 1) / 2 - comY, 0), DIGIT_CANVAS - h);
   const offsetX = Math.min(Math.max((DIGIT_CANVAS - 1) / 2 - comX, 0), DIGIT_CANVAS - w);
-  const top = Math.trunc(offsetY), left = Math.trunc(offsetX);
-  const fy = offsetY - top, fx = offsetX - left;
+  const top = Math.trunc(offsetY), left = Math.trunc(offsetX), fy = offsetY - top, fx = offsetX - left;
   // padded (h + 1, w + 1): the four shifted copies added in numpy's order, each weight a float32
   const pw = w + 1, padded = new Float32Array((h + 1) * pw);
   const parts = [[0, 0, f32((1 - fy) * (1 - fx))], [1, 0, f32(fy * (1 - fx))], [0, 1, f32((1 - fy) * fx)], [1, 1, f32(fy * fx)]];
@@ -143,8 +142,7 @@ function centreByMass(digit) {
   const columns = Math.min(pw, DIGIT_CANVAS - left); // padded's columns that fall inside the canvas
   for (let y = 0; y <= h && top + y < DIGIT_CANVAS; y++)
     canvas.set(padded.subarray(y * pw, y * pw + columns), (top + y) * DIGIT_CANVAS + left);
-  const inked = canvas.filter((v) => v > FAINT);
-  const typical = numpyQuantile(inked, 0.9); // float32
+  const typical = numpyQuantile(canvas.filter((v) => v > FAINT), 0.9); // float32, of the ink
   return eightBit(canvas.map((v) => f32(v / typical)));
 }
 
@@ -161,8 +159,7 @@ export function preprocessDrawing(grey, width, height) {
   const inkCrop = crop(ink, inkBox(ink, INK_THRESHOLD)); // (h, w)
 
   // Work at 4x the final size: fine enough to adjust strokes, small enough to be fast.
-  const { h, w } = inkCrop;
-  const scale = (WORK_SCALE * DIGIT_BOX) / Math.max(h, w);
+  const { h, w } = inkCrop, scale = (WORK_SCALE * DIGIT_BOX) / Math.max(h, w);
   const oh = Math.max(1, roundHalfEven(h * scale)), ow = Math.max(1, roundHalfEven(w * scale));
   let work = scale < 1 ? areaResize(inkCrop, oh, ow) : bilinearResize(inkCrop, oh, ow); // (<= 80, <= 80)
   const inked = work.data.filter((v) => v > FAINT);
