@@ -62,8 +62,7 @@ export function numpyQuantile(values, q) {
   // np.quantile(values, q) (method "linear") of a float32 array with a Python float q: the virtual index in
   // float64, the interpolation (numpy's _lerp) in float32, q being a weak scalar.
   if (!values.length) throw new Error("cannot take the quantile of no values");
-  const sorted = Float32Array.from(values).sort();
-  const n = sorted.length, virtual = (n - 1) * q;
+  const sorted = Float32Array.from(values).sort(), n = sorted.length, virtual = (n - 1) * q;
   let below = Math.floor(virtual), above = below + 1;
   if (virtual >= n - 1) below = above = n - 1;
   const gamma = virtual - (virtual >= n - 1 ? -1 : below); // numpy sets the index to -1 there (a == b: no effect)
@@ -76,8 +75,7 @@ export function torchQuantile(values, q) {
   // torch computes it: measured, it is not rounded to float32), then lerp between the two neighbours in float32,
   // fused: start + weight * (end - start) for a weight under 0.5, end + (weight - 1) * (end - start) otherwise.
   if (!values.length) throw new Error("quantile() input tensor must be non-empty");
-  const sorted = Float32Array.from(values).sort();
-  const rank = f32(q) * (sorted.length - 1);
+  const sorted = Float32Array.from(values).sort(), rank = f32(q) * (sorted.length - 1);
   const below = Math.trunc(rank), weight = f32(rank - below);
   const start = sorted[below], end = sorted[Math.ceil(rank)], span = f32(end - start);
   return Math.abs(weight) < 0.5 ? fma(weight, span, start) : fma(f32(weight - 1), span, end);

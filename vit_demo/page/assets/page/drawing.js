@@ -98,8 +98,7 @@ function changeWidth(work, by) {
   // k = 2 * max(1, round(|by| / 2)) + 1, zeros beyond the border. plane (H, W) -> plane (H, W)
   // (A k x k max is a max along the rows, then along the columns; a min likewise.)
   const k = 2 * Math.max(1, roundHalfEven(Math.abs(by) / 2)) + 1, r = (k - 1) / 2, dilate = by > 0;
-  const { h, w, data } = work;
-  const rows = new Float32Array(h * w), out = new Float32Array(h * w);
+  const { h, w, data } = work, rows = new Float32Array(h * w), out = new Float32Array(h * w);
   const pass = (from, to, size, step, count, stride) => {
     // along lines of `size` values `step` apart; `count` lines, `stride` apart
     for (let line = 0; line < count; line++)

@@ -83,8 +83,7 @@ async function slide(live, view, geometry, { layer, column, head, patch, explain
 async function gif(state, column) {
   // slides.layers_gif: one GIF_SIZE frame a layer under its caption, GIF_FRAME_MS each, looping forever.
   const { layers, heads } = state.numbers, { GIFEncoder, applyPalette, quantize } = await encoder;
-  const out = GIFEncoder();
-  const which = column === heads ? `mean of ${heads} heads` : `head ${column + 1} of ${heads}`;
+  const out = GIFEncoder(), which = column === heads ? `mean of ${heads} heads` : `head ${column + 1} of ${heads}`;
   const [canvas, context] = sheet(GIF_SIZE, GIF_SIZE + CAPTION_HEIGHT);
   context.font = `${CAPTION_HEIGHT / 2}px sans-serif`;
   for (let layer = 0; layer < layers; layer++) {

@@ -23,8 +23,7 @@ export function mountInside(section, positions) {
     const [left, top, right, bottom] = boxes[patch].map((share) => 100 * share);
     Object.assign(block.querySelector(".vd-positions-mark").style,
                   { left: `${left}%`, top: `${top}%`, width: `${right - left}%`, height: `${bottom - top}%` });
-    const large = block.querySelector(".vd-position-large");
-    const [row, col] = [Math.floor(patch / grid), patch % grid];
+    const large = block.querySelector(".vd-position-large"), [row, col] = [Math.floor(patch / grid), patch % grid];
     large.style.backgroundPosition = `${(100 * col) / (grid - 1)}% ${(100 * row) / (grid - 1)}%`;
     large.dataset.patch = String(patch);
     large.setAttribute("aria-label", captions[patch]);

@@ -46,8 +46,7 @@ export function bilinearResize(plane, oh, ow) {
   // kernel (upsample_bilinear2d_kernel_impl_float: the four corner weights multiplied first, then the four products
   // summed); for larger ones its generic kernel (each row interpolated along the width, then the two along the height).
   const { h, w, data } = plane, out = new Float32Array(oh * ow);
-  const ys = linearTaps(h, oh), xs = linearTaps(w, ow);
-  const cornersFirst = oh + ow <= 128;
+  const ys = linearTaps(h, oh), xs = linearTaps(w, ow), cornersFirst = oh + ow <= 128;
   for (let oy = 0; oy < oh; oy++) {
     const r0 = ys.i0[oy] * w, r1 = ys.i1[oy] * w, h0 = ys.l0[oy], h1 = ys.l1[oy];
     for (let ox = 0; ox < ow; ox++) {

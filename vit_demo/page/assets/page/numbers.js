@@ -66,8 +66,7 @@ export function rollout(attention, { layers, heads, tokens, prefix }) {
       row = next;
     }
   }
-  const map = row.slice(prefix, T);
-  const total = map.reduce((a, b) => a + b, 0);
+  const map = row.slice(prefix, T), total = map.reduce((a, b) => a + b, 0);
   return map.map((v) => v / total);
 }
 

@@ -92,11 +92,9 @@ export function preprocessPhoto(rgba, width, height, size = 32) {
   // preprocess.preprocess_photo for a decoded upload's RGBA pixels -> Uint8Array (size * size * 3), HWC: the 8-bit
   // pixels of the CIFAR-10-like photo. Transparent areas become white (photoRgb); the shorter side is resized to
   // `size` (bilinear, antialiased) and the centre cropped. Throws as photoRgb.
-  const planes = photoRgb(rgba, width, height);
-  const scale = size / Math.min(height, width);
+  const planes = photoRgb(rgba, width, height), scale = size / Math.min(height, width);
   const oh = Math.max(size, roundHalfEven(height * scale)), ow = Math.max(size, roundHalfEven(width * scale));
-  const top = Math.floor((oh - size) / 2), left = Math.floor((ow - size) / 2);
-  const out = new Uint8Array(size * size * 3);
+  const top = Math.floor((oh - size) / 2), left = Math.floor((ow - size) / 2), out = new Uint8Array(size * size * 3);
   planes.forEach((plane, c) => {
     const resized = antialiasResize({ h: height, w: width, data: plane }, oh, ow).data; // (oh, ow)
     for (let y = 0; y < size; y++)
