@@ -549,6 +549,17 @@ def test_why_this_class_why_not_another_and_how_far_to_trust_the_maps(page):
     assert page.outside_requests == [] and page.console_errors == []
 
 
+def test_a_new_image_costs_the_server_one_forward_pass(browser, app_url):
+    """?model=server: a new drawing is one call of the server's forward pass (its logits, attention and features);
+    the views below the first screen (relevance, lens, how attention is computed) ask for theirs only once in view."""
+    with reading_the_example_three(browser, app_url, "server") as page:
+        before = len(page.requests_made)
+        page.locator("#canvas .vd-examples button[title='example: 7']").click()
+        wait_for_label(page, "7")
+        settled(page)
+        assert len(page.requests_made[before:]) == 1, page.requests_made[before:]
+
+
 def test_how_attention_is_computed_step_by_step(browser, app_url):
     """The steps view: for the query patch, one head of one layer (its own choices), the query, the scores against
     every key, their softmax and the weighted sum of the values, with the model's numbers: its softmax is the same

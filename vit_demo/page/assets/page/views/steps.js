@@ -1,7 +1,8 @@
 // How attention is computed, for one head of one layer (the view's own choices) and the query patch (a click on a
 // patch here or on the patch grid): the patch's query against every token's key (the scores), their softmax (the
 // attention weights: where the patch looks) and the values summed with those weights (the head's output), each
-// step with the model's own numbers for the image in hand (source.js: steps). data-steps holds them, for tests.
+// step with the model's own numbers for the image in hand (source.js: steps), asked for only while the view is on
+// screen, so that a stroke costs no second run of the model. data-steps holds them, for tests.
 import { answer, json, knockoutNow, waiting } from "../store.js";
 
 const SHOWN = 3; // the values drawn in the weighted sum: the most weighted tokens'
@@ -77,7 +78,7 @@ export default {
     element.dataset.steps = reply ? json(reply) : "";
     if (!reply) list.innerHTML = "";
     if (!live.state) return say("");
-    if (!reply) return say(waiting(live, "steps", which, { layer, head, patch: live.patch }));
+    if (!reply) return say(view.onScreen ? waiting(live, "steps", which, { layer, head, patch: live.patch }) : "");
     say(`Patch ${reply.patch}, layer ${layer + 1}, head ${head + 1}${view.knockedCaption(knockoutNow(live), true)}`);
     list.innerHTML = steps(reply, live.state.numbers);
   },
