@@ -1,6 +1,6 @@
 """The model in the page against the model on the server, in headless Chromium.
 
-    python benchmarks/page_model.py [--strokes 20] [--photos 10]
+    python benchmarks/page_model.py [--strokes 20] [--photos 10] [--model DIR ...]
 
 It writes the static Space into a temporary folder (``python -m vit_demo static``), serves it with
 ``python -m http.server``, starts the app (python app.py), and measures:
@@ -11,7 +11,9 @@ It writes the static Space into a temporary folder (``python -m vit_demo static`
 - requests per stroke on each path;
 - page weight: the bytes a first visit downloads before its first prediction (as served, and as gzip -6 would
   send them), for the digit tab, and what opening the photo tab adds; and the time to the first prediction of a
-  drawing, cold (a new browser profile) and warm (a reload, with the browser's cache).
+  drawing, cold (a new browser profile) and warm (a reload, with the browser's cache);
+- with ``--model DIR`` (an imported model, say), that model's tab in the static page: the bytes opening it
+  downloads, and an example photo's click to its views drawn.
 
 Needs Debian's Chromium (apt-get install -y chromium) and playwright (requirements-dev.txt).
 """
@@ -36,6 +38,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from common import REPO, free_port, p50_p95, serving  # noqa: E402  (benchmarks/ is on sys.path: scripts run from it)
 
 from vit_demo.deploy.static_space import write_static  # noqa: E402
+from vit_demo.page.layout import added_tab  # noqa: E402
 
 CHROMIUM_ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
                  "--disable-background-networking", "--disable-component-update", "--disable-sync"]
@@ -120,12 +123,36 @@ def stroke_times(page, strokes: int, settle: float) -> tuple[list[float], list[f
     return latencies(page, "digit", strokes, act, settle)
 
 
-def photo_times(page, photos: int, settle: float) -> tuple[list[float], list[float], int, dict]:
-    page.click("[data-tab=photo]")
-    page.wait_for_selector("#tab-photo[data-ready]", timeout=60000)  # the photo model loads once the tab opens
+def photo_times(page, photos: int, settle: float, tab: str = "photo") -> tuple[list[float], list[float], int, dict]:
+    """An example photo's click to its views drawn, on the photo tab ``tab`` (its prefix: "photo", or an added
+    model's)."""
+    page.click(f"[data-tab={tab}]")
+    page.wait_for_selector(f"#tab-{tab}[data-ready]", timeout=120000)  # its model loads once the tab opens
     page.wait_for_timeout(WARM_UP_MS)
-    buttons = page.locator("#photo-input .vd-examples button")
-    return latencies(page, "photo", photos, lambda i: buttons.nth(i % 10).click(), settle)
+    buttons = page.locator(f"#{tab}-input .vd-examples button")
+    count = buttons.count()
+    return latencies(page, tab, photos, lambda i: buttons.nth(i % count).click(), settle)
+
+
+def added_models(browser, url: str, root: Path, models: list[str], photos: int, settle: float) -> list[tuple]:
+    """For each added model's tab of the static page: the bytes opening it downloads (its graphs, as served and
+    gzipped), and an example photo's click to the views on screen and to every view drawn."""
+    rows = []
+    for model in models:
+        tab = added_tab(model).prefix
+        context = browser.new_context(viewport={"width": 1400, "height": 1000})
+        page = context.new_page()
+        page.goto(url)
+        page.wait_for_selector("#canvas canvas.vd-draw[data-ready]")
+        before = set(page.evaluate("performance.getEntriesByType('resource').map((e) => e.name)"))
+        seen, times, requests, _ = photo_times(page, photos, settle, tab)
+        opened = [e for e in page.evaluate("performance.getEntriesByType('resource').map((e) => e.name)")
+                  if e not in before and f"/models/{model}/" in e]
+        files = [root / urllib.parse.unquote(urllib.parse.urlsplit(u).path).lstrip("/") for u in set(opened)]
+        weight = (sum(f.stat().st_size for f in files), sum(len(gzip.compress(f.read_bytes(), 6)) for f in files))
+        rows.append((model, weight, seen, times))
+        context.close()
+    return rows
 
 
 # The files the page had asked for by the time its first prediction was drawn (the Resource Timing API, in page time).
@@ -185,10 +212,13 @@ def main() -> None:
     parser.add_argument("--strokes", type=int, default=20)
     parser.add_argument("--photos", type=int, default=10)
     parser.add_argument("--settle", type=float, default=0.5, help="seconds to wait after each action")
+    parser.add_argument("--model", action="append", default=[], metavar="DIR",
+                        help="a weights folder (python -m vit_demo import ...) to measure on a tab of its own in the "
+                             "static page, beside the shipped models (repeatable)")
     args = parser.parse_args()
     with tempfile.TemporaryDirectory() as tmp, sync_playwright() as p:
         root = Path(tmp) / "static"
-        write_static(root)
+        write_static(root, models=args.model)
         browser = p.chromium.launch(executable_path="/usr/bin/chromium", args=CHROMIUM_ARGS)
         rows = []
         with static_server(root) as url:
@@ -200,6 +230,7 @@ def main() -> None:
             rows.append(("static page", *strokes[:3], *photo_times(page, args.photos, args.settle)[:3]))
             spent = strokes[3]
             page.close()
+            added = added_models(browser, url, root, [Path(m).name for m in args.model], args.photos, args.settle)
         with serving(REPO / "app.py") as server:
             for name, query in (("app, page's model", ""), ("app, server's model", "?model=server")):
                 page = browser.new_page(viewport={"width": 1400, "height": 1000})
@@ -230,6 +261,13 @@ def main() -> None:
           f"{ph['files']} files, {ph['bytes'] / 1e6:.2f} MB ({ph['gzip_bytes'] / 1e6:.2f} MB gzipped). First "
           f"prediction of a drawing: {weight['first_prediction_cold_s']:.2f} s cold (a new profile), "
           f"{weight['first_prediction_warm_s']:.2f} s warm (a reload).")
+    if added:
+        print("\n| added model, static page | opening its tab downloads MB (gzipped) | photo: click to the views on "
+              "screen drawn, median ms | to every view, median ms | p95 ms |")
+        print("|---|---:|---:|---:|---:|")
+        for model, (size, zipped), seen, times in added:
+            t50, t95 = p50_p95(times)
+            print(f"| {model} | {size / 1e6:.2f} ({zipped / 1e6:.2f}) | {p50_p95(seen)[0]:.1f} | {t50:.1f} | {t95:.1f} |")
 
 
 if __name__ == "__main__":
