@@ -622,7 +622,9 @@ def test_the_training_slider_shows_the_drawing_through_earlier_models(browser, s
         assert "Epoch 1 of 4" in page.locator("#digit-training").inner_text()
         assert page.evaluate("(key) => Boolean(window.vdLive.digit.kept.get(`snapshot/${key}/1`)?.value)", key)
         assert (live_pixels(page, "digit-training") != trained).any()  # the grid of the model at epoch 1
-        # Back to the trained model: drawn from the tab's own numbers, no request.
+        # Back to the trained model: drawn from the tab's own numbers, no request. (Once what the views that came into
+        # view with the slider asked for has landed: the steps view below it asks for its numbers once in view.)
+        page.wait_for_function("() => [...window.vdLive.digit.kept.values()].every((entry) => !entry.pending)")
         before = len(page.requests_made)
         slider.fill("4")
         wait_for_live(page, "digit-training", "trained")
