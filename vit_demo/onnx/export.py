@@ -102,10 +102,10 @@ from vit_demo.model import Edits, ViTConfig, VisionTransformer
 from vit_demo.onnx import patching
 from vit_demo.onnx.graph import INTERFACE, OPSET, finish, share_weights
 from vit_demo.onnx.patching import PatchingGraph, patching_kinds, patching_onnx
-from vit_demo.weights import (GRAPH_FILE, GRAPH_WEIGHTS_FILE, HEAD_MEANS_FILE, LENS_GRAPH_FILE, PATCHING_GRAPH_FILES,
-                              RELEVANCE_GRAPH_FILE, SNAPSHOTS_DIR, SNAPSHOTS_INDEX, WEIGHTS_FILE, Snapshot,
-                              WeightsError, load_snapshots, load_weights, read_weights_info, resolve_weights_folder,
-                              shown_path)
+from vit_demo.weights import (GRAPH_FILE, GRAPH_WEIGHT_TYPES, GRAPH_WEIGHTS_FILE, HEAD_MEANS_FILE, LENS_GRAPH_FILE,
+                              PATCHING_GRAPH_FILES, RELEVANCE_GRAPH_FILE, SNAPSHOTS_DIR, SNAPSHOTS_INDEX, WEIGHTS_FILE,
+                              Snapshot, WeightsError, load_snapshots, load_weights, read_weights_info,
+                              resolve_weights_folder, shown_path)
 
 INPUTS = ("image", "heads_off", "mean_ablation")
 OUTPUTS = ("logits", "attention", "lens", "features", "qkv")
@@ -113,7 +113,7 @@ SNAPSHOT_OUTPUTS = OUTPUTS[:4]  # the training slider's graphs: where [CLS] look
 LENS_OUTPUTS = ("logits", "lens")  # the lens graph's, where the lens is apart
 RELEVANCE_INPUTS = (*INPUTS, "target")
 RELEVANCE_OUTPUTS = ("logits", "relevance")
-UNSAID = {"graph_weights": "float32"}  # what a graph whose metadata leaves these keys out holds
+UNSAID = {"graph_weights": GRAPH_WEIGHT_TYPES[0]}  # what a graph whose metadata leaves these keys out holds
 # The lens' share of the forward pass beyond which it gets a graph of its own: the shipped models' is 1.6% (digits) and
 # 0.6% (photos), an imported ViT-Ti's at 224 pixels 37%.
 LENS_SHARE = 0.1

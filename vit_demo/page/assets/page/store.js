@@ -19,7 +19,7 @@ const FRESH = () => ({
   pointed: false, // the visitor chose it (a click on the patches): the patches view shows where it looks
   choice: null, // the class picker's choice
   position: null, // the training slider's position
-  onScreen: new Set(), // the views on screen now (or nearly): the relevance and lens views ask only then
+  onScreen: new Set(), // the views on screen now (or nearly): relevance, the lens and the steps ask only then
   knockout: { off: [], mode: "mean" }, // the heads switched off (layer * heads + head, sorted) and how
   patching: { clean: null, corrupt: null, residual: null }, // the two images kept for patching (their states)
 });
