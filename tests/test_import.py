@@ -17,8 +17,8 @@ from vit_demo.classifier import load_model
 from vit_demo.data.preprocess import NothingDrawn
 from vit_demo.importing import NotImportable, distinct, import_vit, write_import
 from vit_demo.interpret import explain
-from vit_demo.onnx.export import shared_graphs, stale_graphs
-from vit_demo.weights import CONFIG_FILE, GRAPH_WEIGHTS_FILE, WEIGHTS_FILE, WeightsError, load_weights
+from vit_demo.onnx.export import read_metadata, shared_graphs, stale_graphs
+from vit_demo.weights import CONFIG_FILE, GRAPH_FILE, GRAPH_WEIGHTS_FILE, WEIGHTS_FILE, WeightsError, load_weights
 
 timm = pytest.importorskip("timm")
 from timm.data import ImageNetInfo, create_transform, resolve_data_config  # noqa: E402
@@ -214,7 +214,8 @@ def test_the_command_writes_a_weights_folder_that_predict_and_export_take(timm_i
 @pytest.mark.slow  # four graphs exported: 17 to 33 s
 def test_the_command_writes_the_pages_graphs(tmp_path, capsys):
     # A small Hugging Face ViT (32 pixels in patches of 8, two layers): the imported folder holds the page's graphs,
-    # in sync with its weights, here rounded to float16 (--half-graphs); one without a head holds none, and says why.
+    # in sync with its weights, here rounded to float16 (--half-graphs); one without a head, the model's graph alone
+    # (attention, features, queries and keys: no logits), in sync too.
     transformers = pytest.importorskip("transformers")
     labels = {0: "teapot", 1: "cat", 2: "rocket"}
     sizes = {"hidden_size": 32, "num_hidden_layers": 2, "num_attention_heads": 2, "intermediate_size": 64,
@@ -234,8 +235,8 @@ def test_the_command_writes_the_pages_graphs(tmp_path, capsys):
     assert record["graphs"][GRAPH_WEIGHTS_FILE] < 0.6 * (out / WEIGHTS_FILE).stat().st_size
     assert main(["import", f"hf:{tmp_path / 'hf-features'}", "--out", str(tmp_path / "features")]) == 0
     record = json.loads(capsys.readouterr().out)
-    assert record["graphs"] == {} and "without a head" in record["graphs_left_out"]
-    assert not list((tmp_path / "features").glob("*.onnx"))
+    assert set(record["graphs"]) == {GRAPH_FILE, GRAPH_WEIGHTS_FILE} and stale_graphs(tmp_path / "features") == []
+    assert read_metadata(tmp_path / "features" / GRAPH_FILE)["outputs"] == "attention,features,qkv"
 
 
 def test_a_model_without_a_head_gives_features_not_predictions(timm_import):

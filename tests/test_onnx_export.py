@@ -415,7 +415,7 @@ VIT_TINY = ViTConfig(image_size=224, patch_size=16, in_channels=3, num_classes=1
                      mlp_dim=768, mean=(0.5,) * 3, std=(0.5,) * 3, norm_eps=1e-6)  # timm's vit_tiny_patch16_224
 
 
-@pytest.fixture(scope="module")
+@pytest.fixture(scope="session")  # (not module: its tests share a worker, but not one after another)
 def tiny_import(tmp_path_factory):
     """The TINY model imported (random weights) and its graphs written: (folder, write_onnx's records)."""
     folder = tmp_path_factory.mktemp("imported") / "tiny"
@@ -442,6 +442,7 @@ def test_what_graphs_each_model_gets():
     assert shared_graphs(TINY) == (GRAPH_FILE, LENS_GRAPH_FILE, RELEVANCE_GRAPH_FILE, *PATCHING_GRAPH_FILES.values())
 
 
+@pytest.mark.xdist_group("tiny_import")  # (the import's tests in one process: it is written once)
 def test_an_imported_folders_graphs_are_told_stale_or_in_sync(tiny_import, tmp_path):
     folder, records = tiny_import
     assert stale_graphs(folder) == []
@@ -459,6 +460,7 @@ def test_an_imported_folders_graphs_are_told_stale_or_in_sync(tiny_import, tmp_p
     assert stale_graphs(tmp_path / "vit") == [f"{name}: missing" for name in shared_graphs(VIT_TINY)]
 
 
+@pytest.mark.xdist_group("tiny_import")
 def test_graphs_of_weights_rounded_to_half_take_half_the_bytes_and_compute_as_the_rounded_model(tiny_import, sessions,
                                                                                                  tmp_path):
     # config.json's graph_weights "float16" (import --half-graphs): the weights rounded, stored as float16, computed
@@ -483,6 +485,7 @@ def test_graphs_of_weights_rounded_to_half_take_half_the_bytes_and_compute_as_th
         load_weights(folder)
 
 
+@pytest.mark.xdist_group("tiny_import")
 def test_an_imported_models_graphs_match_pytorch_on_real_photos(tiny_import, sessions):
     """Every graph of the TINY import against PyTorch on three real photos: the model's and the lens', intact and with
     heads switched off (zeros: an import has no head means), relevance over the patches alone, both patching
@@ -541,13 +544,21 @@ def test_an_imported_models_graphs_match_pytorch_on_real_photos(tiny_import, ses
                 assert max_diff(found[direction], getattr(grid, direction)[kind]) <= PATCHING_TOL, (kind, i, j)
 
 
-def test_a_model_without_a_head_has_no_graphs(tmp_path, capsys):
-    save_random_import(tmp_path / "features", ViTConfig(image_size=28, patch_size=14, in_channels=3, num_classes=0,
-                                                        dim=16, depth=1, heads=2, mlp_dim=32, mean=(0.5,) * 3,
-                                                        std=(0.5,) * 3))
-    with pytest.raises(WeightsError, match="without a classification head"):
-        write_onnx(tmp_path / "features")
-    assert main(["onnx", "--model", str(tmp_path / "features")]) == 2
-    said = capsys.readouterr().err
-    assert said.count("\n") == 1 and "without a classification head" in said
-    assert not list((tmp_path / "features").glob("*.onnx"))
+def test_a_model_without_a_head_gets_the_models_graph_alone(tmp_path, sessions):
+    # DINO's kind (no head; here with a register and layer scale): no logits, lens, relevance or patching to give;
+    # model.onnx gives its attention, features and queries, keys and values as PyTorch computes them, heads off too.
+    config = ViTConfig(image_size=28, patch_size=14, in_channels=3, num_classes=0, dim=16, depth=2, heads=2,
+                       mlp_dim=32, mean=(0.5,) * 3, std=(0.5,) * 3, register_tokens=1, layer_scale=0.5)
+    save_random_import(tmp_path / "features", config)
+    assert main(["onnx", "--model", str(tmp_path / "features")]) == 0
+    assert sorted(p.name for p in (tmp_path / "features").glob("*.onnx")) == [GRAPH_FILE] and not stale_graphs(
+        tmp_path / "features")
+    session, (_, model) = sessions(tmp_path / "features" / GRAPH_FILE), load_weights(tmp_path / "features", "cpu")
+    x, off = torch.rand(3, 3, 28, 28), torch.tensor([[False, True], [False, False]])
+    out = run_graph(session, x, off, mean=False)
+    assert list(out) == ["attention", "features", "qkv"]
+    with torch.no_grad(), heads.switched_off(model, [(0, 1)], None):
+        found = model.forward_activations(x, attention=True, stream=True, qkv=True)
+        features = model.norm(found.stream[:, :, 0])  # (B, L, D)
+    assert max_diff(out["attention"], found.attention) < 1e-5 and max_diff(out["qkv"], found.qkv) < 1e-5
+    assert max_diff(out["features"], features) < 1e-5

@@ -31,9 +31,11 @@ from vit_demo.weights import save_imported
 
 CLASSES = tuple(f"class number {i}" for i in range(30))
 PREFIX = "m-own-vit"  # the tab's, from the folder's name (layout.added_tab)
+HEADLESS = "m-own-dino"  # the tab of a model without a head (headless_model)
+pytestmark = pytest.mark.xdist_group("own_model")  # in one process, so that the model and its site are made once
 
 
-@pytest.fixture(scope="module")
+@pytest.fixture(scope="session")  # (and own_site: not module, as their tests share a worker but not one after another)
 def own_model(tmp_path_factory):
     torch.manual_seed(0)
     config = ViTConfig(image_size=64, patch_size=16, in_channels=3, num_classes=len(CLASSES), dim=48, depth=2,
@@ -50,6 +52,21 @@ def own_model(tmp_path_factory):
     return folder
 
 
+@pytest.fixture(scope="session")
+def headless_model(tmp_path_factory):
+    """A model without a head, as DINOv2's encoders are: registers (3 prefix tokens with [CLS]), layer scale,
+    position embeddings on the patches alone; random weights, its graph written."""
+    torch.manual_seed(1)
+    config = ViTConfig(image_size=64, patch_size=16, in_channels=3, num_classes=0, dim=48, depth=2, heads=3,
+                       mlp_dim=96, mean=(0.5, 0.5, 0.5), std=(0.5, 0.5, 0.5), norm_eps=1e-6, register_tokens=2,
+                       layer_scale=0.5, prefix_pos_embed=False)
+    folder = tmp_path_factory.mktemp("own") / "own_dino"
+    save_imported(folder, VisionTransformer(config).eval(), (), Preprocessing("resize_crop", 72, "bicubic", "pil"),
+                  {"source": "timm:own_dino", "command": "python -m vit_demo import timm:own_dino"})
+    write_onnx(folder)
+    return folder
+
+
 def photo(tmp_path) -> Path:
     """A real photo (scikit-image's, 451 x 300), saved as a PNG to upload."""
     from skimage import data
@@ -59,22 +76,23 @@ def photo(tmp_path) -> Path:
     return path
 
 
-@pytest.fixture(scope="module")
-def own_site(own_model, tmp_path_factory) -> Path:
-    """The static Space with the model's tab beside the shipped ones (python -m vit_demo static SITE --model DIR)."""
+@pytest.fixture(scope="session")
+def own_site(own_model, headless_model, tmp_path_factory) -> Path:
+    """The static Space with the models' tabs beside the shipped ones (python -m vit_demo static SITE --model DIR
+    --model DIR)."""
     site = tmp_path_factory.mktemp("own-site") / "site"
-    result = run_cli("static", str(site), "--model", str(own_model))
+    result = run_cli("static", str(site), "--model", str(own_model), "--model", str(headless_model))
     assert result.returncode == 0, result.stderr
     return site
 
 
-def upload(page, path: Path) -> None:
+def upload(page, path: Path, prefix: str = PREFIX) -> None:
     """Upload ``path`` in the model's tab and wait until the page's model has read it (a new image key), once it has
     read what it showed before (the tab's first example, as it opens)."""
-    page.wait_for_function(f"window.vdLive?.['{PREFIX}']?.state", timeout=60_000)  # (after a reload: once mounted)
-    key = page.evaluate(f"Number(window.vdLive['{PREFIX}'].state.key)")  # (a counter, as a string)
-    page.locator(f"#{PREFIX}-input input[type=file]").set_input_files(str(path))
-    page.wait_for_function(f"(key) => Number(window.vdLive['{PREFIX}'].state?.key) > key", arg=key,
+    page.wait_for_function(f"window.vdLive?.['{prefix}']?.state", timeout=60_000)  # (after a reload: once mounted)
+    key = page.evaluate(f"Number(window.vdLive['{prefix}'].state.key)")  # (a counter, as a string)
+    page.locator(f"#{prefix}-input input[type=file]").set_input_files(str(path))
+    page.wait_for_function(f"(key) => Number(window.vdLive['{prefix}'].state?.key) > key", arg=key,
                            timeout=60_000)
 
 
@@ -103,6 +121,36 @@ def test_the_static_page_explains_a_model_of_ones_own(own_model, own_site, brows
         page.dispatch_event(f"#{PREFIX}-explain-class", "change")
         page.wait_for_function(f"document.querySelector('#{PREFIX}-relevance .vd-caption').innerText"
                                ".includes('class number 7')", timeout=60_000)
+        assert page.outside_requests == [] and page.console_errors == []
+
+
+def test_a_model_without_a_head_shows_where_it_looks_and_says_it_has_no_answer(headless_model, own_site, browser,
+                                                                              tmp_path):
+    """DINO's kind of model: its tab shows where [CLS] looks (every layer and head, rollout, where a patch looks, how
+    attention is computed) as Python computes it, past its three prefix tokens, and no answer: no classes, no views
+    that need them (why this class, faithfulness, heads off, the lens, patching, training)."""
+    path = photo(tmp_path)
+    clf = load_model(headless_model, device="cpu", headless=True)
+    with torch.no_grad():
+        attention = clf.model.forward_activations(clf.batch([clf.preprocess(path)]), attention=True).attention
+    attention = attention[0].numpy()  # (L, H, T, T), T = 3 + 16
+    with serving(own_site) as (url, _), static_page(browser, url) as page:
+        page.click(f"button[data-tab='{HEADLESS}']")
+        upload(page, path, HEADLESS)
+        numbers = page.evaluate(f"JSON.parse(window.vdLive['{HEADLESS}'].numbers())")
+        assert numbers["label"] == "" and numbers["prefix"] == 3
+        maps = explain.token_attention_maps(attention, prefix_tokens=3)  # (L, H, 4, 4)
+        np.testing.assert_allclose(np.reshape(numbers["maps"], (2, 4, 4, 4)),
+                                   np.concatenate([maps, maps.mean(1, keepdims=True)], 1), atol=1e-5)
+        np.testing.assert_allclose(numbers["rollout"], explain.attention_rollout(attention, 3).ravel(), atol=1e-5)
+        assert "Features, not classes" in page.inner_text(f"#{HEADLESS}-info")
+        assert page.locator(f"#{HEADLESS}-label").is_hidden()
+        for view in ("relevance", "faithfulness", "board", "lens", "patching", "training", "classes"):
+            assert page.locator(f"#{HEADLESS}-{view}").count() == 0, view
+        assert "(5 views)" in page.inner_text(f"#tab-{HEADLESS} .vd-deeper summary")
+        page.locator(f"#{HEADLESS}-steps").scroll_into_view_if_needed()  # its queries and keys, from the graph
+        page.wait_for_function(f"document.querySelectorAll('#{HEADLESS}-steps .vd-steps-list li').length > 0",
+                               timeout=60_000)
         assert page.outside_requests == [] and page.console_errors == []
 
 
@@ -159,7 +207,7 @@ def test_a_folder_that_is_no_weights_folder_is_refused_in_one_line(tmp_path):
     assert app.returncode == 1 and "no config.json there" in app.stderr and "Traceback" not in app.stderr
 
 
-def test_the_app_answers_for_a_model_of_ones_own(own_model, monkeypatch, tmp_path):
+def test_the_app_answers_for_a_model_of_ones_own(own_model, headless_model, monkeypatch, tmp_path):
     # What app.py --model DIR serves beside the page (service.add_model): /classify, and the server's forward pass
     # (?model=server) running the model's own graph.
     from vit_demo.app import api, forward, service
@@ -175,6 +223,13 @@ def test_the_app_answers_for_a_model_of_ones_own(own_model, monkeypatch, tmp_pat
                              "inputs": {"image": image, "heads_off": {"shape": [2, 3], "data": "A" * 32},
                                         "mean_ablation": {"shape": [1], "data": "AAAAAA=="}}})
     assert "error" not in reply and reply["outputs"]["logits"]["shape"] == [1, len(CLASSES)]
+    # A model without a head: no answer to give, said in one line; its graph gives its attention.
+    assert service.add_model(headless_model) == "own_dino"
+    assert "without a classification head" in api.classify(str(path), "own_dino")["error"]
+    reply = forward.forward({"model": "own_dino", "graph": "model.onnx", "outputs": ["attention"],
+                             "inputs": {"image": image, "heads_off": {"shape": [2, 3], "data": "A" * 32},
+                                        "mean_ablation": {"shape": [1], "data": "AAAAAA=="}}})
+    assert reply["outputs"]["attention"]["shape"] == [1, 2, 3, 19, 19]
     with pytest.raises(service.WeightsError, match="served already"):
         service.add_model(shutil.copytree(own_model, tmp_path / own_model.name))  # another folder of that name
     assert service.add_model(own_model) == "own_vit"  # the same again: nothing changes

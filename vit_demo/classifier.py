@@ -88,8 +88,10 @@ class Classifier:
         one predicted), and each prediction its relevance map, from the same forward pass and one backward pass.
 
         Raises:
-            ValueError: a label in ``relevance_for`` is not one of the model's classes.
+            ValueError: a label in ``relevance_for`` is not one of the model's classes, or the model has none.
         """
+        if not self.classes:  # (load_model(..., headless=True)'s)
+            raise ValueError(no_head(self.info))
         batch = self.batch(inputs)  # (B, C, H, W)
         rule = self.info.unfamiliar
         needs_features = rule is not None and rule.score in FEATURE_SCORES  # the [CLS] features (B, L, D), else None
@@ -135,21 +137,28 @@ def to_chw(image: np.ndarray) -> np.ndarray:
     return image[None] if image.ndim == 2 else np.ascontiguousarray(image.transpose(2, 0, 1))
 
 
-def load_model(name_or_path: str | Path = "mnist", device: str = "auto") -> Classifier:
+def load_model(name_or_path: str | Path = "mnist", device: str = "auto", headless: bool = False) -> Classifier:
     """Load a shipped model by name (``mnist``, ``cifar10``) or a weights folder by path (``python -m vit_demo
-    import`` writes one from a timm or Hugging Face ViT).
+    import`` writes one from a timm or Hugging Face ViT). ``headless``: an imported model without a head (DINO's)
+    loads too, for its attention (the app's page): it has no classes, and refuses to predict.
 
     Raises:
         WeightsError: missing or corrupt weights; the message names the file and the command that makes it. Weights
-            without a trained head: a pretraining run's encoder, or an imported model without one (DINO's).
+            without a trained head: a pretraining run's encoder, or (unless ``headless``) an imported model without
+            one.
     """
     info, model = load_weights(name_or_path, resolve_device(device))
     if info.pretrained:
         raise WeightsError(f"{shown_path(info.folder)} holds an encoder from self-supervised pretraining, not a "
                            f"classifier: its head is untrained. Fine-tune it with: python train.py --dataset "
                            f"{info.dataset.name} --init-from {shown_path(info.folder)}")
-    if not info.classes:
-        raise WeightsError(f"{shown_path(info.folder)} holds a model without a classification head (imported from "
-                           f"{info.imported['source']}): it gives features, not classes; load its weights with "
-                           f"vit_demo.weights.load_weights")
+    if not info.classes and not headless:
+        raise WeightsError(no_head(info))
     return Classifier(info, model)
+
+
+def no_head(info: WeightsInfo) -> str:
+    """What is said of a model without a classification head asked for classes."""
+    return (f"{shown_path(info.folder)} holds a model without a classification head (imported from "
+            f"{info.imported['source']}): it gives features, not classes; load its weights with "
+            "vit_demo.weights.load_weights")

@@ -67,9 +67,9 @@ def weights_folder(name: str) -> Path:
 
 @functools.cache
 def classifier(name: str) -> Classifier:
-    """A model (``mnist``, ``cifar10``), loaded once per process on ``VIT_DEMO_DEVICE`` (default: auto; the CPU on
-    ZeroGPU, vit_demo.app.zerogpu)."""
-    return load_model(weights_folder(name), device=app_device())
+    """A model (``mnist``, ``cifar10``, one added; one without a head too: the page shows its attention), loaded once
+    per process on ``VIT_DEMO_DEVICE`` (default: auto; the CPU on ZeroGPU, vit_demo.app.zerogpu)."""
+    return load_model(weights_folder(name), device=app_device(), headless=True)
 
 
 @functools.cache

@@ -186,8 +186,8 @@ def run_onnx(args: argparse.Namespace) -> list[dict]:
 
 def run_import(args: argparse.Namespace) -> dict:
     """Import a pretrained ViT into a weights folder (vit_demo/importing.py) and write the page's graphs there
-    (vit_demo/onnx/export.py) unless told not to or the model has no head; return what was written: ``graphs``, each
-    graph file's bytes, or none and why (``graphs_left_out``)."""
+    (vit_demo/onnx/export.py) unless told not to; return what was written: ``graphs``, each graph file's bytes, or
+    none and why (``graphs_left_out``)."""
     options = [] if args.checkpoint is None else ["--checkpoint", args.checkpoint]
     options += [] if args.image_size is None else ["--image-size", str(args.image_size)]
     options += ["--half-graphs"] if args.half_graphs else []
@@ -199,9 +199,6 @@ def run_import(args: argparse.Namespace) -> dict:
     if not args.graphs:
         return {**written, "graphs": {}, "graphs_left_out": f"--no-graphs: python -m vit_demo onnx --model "
                                                             f"{shlex.quote(args.out)} writes them"}
-    if not written["classes"]:
-        return {**written, "graphs": {}, "graphs_left_out": "a model without a head gives features, not the "
-                                                            "predictions the page shows"}
     from vit_demo.onnx.export import write_onnx  # imports onnx and the exporter: only here
 
     records = [record for record in write_onnx(args.out) if "bytes" in record]  # (not a snapshot graph removed)

@@ -54,9 +54,9 @@ ones) keep their weights in one file beside them, ``GRAPH_WEIGHTS_FILE``, each t
 ``graph.share_weights``): a runtime opens a graph with that file (onnxruntime finds it beside the graph;
 onnxruntime-web is handed it, ``externalData``). The snapshots' graphs, each of its own weights, hold theirs.
 
-Any weights folder with a classification head has graphs: a model trained here, or one imported (vit_demo/importing.py;
-no head means, snapshots or calibration there: zeros for the means, temperature 1). A model without a head (DINO's,
-DINOv2's encoders) has none: the page shows predictions. Prefix tokens (DeiT's distillation token, registers) are
+Any weights folder has graphs: a model trained here, or one imported (vit_demo/importing.py; no head means, snapshots
+or calibration there: zeros for the means, temperature 1). A model without a head (DINO's, DINOv2's encoders) has the
+model's graph alone, without logits or lens (``HEADLESS_OUTPUTS``): the page shows its attention, and no answer. Prefix tokens (DeiT's distillation token, registers) are
 the model's: the attention, lens and queries cover every token, token ``config.prefix_tokens + i`` being patch i;
 relevance covers the patches alone.
 
@@ -104,13 +104,14 @@ from vit_demo.onnx.graph import INTERFACE, OPSET, finish, share_weights
 from vit_demo.onnx.patching import PatchingGraph, patching_kinds, patching_onnx
 from vit_demo.weights import (GRAPH_FILE, GRAPH_WEIGHT_TYPES, GRAPH_WEIGHTS_FILE, HEAD_MEANS_FILE, LENS_GRAPH_FILE,
                               PATCHING_GRAPH_FILES, RELEVANCE_GRAPH_FILE, SNAPSHOTS_DIR, SNAPSHOTS_INDEX, WEIGHTS_FILE,
-                              Snapshot, WeightsError, load_snapshots, load_weights, read_weights_info,
+                              Snapshot, load_snapshots, load_weights, read_weights_info,
                               resolve_weights_folder, shown_path)
 
 INPUTS = ("image", "heads_off", "mean_ablation")
 OUTPUTS = ("logits", "attention", "lens", "features", "qkv")
 SNAPSHOT_OUTPUTS = OUTPUTS[:4]  # the training slider's graphs: where [CLS] looked, and the answer
 LENS_OUTPUTS = ("logits", "lens")  # the lens graph's, where the lens is apart
+HEADLESS_OUTPUTS = ("attention", "features", "qkv")  # the model graph's for a model without a head (DINO's)
 RELEVANCE_INPUTS = (*INPUTS, "target")
 RELEVANCE_OUTPUTS = ("logits", "relevance")
 UNSAID = {"graph_weights": GRAPH_WEIGHT_TYPES[0]}  # what a graph whose metadata leaves these keys out holds
@@ -127,13 +128,19 @@ def lens_apart(config: ViTConfig) -> bool:
 
 
 def model_outputs(config: ViTConfig) -> tuple[str, ...]:
-    """The model graph's outputs for a model of ``config``: ``OUTPUTS``, less the lens where it is apart."""
+    """The model graph's outputs for a model of ``config``: ``OUTPUTS``, less the lens where it is apart, and less
+    the logits and the lens for a model without a head (``HEADLESS_OUTPUTS``)."""
+    if not config.num_classes:
+        return HEADLESS_OUTPUTS
     return tuple(name for name in OUTPUTS if name != "lens") if lens_apart(config) else OUTPUTS
 
 
 def shared_graphs(config: ViTConfig) -> tuple[str, ...]:
     """The trained model's graphs, which share ``GRAPH_WEIGHTS_FILE``, for a model of ``config``: the model's, the
-    lens' where it is apart, relevance's, and the patching graphs (``patching_kinds``)."""
+    lens' where it is apart, relevance's, and the patching graphs (``patching_kinds``); the model's alone for a model
+    without a head."""
+    if not config.num_classes:
+        return (GRAPH_FILE,)
     lens = (LENS_GRAPH_FILE,) if lens_apart(config) else ()
     return (GRAPH_FILE, *lens, RELEVANCE_GRAPH_FILE, *(PATCHING_GRAPH_FILES[kind] for kind in patching_kinds(config)))
 
@@ -223,8 +230,9 @@ def folder_graphs(model: VisionTransformer, means: torch.Tensor | None, temperat
     found = {GRAPH_FILE: page(model, means, temperature, model_outputs(c))}
     if lens_apart(c):
         found[LENS_GRAPH_FILE] = page(model, means, temperature, LENS_OUTPUTS)
-    found[RELEVANCE_GRAPH_FILE] = Graph("relevance", found[GRAPH_FILE].module, dict(zip(
-        RELEVANCE_INPUTS, ((1, *image), *knockout, (1, c.num_classes)))), RELEVANCE_OUTPUTS)
+    if RELEVANCE_GRAPH_FILE in shared_graphs(c):
+        found[RELEVANCE_GRAPH_FILE] = Graph("relevance", found[GRAPH_FILE].module, dict(zip(
+            RELEVANCE_INPUTS, ((1, *image), *knockout, (1, c.num_classes)))), RELEVANCE_OUTPUTS)
     for kind in patching_kinds(c):
         found[PATCHING_GRAPH_FILES[kind]] = Graph("patching", PatchingGraph(model, kind).eval(), dict(zip(
             patching.INPUTS, ((1, *image), (1, *image), (2, c.num_classes)))), patching.OUTPUTS)
@@ -317,7 +325,8 @@ def expected_metadata(folder: str | Path) -> dict[str, dict[str, str]]:
     expected = {GRAPH_FILE: {**trained, "outputs": ",".join(model_outputs(info.config))}}
     if lens_apart(info.config):
         expected[LENS_GRAPH_FILE] = {**trained, "outputs": ",".join(LENS_OUTPUTS)}
-    expected[RELEVANCE_GRAPH_FILE] = trained
+    if RELEVANCE_GRAPH_FILE in shared_graphs(info.config):
+        expected[RELEVANCE_GRAPH_FILE] = trained
     for kind in patching_kinds(info.config):  # raw logits, nothing ablated: no temperature, no head means
         expected[PATCHING_GRAPH_FILES[kind]] = kept
     index = folder / SNAPSHOTS_INDEX
@@ -380,13 +389,10 @@ def write_onnx(folder: str | Path) -> list[dict]:
     file: its path (as users see it), bytes, and what it was exported from.
 
     Raises:
-        WeightsError: the folder's weights cannot be loaded, or its model has no classification head.
+        WeightsError: the folder's weights cannot be loaded.
     """
     folder = resolve_weights_folder(folder)
     info, model = load_weights(folder, "cpu")
-    if not info.config.num_classes:
-        raise WeightsError(f"{shown_path(folder)} holds a model without a classification head: it gives features, "
-                           f"not the predictions the page's graphs show")
     expected = expected_metadata(folder)
     records = []
 

@@ -62,7 +62,10 @@ def residual_macs(config: ViTConfig) -> int:
 
 def patching_kinds(config: ViTConfig) -> tuple[str, ...]:
     """The patching graphs a model gets (``KINDS``): the heads', and the residual stream's where its grid takes at
-    most ``RESIDUAL_MACS`` (``residual_macs``): beyond that the page could not compute it in reasonable time."""
+    most ``RESIDUAL_MACS`` (``residual_macs``): beyond that the page could not compute it in reasonable time. None
+    for a model without a head: it has no logits to compare."""
+    if not config.num_classes:
+        return ()
     return KINDS if residual_macs(config) <= RESIDUAL_MACS else ("heads",)
 
 

@@ -19,6 +19,7 @@ TEXTS = {  # the templates, by the key the page reads each by (its ``texts``)
              "choose another.",
     "info": "**{label}** ({percent}%) · model {ms} ms {where}",
     "guess": "No percentage: the model cannot read this image · model {ms} ms {where}",  # (its label: a guess)
+    "features": "Features, not classes · model {ms} ms {where}",  # (no head: DINO's)
     "example": "An example: **{label}**.",  # the image a tab starts with (its bars: the percentages)
     "reading": "**{label}** ({percent}%) · the views follow when the pen lifts",
     "knockout": "**{label}** ({percent}%) with {count} of {total} heads off (replaced by {mode}s); with every head on, "

@@ -198,10 +198,12 @@ export function imageNumbers(model, pixels, run, milliseconds, where) {
   // info line and the unfamiliar notice ("" none); ``maps``, where [CLS] looks: Float32Array (L, H + 1, g, g), every
   // head then their mean, each map summing to 1; ``rollout``: Float64Array (g * g), summing to 1; ``query``: where
   // the first query patch (where rollout peaks) looks. With the model's shape and colours, for the views.
-  const predicted = classes(model, run.logits), roll = rollout(run.attention, model), patch = argmax(roll);
+  // A model without a head (no classes, no logits) gets no prediction: its info line says so.
+  const predicted = model.classes.length ? classes(model, run.logits) : { label: "", probs: [], classes: [] };
+  const roll = rollout(run.attention, model), patch = argmax(roll);
   const flagged = unfamiliar(run.logits, model.temperature, model.unfamiliar, run.features);
-  const info = fill(flagged ? model.texts.guess : model.texts.info, { label: predicted.label, ms: milliseconds.toFixed(1),
-                                        where, percent: percent(predicted.confidence) }); // flagged: no percentage
+  const info = fill(model.texts[flagged ? "guess" : predicted.label ? "info" : "features"], { label: predicted.label,
+    ms: milliseconds.toFixed(1), where, percent: percent(predicted.confidence) }); // flagged: no percentage
   const { layers, heads, prefix, distilled, grid, height, width, channels, alpha, colormap } = model;
   return { ...predicted, notice: flagged ? model.texts.notice : "", info, patch, image: pixels, rollout: roll,
            maps: gridMaps(run.attention, model), query: queryMaps(model, run.attention, patch), size: model.large,

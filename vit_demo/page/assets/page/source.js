@@ -12,7 +12,8 @@ import { roundHalfEven } from "./arithmetic.js";
 import { argmax, attentionSteps, fill, fromBase64, gridMaps, imageNumbers, percent, queryMaps, reading, rollout,
   softmax } from "./numbers.js";
 
-const NUMBERS = ["logits", "attention", "features"]; // the graph's outputs a new image's numbers are made from
+const NUMBERS = ["logits", "attention", "features"]; // the graph's outputs a new image's numbers are made from (all
+// but the logits for a model without a head, DINO's: it has no classes, only attention to show)
 const CANVAS = 112; // the canvas' copy of a drawing, pixels a side (canvas.js SMALL, data/preprocess.py CANVAS_SIZE)
 
 const WARM_UP_RUNS = 60, WARM_UP_MS = 500; // see warmUp
@@ -72,7 +73,7 @@ export function pageSource(described, base, where = {}) {
     // Every view's numbers for an 8-bit input, timing the model alone (its graph loaded first).
     await session(model.graph);
     const start = performance.now();
-    const [numbers] = await graph.run(model.graph, [pixels], { outputs: NUMBERS });
+    const [numbers] = await graph.run(model.graph, [pixels], { outputs: NUMBERS.slice(model.classes.length ? 0 : 1) });
     return imageNumbers(model, pixels, numbers, performance.now() - start, forward.where);
   }
 
@@ -107,7 +108,8 @@ export function pageSource(described, base, where = {}) {
       // The numbers of the example the tab starts with (its 8-bit pixels as the model reads them, in the model's
       // description), said to be an example (unless it is one the model cannot read: then its guess).
       const numbers = await analyse(model.example);
-      return { ...numbers, info: numbers.notice ? numbers.info : fill(model.texts.example, { label: numbers.label }) };
+      const said = numbers.notice || !model.classes.length; // (an image it cannot read, or no classes: as any image)
+      return { ...numbers, info: said ? numbers.info : fill(model.texts.example, { label: numbers.label }) };
     },
 
     async stroke({ drawing, views } = {}) {
