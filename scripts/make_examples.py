@@ -8,7 +8,9 @@ unfamiliar (a digit: read at 99.9% or more), read from the written file as the a
 what the model does, and one it gets wrong or calls no digit would mislead a room. Digits are stored black on white (as drawn on the canvas), 28x28;
 photos as the original 32x32 PNGs. The others (``examples/outside/``) are lessons in what a model cannot know:
 drawings of no digit made in code (``vit_demo/data/sketches.py``), and photos of no CIFAR-10 class from the sample
-images scikit-image installs (public domain: NASA's astronaut and rocket), 96 pixels on the shorter side.
+images scikit-image installs (public domain: NASA's astronaut and rocket), 96 pixels on the shorter side. The
+examples of a model that reads large photos of anything (``examples/large-photos/``: an imported model's tab) are four
+of those sample photos, 256 pixels on the shorter side.
 """
 
 from __future__ import annotations
@@ -51,6 +53,7 @@ def main() -> None:
                     break
             print(f"{path.relative_to(REPO)}: test image {int(index)}, read as {read.label} ({read.confidence:.1%})")
     write_outside()
+    write_large_photos()
 
 
 # The "Also try" examples: file -> where it comes from (sketches' family and kind, or scikit-image's sample photo),
@@ -64,6 +67,25 @@ OUTSIDE_PHOTOS = {
                                    "Does it warn you?"),
     "rocket": ("rocket.jpg", "A rocket is none of its ten either: its answer is the nearest of them, and a high "
                              "percentage does not make it right.")}
+
+
+# The examples of a model that reads large photos of anything (an imported one's tab): scikit-image's sample photos
+# (public domain or CC0), 256 pixels on the shorter side, as JPEG. The first is the one its tab starts with.
+LARGE_PHOTOS = ("chelsea.png", "coffee.png", "astronaut.png", "rocket.jpg")
+
+
+def write_large_photos() -> None:
+    from vit_demo.data.outside_photos import _package_folder
+
+    out = REPO / "examples" / "large-photos"
+    out.mkdir(parents=True, exist_ok=True)
+    for source in LARGE_PHOTOS:
+        with Image.open(_package_folder("skimage", "data") / source) as photo:
+            photo = photo.convert("RGB")
+            photo.thumbnail((10_000, 256) if photo.width > photo.height else (256, 10_000), Image.LANCZOS)
+            path = out / f"{Path(source).stem}.jpg"
+            photo.save(path, quality=90, optimize=True)
+        print(f"{path.relative_to(REPO)}: {photo.width} x {photo.height}, {path.stat().st_size:,} bytes")
 
 
 def write_outside() -> None:

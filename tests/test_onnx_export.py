@@ -452,7 +452,8 @@ def test_an_imported_folders_graphs_are_told_stale_or_in_sync(tiny_import, tmp_p
     for name in (GRAPH_FILE, LENS_GRAPH_FILE, RELEVANCE_GRAPH_FILE):  # no calibration, no head means
         assert (written[name]["temperature"], written[name]["ablation"]) == (1.0, "zeros")
     metadata = read_metadata(folder / GRAPH_FILE)
-    assert metadata["dataset"] == "tiny" and metadata["head_means_sha256"] == "none"
+    assert metadata["dataset"] == "timm:random" and metadata["head_means_sha256"] == "none"  # (its source)
+    assert stale_graphs(shutil.copytree(folder, tmp_path / "renamed")) == []  # (a folder renamed keeps its graphs)
     assert metadata["outputs"] == ",".join(model_outputs(TINY))
     assert read_metadata(folder / LENS_GRAPH_FILE)["outputs"] == ",".join(LENS_OUTPUTS)
     # A folder of ViT-Ti's shape (random weights, no graphs yet): what it would get, each missing.

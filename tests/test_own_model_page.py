@@ -103,6 +103,11 @@ def test_the_static_page_explains_a_model_of_ones_own(own_model, own_site, brows
         page.click(f"button[data-tab='{PREFIX}']")
         assert "It knows 30 classes." in page.inner_text(f"#{PREFIX}-classes")
         assert "resized to 72 pixels (bicubic)" in page.text_content(f"#tab-{PREFIX} .vd-input")  # (behind its "?")
+        # Its examples: large photos of anything (not CIFAR-10's ten classes at 32 pixels), the cat first.
+        examples = page.locator(f"#{PREFIX}-input .vd-examples button")
+        assert [examples.nth(i).get_attribute("data-src") for i in range(examples.count())] == [
+            f"examples/large-photos/{name}.jpg" for name in ("astronaut", "chelsea", "coffee", "rocket")]
+        assert page.get_attribute(f"#{PREFIX}-input .vd-photo-shown", "src") == "examples/large-photos/chelsea.jpg"
         upload(page, path)
         assert page.get_attribute(f"#{PREFIX}-input", "data-model") == "page"
         numbers = page.evaluate(f"JSON.parse(window.vdLive['{PREFIX}'].numbers())")

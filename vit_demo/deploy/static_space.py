@@ -32,7 +32,8 @@ MARKER = "<!-- Written by `python -m vit_demo static`: running it again rewrites
 SHORT_DESCRIPTION = "Draw a digit: a ViT in your browser shows where it looks"  # the Hub takes 60 characters
 PAGE = "index.html"
 OFFLINE = "sw.js"  # the service worker that serves the site from what the browser keeps (offline), at the root
-COPIED = ("page/", "vendor/onnxruntime-web/", "vendor/gifenc/", "examples/photos/", "examples/outside/photos/")
+COPIED = ("page/", "vendor/onnxruntime-web/", "vendor/gifenc/", "examples/photos/", "examples/outside/photos/",
+          "examples/large-photos/")
 
 
 class StaticError(ValueError):

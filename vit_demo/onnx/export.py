@@ -313,7 +313,9 @@ def expected_metadata(folder: str | Path) -> dict[str, dict[str, str]]:
     folder: metadata}, for its ``shared_graphs`` and each snapshot listed in snapshots.json. Checks nothing itself."""
     folder = resolve_weights_folder(folder)
     info, checksum = read_weights_info(folder)
-    common = {"dataset": info.name, "classes": json.dumps(list(info.classes)),
+    # (what the weights were trained on, or imported from: not the folder's name, which may change)
+    common = {"dataset": info.dataset.name if info.dataset else info.imported["source"],
+              "classes": json.dumps(list(info.classes)),
               "vit": json.dumps(info.config.to_dict(), separators=(",", ":"))}
     means_file = folder / HEAD_MEANS_FILE
     model = VisionTransformer(info.config)

@@ -68,7 +68,7 @@ class Tab:
     outside: bool = True  # it offers examples/outside's too ("Also try": things the shipped models were never taught)
 
     def example_files(self) -> list[Path]:
-        return sorted((EXAMPLES / self.examples).glob("*.png"))
+        return sorted(p for p in (EXAMPLES / self.examples).iterdir() if p.suffix in (".png", ".jpg"))
 
     def tries(self) -> dict[Path, str]:  # "Also try": things its model was never taught -> what each teaches
         folder = EXAMPLES / "outside" / self.examples
@@ -88,9 +88,11 @@ TABS = (Tab("digit", "Draw a digit (MNIST)", "mnist", DRAW_PROMPT, DRAW_PROMPT, 
 
 
 def added_tab(model: str) -> Tab:
-    """The tab of a model served beside the shipped ones (service.add_model): a photo's, with the photo examples."""
+    """The tab of a model served beside the shipped ones (service.add_model): a photo's, with large photos of
+    anything as examples (an imported model reads 224 pixels or more, of ImageNet's thousand things or none)."""
     prefix = "m-" + re.sub(r"[^a-z0-9]+", "-", model.lower()).strip("-")  # (an element id's start, and the page's key)
-    return Tab(prefix, f"Upload a photo ({model})", model, PHOTO_PROMPT, PHOTO_BLANK, "horse", "photos", outside=False)
+    return Tab(prefix, f"Upload a photo ({model})", model, PHOTO_PROMPT, PHOTO_BLANK, "chelsea", "large-photos",
+               outside=False)
 
 
 def tabs() -> tuple[Tab, ...]:
