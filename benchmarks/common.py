@@ -13,7 +13,7 @@ import tempfile
 import time
 import urllib.error
 import urllib.request
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -84,9 +84,9 @@ class Server:
 
 @contextlib.contextmanager
 def serving(script: str | Path, timeout: float = 180, until_200: bool = True, cwd: str | Path | None = None,
-            **env: str) -> Iterator[Server]:
-    """Run ``python script`` from the repo root (or ``cwd``) on a free local port until it answers HTTP 200 (or,
-    with ``until_200=False``, until it answers at all); stop it on exit.
+            args: Sequence[str] = (), **env: str) -> Iterator[Server]:
+    """Run ``python script *args`` from the repo root (or ``cwd``) on a free local port until it answers HTTP 200
+    (or, with ``until_200=False``, until it answers at all); stop it on exit.
 
     Extra keyword arguments are environment variables for the server (the app runs on CPU unless
     VIT_DEMO_DEVICE says otherwise).
@@ -96,7 +96,7 @@ def serving(script: str | Path, timeout: float = 180, until_200: bool = True, cw
            "PYTHONPATH": str(REPO), **env}
     log = tempfile.TemporaryFile("w+")  # a file, not a pipe: a chatty server never blocks on it
     started = time.perf_counter()
-    process = subprocess.Popen([sys.executable, str(script)], cwd=cwd or REPO, env=env, stdout=log,
+    process = subprocess.Popen([sys.executable, str(script), *args], cwd=cwd or REPO, env=env, stdout=log,
                                stderr=subprocess.STDOUT, text=True)
     url = f"http://127.0.0.1:{port}/"
     answered = None

@@ -13,7 +13,9 @@ It writes the static Space into a temporary folder (``python -m vit_demo static`
   send them), for the digit tab, and what opening the photo tab adds; and the time to the first prediction of a
   drawing, cold (a new browser profile) and warm (a reload, with the browser's cache);
 - with ``--model DIR`` (an imported model, say), that model's tab in the static page: the bytes opening it
-  downloads, and an example photo's click to its views drawn.
+  downloads, and an example photo's click to its views drawn; and in the app (``python app.py --model DIR``), an
+  example photo's click to its views drawn with the page's model and with the server's (``?model=server``): which is
+  quicker for a model of that size.
 
 Needs Debian's Chromium (apt-get install -y chromium) and playwright (requirements-dev.txt).
 """
@@ -231,7 +233,8 @@ def main() -> None:
             spent = strokes[3]
             page.close()
             added = added_models(browser, url, root, [Path(m).name for m in args.model], args.photos, args.settle)
-        with serving(REPO / "app.py") as server:
+        in_app = []  # the added models' tabs in the app: (model, path, photo times)
+        with serving(REPO / "app.py", args=[f"--model={m}" for m in args.model]) as server:
             for name, query in (("app, page's model", ""), ("app, server's model", "?model=server")):
                 page = browser.new_page(viewport={"width": 1400, "height": 1000})
                 page.goto(server.url + query)
@@ -241,6 +244,9 @@ def main() -> None:
                 strokes = stroke_times(page, args.strokes, args.settle)
                 photos = photo_times(page, args.photos, args.settle)
                 rows.append((name, *strokes[:3], *photos[:3]))
+                for model in args.model:
+                    tab = added_tab(Path(model).name).prefix
+                    in_app.append((Path(model).name, name, photo_times(page, args.photos, args.settle, tab)[:3]))
                 page.close()
         browser.close()
     print("| path | stroke: mouse-up to the views on screen drawn, median ms | to every view drawn, median ms | p95 ms "
@@ -268,6 +274,13 @@ def main() -> None:
         for model, (size, zipped), seen, times in added:
             t50, t95 = p50_p95(times)
             print(f"| {model} | {size / 1e6:.2f} ({zipped / 1e6:.2f}) | {p50_p95(seen)[0]:.1f} | {t50:.1f} | {t95:.1f} |")
+        print("\n| added model | path | photo: click to the views on screen drawn, median ms "
+              "| to every view, median ms | p95 ms | requests per photo |")
+        print("|---|---|---:|---:|---:|---:|")
+        for model, name, (seen, times, requests) in in_app:
+            t50, t95 = p50_p95(times)
+            print(f"| {model} | {name} | {p50_p95(seen)[0]:.1f} | {t50:.1f} | {t95:.1f} "
+                  f"| {requests / args.photos:.1f} |")
 
 
 if __name__ == "__main__":

@@ -186,8 +186,8 @@ def test_with_the_model_on_the_server_every_view_reads_as_in_the_page(browser, a
     for where in ("page", "server"):
         with reading_the_example_three(browser, app_url, where) as page:
             patch = page.evaluate("() => window.vdLive.digit.patch")
-            for view, shows in views.items():
-                wait_for_live(page, view, shows.format(patch=patch))
+            for view, shows in views.items():  # (each view's numbers from the server's answers: a busy CI waits)
+                wait_for_live(page, view, shows.format(patch=patch), timeout=60_000)
             read[where] = json.loads(page.evaluate("() => window.vdLive.digit.numbers()"))
             steps[where] = open_the_steps(page)  # how attention is computed
             assert page.console_errors == []

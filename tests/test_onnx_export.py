@@ -508,7 +508,8 @@ def test_an_imported_models_graphs_match_pytorch_on_real_photos(tiny_import, ses
     lens = run_graph(sessions(folder / LENS_GRAPH_FILE), x)
     assert tuple(lens) == LENS_OUTPUTS and max_diff(lens["logits"], out["logits"]) <= 1e-6
     assert lens["lens"].shape == (3, TINY.depth, TINY.num_tokens, K)
-    assert max_diff(lens["lens"][:, :, 0], heads.logit_lens(model, x)) <= LENS_TOL  # [CLS]
+    assert max_diff(lens["lens"][:, :, 0], heads.logit_lens(model, x)) <= LENS_TOL  # the answer after each layer:
+    assert max_diff(lens["lens"][:, -1, 0], found.logits) <= LENS_TOL  # the last, the model's (its two heads' mean)
     predicted = torch.from_numpy(out["logits"]).argmax(-1)
     maps = torch.from_numpy(lens["lens"])[:, :, P:].softmax(-1)[torch.arange(3), :, :, predicted]  # (B, L, N)
     assert max_diff(maps.reshape(3, -1, g, g), heads.lens_maps(model, x)) <= 1e-5

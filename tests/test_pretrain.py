@@ -108,13 +108,13 @@ def test_the_loss_counts_only_the_hidden_patches():
 @pytest.mark.slow
 @needs_real_cifar
 def test_pretraining_learns_features_a_linear_probe_reads(real_cifar, tmp_path):
-    """30 short epochs on 2,000 real images: the reconstruction loss falls, and a linear probe on the pretrained
-    encoder's features beats the same probe on the encoder as initialised by over PROBE_MARGIN (measured: 11.5
-    points)."""
-    metrics = pretrain(real_cifar, tmp_path, "--epochs", "30", "--batch-size", "64", "--lr", "3e-3",
+    """20 short epochs on 2,000 real images: the reconstruction loss falls, and a linear probe on the pretrained
+    encoder's features beats the same probe on the encoder as initialised by over PROBE_MARGIN (measured: 9.0
+    points; 11.5 after 30 epochs, which take half as long again)."""
+    metrics = pretrain(real_cifar, tmp_path, "--epochs", "20", "--batch-size", "64", "--lr", "3e-3",
                        "--warmup-epochs", "1", "--snapshots", "2", *SMALL)
     losses = [h["test_loss"] for h in metrics["history"]]
-    assert losses[-1] < 0.85 * losses[0] and losses[-1] < losses[4] < losses[0]  # measured 0.91 -> 0.81 -> 0.70
+    assert losses[-1] < 0.85 * losses[0] and losses[-1] < losses[4] < losses[0]
     probe = metrics["linear_probe"]
     assert probe["train_images"] == 2000 and probe["test_images"] == 1000
     assert probe["pretrained"] > probe["random_init"] + PROBE_MARGIN, probe
@@ -123,7 +123,7 @@ def test_pretraining_learns_features_a_linear_probe_reads(real_cifar, tmp_path):
     assert {p.name for p in out.iterdir()} == {CONFIG_FILE, WEIGHTS_FILE, MAE_DECODER_FILE, METRICS_FILE,
                                                SNAPSHOTS_DIR, SNAPSHOTS_INDEX, RECONSTRUCTIONS_FILE}
     assert json.loads((out / CONFIG_FILE).read_text())["pretrained"]["mask_ratio"] == 0.75
-    assert [e["epoch"] for e in json.loads((out / SNAPSHOTS_INDEX).read_text())] == [1, 5]
+    assert [e["epoch"] for e in json.loads((out / SNAPSHOTS_INDEX).read_text())] == [1, 4]
     # The written encoder is the one probed: the probe on it, fitted again, reads the same.
     from vit_demo.data.datasets import load_split
     _, encoder = load_weights(out)

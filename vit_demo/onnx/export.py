@@ -18,8 +18,9 @@ Outputs
                    ``heads.switched_off``); token 0 is [CLS], token P + i patch i in reading order (P: the
                    model's ``config.prefix_tokens``, 1 for the models trained here).
     ``lens``       float32 (B, L, T, K): the final norm and head applied to the residual stream after each block, at
-                   every token, raw (not divided by the temperature). Token 0 is [CLS]'s logit lens
-                   (``heads.logit_lens``); the softmax of tokens P.. gives ``heads.lens_maps``.
+                   every token, raw (not divided by the temperature). Token 0 is the model's answer there, the logit
+                   lens (``heads.logit_lens``: [CLS]'s, or with a distillation token the mean of the two heads'); the
+                   softmax of tokens P.. gives ``heads.lens_maps``.
     ``features``   float32 (B, L, D): [CLS] after each block through the final norm (what the lens reads at [CLS]),
                    for the unfamiliar-image rule (interpret/unfamiliar.py).
     ``qkv``        float32 (B, L, 3, H, T, Dh): every layer's queries, keys and values, per head, as the knockout
@@ -174,9 +175,13 @@ class PageGraph(nn.Module):
         found = self.model.forward_activations(image, attention=True, stream=True, qkv="qkv" in self.outputs,
                                                edits=self.edits_for(heads_off, mean_ablation))
         normed = self.model.norm(found.stream)  # (B, L, T, D)
+        lens = self.model.head(normed)  # (B, L, T, K): the head on every token after every block
+        if self.model.head_dist is not None:  # at token 0 the model's answer there: its two heads' mean
+            answer = self.model.forward_head(normed.flatten(0, 1)).unflatten(0, normed.shape[:2])  # (B, L, K)
+            lens = torch.cat([answer[:, :, None], lens[:, :, 1:]], 2)
         every = {"logits": found.logits / self.temperature,  # (B, K)
                  "attention": found.attention,  # (B, L, H, T, T)
-                 "lens": self.model.head(normed),  # (B, L, T, K): the head on every token after every block
+                 "lens": lens,
                  "features": normed[:, :, 0],  # (B, L, D)
                  "qkv": found.qkv}  # (B, L, 3, H, T, Dh)
         return tuple(every[name] for name in self.outputs)

@@ -12,9 +12,10 @@ from vit_demo.model import VisionTransformer
 
 @torch.no_grad()
 def logit_lens(model: VisionTransformer, images: torch.Tensor) -> torch.Tensor:
-    """What [CLS] would say after each layer: logits (B, L, classes). The last layer's are the model's own."""
+    """What the model would say after each layer, its head read from [CLS] there: logits (B, L, classes). The last
+    layer's are the model's own (with a distillation token, the mean of its two heads, as DeiT answers)."""
     stream = model.forward_activations(model_input(model, images), stream=True).stream  # (B, L, T, D)
-    return model.head(model.norm(stream[:, :, 0]))  # (B, L, classes)
+    return model.forward_head(model.norm(stream).flatten(0, 1)).unflatten(0, stream.shape[:2])  # (B, L, classes)
 
 
 @torch.no_grad()
