@@ -228,6 +228,12 @@ def test_the_app_answers_for_a_model_of_ones_own(own_model, headless_model, monk
                              "inputs": {"image": image, "heads_off": {"shape": [2, 3], "data": "A" * 32},
                                         "mean_ablation": {"shape": [1], "data": "AAAAAA=="}}})
     assert "error" not in reply and reply["outputs"]["logits"]["shape"] == [1, len(CLASSES)]
+    # The page reads it (the app's server would for a model of over description.SERVER_FIRST_MACS: ViT-B's size).
+    from vit_demo.page import description
+
+    assert description.description("own_vit", "", "", "models/own_vit/")["serverFirst"] is False
+    monkeypatch.setattr(description, "SERVER_FIRST_MACS", 0)
+    assert description.description("own_vit", "", "", "models/own_vit/")["serverFirst"] is True
     # A model without a head: no answer to give, said in one line; its graph gives its attention.
     assert service.add_model(headless_model) == "own_dino"
     assert "without a classification head" in api.classify(str(path), "own_dino")["error"]

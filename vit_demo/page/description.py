@@ -21,6 +21,10 @@ from vit_demo.page.captions import TEXTS, caption_html, image_text, unfamiliar_t
 from vit_demo.page.layout import LARGE
 from vit_demo.pictures import render
 
+# Multiply-adds an image (depth x block_macs) beyond which the app reads the model on its server, quicker there
+# (docs/import.md, a photo to every view: ViT-S's 4.5e9 496 ms in the page, 549 there; ViT-B's 1.7e10 1,501 and 1,146).
+SERVER_FIRST_MACS = 1e10
+
 
 def description(model: str, prompt: str, blank: str, folder: str, example: Path | None = None) -> dict:
     """What the page needs to know of ``model``: its shape, classes, calibration, the address of its weights folder
@@ -39,6 +43,7 @@ def description(model: str, prompt: str, blank: str, folder: str, example: Path 
         "large": LARGE, "alpha": render.HEAT_ALPHA,
         "colormap": base64.b64encode(render.colormap(render.HEAT).astype("uint8").tobytes()).decode(),
         "folder": folder, "pageGraphs": not stale_graphs(weights_folder(model)),
+        "serverFirst": config.depth * config.block_macs > SERVER_FIRST_MACS,  # (where there is a server)
         "graph": GRAPH_FILE, "relevance": RELEVANCE_GRAPH_FILE,
         "lens": LENS_GRAPH_FILE if lens_apart(config) else GRAPH_FILE,  # the graph with the lens output
         "patching": {kind: PATCHING_GRAPH_FILES[kind] for kind in patching_kinds(config)},  # loaded when asked

@@ -88,8 +88,7 @@ TABS = (Tab("digit", "Draw a digit (MNIST)", "mnist", DRAW_PROMPT, DRAW_PROMPT, 
 
 
 def added_tab(model: str) -> Tab:
-    """The tab of a model served beside the shipped ones (service.add_model): a photo's, with large photos of
-    anything as examples (an imported model reads 224 pixels or more, of ImageNet's thousand things or none)."""
+    """The tab of a model served beside the shipped ones (service.add_model): a photo's, large photos its examples."""
     prefix = "m-" + re.sub(r"[^a-z0-9]+", "-", model.lower()).strip("-")  # (an element id's start, and the page's key)
     return Tab(prefix, f"Upload a photo ({model})", model, PHOTO_PROMPT, PHOTO_BLANK, "chelsea", "large-photos",
                outside=False)

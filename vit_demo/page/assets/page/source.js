@@ -47,7 +47,8 @@ export function pageSource(described, base, where = {}) {
   const model = { ...described, colormap: fromBase64(described.colormap), // (256, 3) bytes, and the example's
                   example: described.example && fromBase64(described.example) }; // pixels: decoded once
   let forward = null; // the forward pass, once chosen (a failure is not kept: the next reading tries again)
-  const forced = where.forced || model.pageGraphs === false; // (graphs missing or older than the weights)
+  // The server where asked, where the graphs are missing or older than the weights, or for a model it reads quicker
+  const forced = where.forced || model.pageGraphs === false || Boolean(where.server && model.serverFirst);
   const pass = remembered(() => choose(new URL(model.folder, base).href, model.graph,
     { ...where, forced, shared: model.shared }).then((found) => (forward = found)));
   const session = async (name) => (await pass()).session(name); // the graph ``name``, loaded once
