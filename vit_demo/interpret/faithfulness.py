@@ -169,11 +169,12 @@ def read_record(folder: str | Path) -> dict | None:
     return json.loads(path.read_text(encoding="utf-8")) if path.is_file() else None
 
 
-def first_map(folder: str | Path) -> str:
-    """The kind of map the page shows first for the weights in ``folder``: the most faithful by their record, or
-    rollout where none was kept (ahead of raw attention on both curves for both shipped models)."""
+def first_map(folder: str | Path) -> str | None:
+    """The kind of map the page shows first for the weights in ``folder``: the most faithful by their record; None
+    where none was kept (an imported model's: the page then shows rollout, ahead of raw attention on both curves for
+    both shipped models, and claims nothing of it)."""
     record = read_record(folder)
-    return most_faithful(record["maps"]) if record else "rollout"
+    return most_faithful(record["maps"]) if record else None
 
 
 @dataclasses.dataclass(frozen=True)
