@@ -136,23 +136,35 @@ def photo_times(page, photos: int, settle: float, tab: str = "photo") -> tuple[l
     return latencies(page, tab, photos, lambda i: buttons.nth(i % count).click(), settle)
 
 
+RESOURCES = "performance.getEntriesByType('resource').map((e) => e.name)"  # the files a page has loaded
+
+
+def first_answer(page, url: str, tab: str) -> tuple[float, set[str]]:
+    """Open ``url``, then the tab ``tab`` once the page is up: seconds from the tab's click to its example's answer,
+    and the files the page had loaded before the click."""
+    page.goto(url)
+    page.wait_for_selector("#canvas canvas.vd-draw[data-ready]")
+    before, started = set(page.evaluate(RESOURCES)), time.perf_counter()
+    page.click(f"[data-tab={tab}]")
+    page.wait_for_function("(tab) => window.vdLive?.[tab]?.state?.numbers", arg=tab, timeout=300000)
+    return time.perf_counter() - started, before
+
+
 def added_models(browser, url: str, root: Path, models: list[str], photos: int, settle: float) -> list[tuple]:
     """For each added model's tab of the static page: the bytes opening it downloads (its graphs, as served and
-    gzipped), and an example photo's click to the views on screen and to every view drawn."""
+    gzipped); seconds from its tab's click to its first answer, cold (a new profile) and warm (a reload, with the
+    browser's cache); an example photo's click to the views on screen and to every view drawn."""
     rows = []
     for model in models:
         tab = added_tab(model).prefix
         context = browser.new_context(viewport={"width": 1400, "height": 1000})
         page = context.new_page()
-        page.goto(url)
-        page.wait_for_selector("#canvas canvas.vd-draw[data-ready]")
-        before = set(page.evaluate("performance.getEntriesByType('resource').map((e) => e.name)"))
+        cold, before = first_answer(page, url, tab)
         seen, times, requests, _ = photo_times(page, photos, settle, tab)
-        opened = [e for e in page.evaluate("performance.getEntriesByType('resource').map((e) => e.name)")
-                  if e not in before and f"/models/{model}/" in e]
+        opened = [e for e in page.evaluate(RESOURCES) if e not in before and f"/models/{model}/" in e]
         files = [root / urllib.parse.unquote(urllib.parse.urlsplit(u).path).lstrip("/") for u in set(opened)]
         weight = (sum(f.stat().st_size for f in files), sum(len(gzip.compress(f.read_bytes(), 6)) for f in files))
-        rows.append((model, weight, seen, times))
+        rows.append((model, weight, (cold, first_answer(page, url, tab)[0]), seen, times))
         context.close()
     return rows
 
@@ -193,7 +205,7 @@ def page_weight(browser, url: str, root: Path) -> dict:
     page.click("[data-tab=photo]")
     page.locator(".vd-photo .vd-examples button").nth(1).click()
     page.wait_for_function("window.vdLive.photo.state?.numbers", timeout=60000)
-    photo = [e for e in page.evaluate("performance.getEntriesByType('resource').map((e) => e.name)")
+    photo = [e for e in page.evaluate(RESOURCES)
              if e not in digit and "/snapshots/" not in e]  # the digits' snapshots load after the first drawing
     warm, _ = first_prediction(page, url)
     context.close()
@@ -246,7 +258,8 @@ def main() -> None:
                 rows.append((name, *strokes[:3], *photos[:3]))
                 for model in args.model:
                     tab = added_tab(Path(model).name).prefix
-                    in_app.append((Path(model).name, name, photo_times(page, args.photos, args.settle, tab)[:3]))
+                    path = "app, its default" if not query else name  # (the page's model, or the server's)
+                    in_app.append((Path(model).name, path, photo_times(page, args.photos, args.settle, tab)[:3]))
                 page.close()
         browser.close()
     print("| path | stroke: mouse-up to the views on screen drawn, median ms | to every view drawn, median ms | p95 ms "
@@ -268,12 +281,13 @@ def main() -> None:
           f"prediction of a drawing: {weight['first_prediction_cold_s']:.2f} s cold (a new profile), "
           f"{weight['first_prediction_warm_s']:.2f} s warm (a reload).")
     if added:
-        print("\n| added model, static page | opening its tab downloads MB (gzipped) | photo: click to the views on "
-              "screen drawn, median ms | to every view, median ms | p95 ms |")
-        print("|---|---:|---:|---:|---:|")
-        for model, (size, zipped), seen, times in added:
+        print("\n| added model, static page | opening its tab downloads MB (gzipped) | its first answer, cold s "
+              "| warm s | photo: click to the views on screen drawn, median ms | to every view, median ms | p95 ms |")
+        print("|---|---:|---:|---:|---:|---:|---:|")
+        for model, (size, zipped), (cold, warm), seen, times in added:
             t50, t95 = p50_p95(times)
-            print(f"| {model} | {size / 1e6:.2f} ({zipped / 1e6:.2f}) | {p50_p95(seen)[0]:.1f} | {t50:.1f} | {t95:.1f} |")
+            print(f"| {model} | {size / 1e6:.2f} ({zipped / 1e6:.2f}) | {cold:.2f} | {warm:.2f} "
+                  f"| {p50_p95(seen)[0]:.1f} | {t50:.1f} | {t95:.1f} |")
         print("\n| added model | path | photo: click to the views on screen drawn, median ms "
               "| to every view, median ms | p95 ms | requests per photo |")
         print("|---|---|---:|---:|---:|---:|")
