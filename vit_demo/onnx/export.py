@@ -57,9 +57,9 @@ onnxruntime-web is handed it, ``externalData``). The snapshots' graphs, each of 
 
 Any weights folder has graphs: a model trained here, or one imported (vit_demo/importing.py; no head means, snapshots
 or calibration there: zeros for the means, temperature 1). A model without a head (DINO's, DINOv2's encoders) has the
-model's graph alone, without logits or lens (``HEADLESS_OUTPUTS``): the page shows its attention, and no answer. Prefix tokens (DeiT's distillation token, registers) are
-the model's: the attention, lens and queries cover every token, token ``config.prefix_tokens + i`` being patch i;
-relevance covers the patches alone.
+model's graph alone, without logits or lens (``HEADLESS_OUTPUTS``): the page shows its attention, and no answer.
+Prefix tokens (DeiT's distillation token, registers) are the model's: the attention, lens and queries cover every
+token, token ``config.prefix_tokens + i`` being patch i; relevance covers the patches alone.
 
 Metadata (the model's ``metadata_props``, all strings): ``vit_demo.interface`` ("2"), ``exporter`` (this module's
 version, torch's, the exporter and opset), ``weights_file`` (relative to the weights folder) and ``weights_sha256``
