@@ -59,18 +59,12 @@ def pytest_configure(config):
         torch.set_num_threads(int(share))
 
 
-# The group of the tests that read the unfamiliar rule's image sets: the shipped models' recorded outputs on them, and
-# the commands that draw them (calibrate, a training run's calibration: some 20,000 canvas digits and drawings, kept
-# in the run's cache), one after another in one process, so that each set is read or drawn once.
-IMAGE_SETS = "image_sets"
-
-
 def pytest_collection_modifyitems(items):
     for item in items:
         if item.path.name in SLOW_FILES:
             item.add_marker(pytest.mark.slow)
         if "shipped_outputs" in item.fixturenames:  # in one process, so that each set of images is read once
-            item.add_marker(pytest.mark.xdist_group(IMAGE_SETS))
+            item.add_marker(pytest.mark.xdist_group("shipped_outputs"))
 
 
 @pytest.fixture(scope="session", autouse=True)

@@ -7,7 +7,7 @@ import json
 import numpy as np
 import pytest
 import torch
-from conftest import HAS_SHARED_CIFAR, HAS_SHARED_MNIST, IMAGE_SETS, PHOTOS, SHARED_DATA, run_cli
+from conftest import HAS_SHARED_CIFAR, HAS_SHARED_MNIST, PHOTOS, SHARED_DATA, run_cli
 
 from vit_demo import load_model
 from vit_demo.interpret import calibration, faithfulness
@@ -146,7 +146,6 @@ def test_unfamiliar_photos_are_flagged_by_the_recorded_rule():
 
 
 @pytest.mark.slow
-@pytest.mark.xdist_group(IMAGE_SETS)  # (the unfamiliar rule's drawings: drawn once a run)
 def test_cli_calibrate_fits_and_records_a_folders_calibration(mnist_root, tmp_path):
     """The command on a small model of its own (trained here, never calibrated): the temperature it prints is the
     one config.json then holds and the model loads with, calibration.json is its record, with the reliability

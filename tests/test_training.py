@@ -9,7 +9,7 @@ import time
 
 import pytest
 import torch
-from conftest import IMAGE_SETS, REPO, stopped_after_first_checkpoint
+from conftest import REPO, stopped_after_first_checkpoint
 from safetensors.torch import load_file
 
 from vit_demo import load_model
@@ -35,7 +35,6 @@ def run_train(data_dir, tmp_path, *extra: str, name: str = "run", dataset: str =
 
 
 @pytest.mark.slow
-@pytest.mark.xdist_group(IMAGE_SETS)  # (its calibration draws the unfamiliar rule's drawings: once a run)
 def test_short_training_run_beats_chance_by_far(mnist_root, tmp_path):
     metrics = run_train(mnist_root, tmp_path, "--train-limit", "5000", "--test-limit", "1000", "--epochs", "4",
                         "--patch-size", "7", "--dim", "64", "--depth", "2", "--heads", "4", "--mlp-dim", "128",
