@@ -98,7 +98,7 @@ from torch import nn
 
 from vit_demo.atomic import atomic_write
 from vit_demo.interpret import explain
-from vit_demo.interpret.heads import read_head_means
+from vit_demo.interpret.heads import layer_answers, read_head_means
 from vit_demo.model import Edits, ViTConfig, VisionTransformer
 from vit_demo.onnx import patching
 from vit_demo.onnx.graph import INTERFACE, OPSET, finish, share_weights
@@ -177,8 +177,7 @@ class PageGraph(nn.Module):
         normed = self.model.norm(found.stream)  # (B, L, T, D)
         lens = self.model.head(normed)  # (B, L, T, K): the head on every token after every block
         if self.model.head_dist is not None:  # at token 0 the model's answer there: its two heads' mean
-            answer = self.model.forward_head(normed.flatten(0, 1)).unflatten(0, normed.shape[:2])  # (B, L, K)
-            lens = torch.cat([answer[:, :, None], lens[:, :, 1:]], 2)
+            lens = torch.cat([layer_answers(self.model, normed)[:, :, None], lens[:, :, 1:]], 2)
         every = {"logits": found.logits / self.temperature,  # (B, K)
                  "attention": found.attention,  # (B, L, H, T, T)
                  "lens": lens,

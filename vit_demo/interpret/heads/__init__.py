@@ -16,6 +16,6 @@ from vit_demo.interpret.heads.importance import (IMPORTANCE_IMAGES, RANDOM_ORDER
                                                  read_head_importance, write_head_importance)
 from vit_demo.interpret.heads.knockout import (MEAN_IMAGES, ablated_logits, head_means, knockout,  # noqa: F401
                                                mean_sample, read_head_means, write_head_means)
-from vit_demo.interpret.heads.lens import lens_accuracy, lens_maps, logit_lens  # noqa: F401
+from vit_demo.interpret.heads.lens import layer_answers, lens_accuracy, lens_maps, logit_lens  # noqa: F401
 from vit_demo.interpret.heads.patching import (PatchingGrid, patch, patching_base, patching_grid,  # noqa: F401
                                                 restored_fractions)

@@ -15,7 +15,13 @@ def logit_lens(model: VisionTransformer, images: torch.Tensor) -> torch.Tensor:
     """What the model would say after each layer, its head read from [CLS] there: logits (B, L, classes). The last
     layer's are the model's own (with a distillation token, the mean of its two heads, as DeiT answers)."""
     stream = model.forward_activations(model_input(model, images), stream=True).stream  # (B, L, T, D)
-    return model.forward_head(model.norm(stream).flatten(0, 1)).unflatten(0, stream.shape[:2])  # (B, L, classes)
+    return layer_answers(model, model.norm(stream))
+
+
+def layer_answers(model: VisionTransformer, normed: torch.Tensor) -> torch.Tensor:
+    """The head read after each layer, as ``forward_head`` reads the last, from the residual stream after each block
+    through the final norm (B, L, T, D): logits (B, L, classes)."""
+    return model.forward_head(normed.flatten(0, 1)).unflatten(0, normed.shape[:2])
 
 
 @torch.no_grad()
