@@ -69,29 +69,33 @@ OUTSIDE_PHOTOS = {
                              "percentage does not make it right.")}
 
 
-# The examples of a model that reads large photos of anything (an imported one's tab): scikit-image's sample photos
-# (public domain or CC0), 256 pixels on the shorter side, as JPEG. The first is the one its tab starts with.
+# The examples of a model that reads large photos of anything (an imported one's tab, which starts with chelsea:
+# layout.added_tab): scikit-image's sample photos (public domain or CC0), 256 pixels on the shorter side, as JPEG.
 LARGE_PHOTOS = ("chelsea.png", "coffee.png", "astronaut.png", "rocket.jpg")
 
 
-def write_large_photos() -> None:
+def sample_photo(source: str, shorter_side: int) -> Image.Image:
+    """scikit-image's sample photo ``source`` in RGB, shrunk (Lanczos) to ``shorter_side`` pixels on that side."""
     from vit_demo.data.outside_photos import _package_folder
 
+    with Image.open(_package_folder("skimage", "data") / source) as photo:
+        photo = photo.convert("RGB")
+    photo.thumbnail((10_000, shorter_side) if photo.width > photo.height else (shorter_side, 10_000), Image.LANCZOS)
+    return photo
+
+
+def write_large_photos() -> None:
     out = REPO / "examples" / "large-photos"
     out.mkdir(parents=True, exist_ok=True)
     for source in LARGE_PHOTOS:
-        with Image.open(_package_folder("skimage", "data") / source) as photo:
-            photo = photo.convert("RGB")
-            photo.thumbnail((10_000, 256) if photo.width > photo.height else (256, 10_000), Image.LANCZOS)
-            path = out / f"{Path(source).stem}.jpg"
-            photo.save(path, quality=90, optimize=True)
+        photo, path = sample_photo(source, 256), out / f"{Path(source).stem}.jpg"
+        photo.save(path, quality=90, optimize=True)
         print(f"{path.relative_to(REPO)}: {photo.width} x {photo.height}, {path.stat().st_size:,} bytes")
 
 
 def write_outside() -> None:
     """The "Also try" examples and their lessons.json, each with what each model makes of it."""
     from vit_demo.data import sketches
-    from vit_demo.data.outside_photos import _package_folder
 
     for folder, model, files in (("digits", "mnist", OUTSIDE_DRAWINGS), ("photos", "cifar10", OUTSIDE_PHOTOS)):
         out = REPO / "examples" / "outside" / folder
@@ -106,10 +110,7 @@ def write_outside() -> None:
                 ink = sketches.canvas_drawing(strokes, np.random.default_rng(0))  # (112, 112), ink bright
                 Image.fromarray(255 - ink).save(path, optimize=True)
             else:
-                with Image.open(_package_folder("skimage", "data") / source) as photo:
-                    photo = photo.convert("RGB")
-                    photo.thumbnail((10_000, 96) if photo.width > photo.height else (96, 10_000), Image.LANCZOS)
-                    photo.save(path, optimize=True)
+                sample_photo(source, 96).save(path, optimize=True)
             read = load_model(model, device="cpu").predict(path)
             print(f"{path.relative_to(REPO)}: read as {read.label} ({read.confidence:.1%})"
                   f"{', flagged as unfamiliar' if read.unfamiliar else ''}")
