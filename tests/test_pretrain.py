@@ -109,8 +109,8 @@ def test_the_loss_counts_only_the_hidden_patches():
 @needs_real_cifar
 def test_pretraining_learns_features_a_linear_probe_reads(real_cifar, tmp_path):
     """20 short epochs on 2,000 real images: the reconstruction loss falls, and a linear probe on the pretrained
-    encoder's features beats the same probe on the encoder as initialised by over PROBE_MARGIN (measured: 9.0
-    points; 11.5 after 30 epochs, which take half as long again)."""
+    encoder's features beats the same probe on the encoder as initialised by over PROBE_MARGIN (measured: 40.8%
+    against 31.9%, 8.9 points, the loss 0.91 -> 0.72; 11.5 points after 30 epochs, which take half as long again)."""
     metrics = pretrain(real_cifar, tmp_path, "--epochs", "20", "--batch-size", "64", "--lr", "3e-3",
                        "--warmup-epochs", "1", "--snapshots", "2", *SMALL)
     losses = [h["test_loss"] for h in metrics["history"]]
