@@ -24,7 +24,7 @@ TINY = ["--dim", "32", "--depth", "1", "--heads", "2", "--mlp-dim", "64", "--dec
         "--decoder-depth", "1", "--decoder-heads", "2", "--calibration-images", "0", "--no-progress"]
 # Measured on this CPU: a probe on 2,000 training images after 30 epochs of pretraining on them reads 43.4% of 1,000
 # test images, the same probe on the encoder as initialised 31.9% (+11.5 points; chance: 10%); with --seed 1, 42.6%
-# against 34.2% (+8.4). After 20 epochs: +9.0 and +4.9.
+# against 34.2% (+8.4). After 20 epochs: +9.0 and +4.9 (+8.9 measured again with seed 0).
 PROBE_MARGIN = 0.05
 needs_real_cifar = pytest.mark.skipif(
     not HAS_SHARED_CIFAR, reason="needs the real CIFAR-10 PNGs in ../shared/data: what a linear probe reads from "
