@@ -75,10 +75,13 @@ def test_shipped_photo_model_reads_the_example_photos():
 
 # What the shipped models gave on fixed inputs (two example files each, then a seeded random image) before the model grew
 # what imported ViTs need (issue 46), recorded on the CPU with one thread: their config.json files still load, and the
-# same inputs give the same logits, attention and maps, bit for bit.
+# same inputs give the same logits, attention and maps. To float32 rounding, not bit for bit: another CPU's kernels
+# (AVX-512 against AVX2, say) sum in another order and differ in the last bits (some 1e-6 here); a changed model
+# (another norm's eps, a scale, a layer's order) differs by 1e-3 or more.
 REFERENCE_OUTPUTS = REPO / "tests" / "fixtures" / "outputs_on_fixed_inputs.safetensors"
 REFERENCE_FILES = {"mnist": ["examples/digits/3.png", "examples/digits/8.png"],
                    "cifar10": ["examples/photos/cat.png", "examples/photos/ship.png"]}
+ROUNDING = {"rtol": 1e-5, "atol": 1e-5}
 
 
 @pytest.fixture
@@ -93,22 +96,22 @@ def one_thread():
 def test_shipped_models_give_the_outputs_recorded_before_issue_46(name, one_thread):
     with safe_open(REFERENCE_OUTPUTS, "pt") as recorded:
         expected = {key.split(".", 1)[1]: recorded.get_tensor(key) for key in recorded.keys() if key.startswith(name)}
-        attention_sha256 = recorded.metadata()[f"{name}.attention_sha256"]
     clf = load_model(name, device="cpu")
     inputs = clf.batch([clf.preprocess(REPO / file) for file in REFERENCE_FILES[name]])  # (2, C, H, W)
     assert torch.equal(inputs, expected["inputs"][:2])
     with torch.inference_mode():
         found = clf.model.forward_activations(expected["inputs"], attention=True)
-        assert torch.equal(clf.model(expected["inputs"]), expected["fast_logits"])
-    assert torch.equal(found.logits, expected["logits"])
-    assert hashlib.sha256(found.attention.contiguous().numpy().tobytes()).hexdigest() == attention_sha256
-    assert torch.equal(found.attention[:, :, :, 0], expected["attention_cls"])
+        torch.testing.assert_close(clf.model(expected["inputs"]), expected["fast_logits"], **ROUNDING)
+    torch.testing.assert_close(found.logits, expected["logits"], **ROUNDING)
+    torch.testing.assert_close(found.attention[:, :, :, 0], expected["attention_cls"], **ROUNDING)
     attention = found.attention.numpy()  # (B, L, H, T, T)
-    assert np.array_equal(np.stack([explain.attention_rollout(a) for a in attention]), expected["rollout"].numpy())
-    assert np.array_equal(np.stack([explain.token_attention_maps(a) for a in attention]), expected["cls_maps"].numpy())
+    rollout = np.stack([explain.attention_rollout(a) for a in attention])
+    np.testing.assert_allclose(rollout, expected["rollout"].numpy(), **ROUNDING)
+    maps = np.stack([explain.token_attention_maps(a) for a in attention])
+    np.testing.assert_allclose(maps, expected["cls_maps"].numpy(), **ROUNDING)
     images = [x.permute(1, 2, 0).numpy() for x in expected["inputs"]]  # (H, W, C), as the preprocessing gives them
     relevance = clf.relevance_preprocessed([x[..., 0] if x.shape[-1] == 1 else x for x in images], [None] * len(images))
-    assert np.array_equal(relevance, expected["relevance"].numpy())
+    np.testing.assert_allclose(relevance, expected["relevance"].numpy(), **ROUNDING)
 
 
 @pytest.mark.parametrize("canvas,box,pen", [

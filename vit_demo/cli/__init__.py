@@ -170,14 +170,10 @@ def build_parser() -> argparse.ArgumentParser:
 
     graphs = commands.add_parser(
         "onnx", help="export a weights folder's model and training snapshots to ONNX, for the page that runs them",
-        description="Export the model (model.onnx beside its weights, with its head means and temperature), its "
-                    "relevance and patching graphs (relevance.onnx, patching_heads.onnx, patching_residual.onnx) and "
-                    "each training snapshot in snapshots.json (snapshots/epoch-XXXX.onnx) to ONNX through torch.onnx's "
-                    "exporter, with the checksum of the weights each was made from (vit_demo/onnx/export.py says "
-                    "what the graphs take and give). One JSON line per file written.")
-    graphs.add_argument("--model", action="append",
-                        help="mnist, cifar10, or a path to a weights folder; may be given more than once (default: "
-                             "both shipped models)")
+        description="Export a weights folder's graphs for the page (vit_demo/onnx/export.py says which, and what each "
+                    "takes and gives), with the checksum of the weights each was made from. One JSON line a file.")
+    graphs.add_argument("--model", action="append", help="mnist, cifar10, or a path to a weights folder; may be "
+                                                         "given more than once (default: both shipped models)")
     graphs.set_defaults(run=run_onnx)
 
     # What writing a Space's folder takes, for each kind of Space.
