@@ -185,9 +185,10 @@ def forward_request(model: str, image, depth: int, heads: int) -> dict:
 
     image = np.asarray(image, dtype=np.float32)
     chw = image[None] if image.ndim == 2 else image.transpose(2, 0, 1)
-    return {"model": model, "graph": "model.onnx", "outputs": ["logits", "attention", "features"],
+    return {"model": model, "graph": "model.onnx", "outputs": ["logits", "cls_attention", "rollout", "query_attention",
+                                                               "features"],
             "inputs": {"image": tensor(chw[None]), "heads_off": tensor(np.zeros((depth, heads))),
-                       "mean_ablation": tensor(np.ones(1))}}
+                       "mean_ablation": tensor(np.ones(1)), "query": tensor(-np.ones(1))}}
 
 
 def page_source(model: str, calls: list[tuple[str, object]], tmp_path: Path, repeat: int = 1,

@@ -39,7 +39,8 @@ from vit_demo.onnx.patching import PatchingGraph  # noqa: E402
 from vit_demo.weights import (GRAPH_FILE, GRAPH_WEIGHTS_FILE, LENS_GRAPH_FILE, PATCHING_GRAPH_FILES,  # noqa: E402
                               RELEVANCE_GRAPH_FILE, load_weights)
 
-FETCHES = (("logits",), ("logits", "attention", "features"), None)  # a stroke's, the first answer's; None: all
+# A stroke's, the first answer's (source.js: NUMBERS); None: all.
+FETCHES = (("logits",), ("logits", "cls_attention", "rollout", "query_attention", "features"), None)
 EVERY_OUTPUT = "every_output.onnx"  # the model's graph with the lens in it, where it is apart: not written otherwise
 
 
@@ -140,7 +141,7 @@ def main() -> None:
         rng = np.random.default_rng(0)
         image = rng.random((1, c.in_channels, c.image_size, c.image_size), dtype=np.float32)
         feeds = {"image": image, "heads_off": np.zeros((c.depth, c.heads), np.float32),
-                 "mean_ablation": np.ones(1, np.float32)}
+                 "mean_ablation": np.ones(1, np.float32), "query": -np.ones(1, np.float32)}
         graphs = {GRAPH_FILE: export.model_outputs(c)}
         if export.lens_apart(c):  # and the model's graph with the lens in it, as it would be, for the comparison
             graphs[LENS_GRAPH_FILE] = export.LENS_OUTPUTS

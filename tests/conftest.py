@@ -445,7 +445,7 @@ def busy_app(monkeypatch, tmp_path):
     run_forward, held_forward = app.forward, held(app.forward)
 
     def forward(request):  # the page's server function (?model=server): its views' numbers held, the pen's not
-        views = isinstance(request, dict) and "attention" in (request.get("outputs") or ["attention"])
+        views = isinstance(request, dict) and "cls_attention" in (request.get("outputs") or ["cls_attention"])
         return (held_forward if views and hold_views.is_set() else run_forward)(request)
 
     monkeypatch.setattr(app, "forward", forward)  # (before the page is built: it hands the page this function)

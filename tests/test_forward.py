@@ -42,7 +42,7 @@ def feeds(model: str, name: str) -> dict[str, np.ndarray]:
     knockout = {"heads_off": heads_off, "mean_ablation": np.ones(1, np.float32)}
     if name == RELEVANCE_GRAPH_FILE:
         return {"image": images[:1], **knockout, "target": one_hot[[4]]}
-    return {"image": images, **knockout}
+    return {"image": images, **knockout, "query": -np.ones(1, np.float32)}  # (the query patch: where rollout peaks)
 
 
 @pytest.mark.parametrize("model", ["mnist", "cifar10"])
@@ -70,26 +70,25 @@ def test_it_sends_only_the_outputs_asked_for():
     assert list(read(reply)) == ["logits"] and read(reply)["logits"].shape == (2, 10)
 
 
+def with_image(image: dict) -> dict:
+    """The model graph's inputs for the digits' model, every head on, around ``image`` (a tensor on the wire)."""
+    return {"image": image, "heads_off": tensor(np.zeros((6, 4))), "mean_ablation": tensor(np.ones(1)),
+            "query": tensor(-np.ones(1))}
+
+
 @pytest.mark.parametrize("request_, why", [
     ("a graph", "JSON object"),
     ({"model": "imagenet", "graph": GRAPH_FILE, "inputs": {}}, "there is no model 'imagenet'"),
     ({"graph": "../config.json", "inputs": {}}, "there is no graph '../config.json'"),
-    ({"graph": GRAPH_FILE, "inputs": {}}, "takes the inputs image, heads_off, mean_ablation"),
+    ({"graph": GRAPH_FILE, "inputs": {}}, "takes the inputs image, heads_off, mean_ablation, query"),
     ({"graph": GRAPH_FILE, "inputs": "x"}, "takes the inputs"),
-    ({"graph": GRAPH_FILE, "inputs": {"image": tensor(np.zeros((1, 1, 28, 27))), "heads_off": tensor(np.zeros((6, 4))),
-                                      "mean_ablation": tensor(np.ones(1))}}, "where this graph takes (B, 1, 28, 28)"),
-    ({"graph": GRAPH_FILE, "inputs": {"image": tensor(np.zeros((513, 1, 28, 28))),
-                                      "heads_off": tensor(np.zeros((6, 4))), "mean_ablation": tensor(np.ones(1))}},
-     "B at most 512"),
-    ({"graph": GRAPH_FILE, "inputs": {"image": {"shape": [1, 1, 28, 28], "data": "@@"},
-                                      "heads_off": tensor(np.zeros((6, 4))), "mean_ablation": tensor(np.ones(1))}},
-     "not base64"),
-    ({"graph": GRAPH_FILE, "inputs": {"image": {"shape": [1, 1, 28, 28], "data": "AAAA"},
-                                      "heads_off": tensor(np.zeros((6, 4))), "mean_ablation": tensor(np.ones(1))}},
-     "has 3 bytes"),
-    ({"graph": GRAPH_FILE, "inputs": {"image": tensor(np.zeros((1, 1, 28, 28))), "heads_off": tensor(np.zeros((6, 4))),
-                                      "mean_ablation": tensor(np.ones(1))}, "outputs": ["everything"]},
-     "gives the outputs logits, attention, lens, features"),
+    ({"graph": GRAPH_FILE, "inputs": with_image(tensor(np.zeros((1, 1, 28, 27))))},
+     "where this graph takes (B, 1, 28, 28)"),
+    ({"graph": GRAPH_FILE, "inputs": with_image(tensor(np.zeros((513, 1, 28, 28))))}, "B at most 512"),
+    ({"graph": GRAPH_FILE, "inputs": with_image({"shape": [1, 1, 28, 28], "data": "@@"})}, "not base64"),
+    ({"graph": GRAPH_FILE, "inputs": with_image({"shape": [1, 1, 28, 28], "data": "AAAA"})}, "has 3 bytes"),
+    ({"graph": GRAPH_FILE, "inputs": with_image(tensor(np.zeros((1, 1, 28, 28)))), "outputs": ["everything"]},
+     "gives the outputs logits, cls_attention, rollout, query_attention, lens, features"),
 ])
 def test_a_request_it_cannot_answer_gets_a_reason(request_, why):
     if isinstance(request_, dict) and "model" not in request_:

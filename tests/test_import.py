@@ -215,7 +215,7 @@ def test_the_command_writes_a_weights_folder_that_predict_and_export_take(timm_i
 def test_the_command_writes_the_pages_graphs(tmp_path, capsys):
     # A small Hugging Face ViT (32 pixels in patches of 8, two layers): the imported folder holds the page's graphs,
     # in sync with its weights, here rounded to float16 (--half-graphs); one without a head, the model's graph alone
-    # (attention, features, queries and keys: no logits), in sync too.
+    # ([CLS]'s attention rows, rollout, a patch's rows, features, queries and keys: no logits), in sync too.
     transformers = pytest.importorskip("transformers")
     labels = {0: "teapot", 1: "cat", 2: "rocket"}
     sizes = {"hidden_size": 32, "num_hidden_layers": 2, "num_attention_heads": 2, "intermediate_size": 64,
@@ -236,7 +236,7 @@ def test_the_command_writes_the_pages_graphs(tmp_path, capsys):
     assert main(["import", f"hf:{tmp_path / 'hf-features'}", "--out", str(tmp_path / "features")]) == 0
     record = json.loads(capsys.readouterr().out)
     assert set(record["graphs"]) == {GRAPH_FILE, GRAPH_WEIGHTS_FILE} and stale_graphs(tmp_path / "features") == []
-    assert read_metadata(tmp_path / "features" / GRAPH_FILE)["outputs"] == "attention,features,qkv"
+    assert read_metadata(tmp_path / "features" / GRAPH_FILE)["outputs"] == "cls_attention,rollout,query_attention,features,qkv"
 
 
 def test_a_model_without_a_head_gives_features_not_predictions(timm_import):

@@ -224,9 +224,10 @@ def test_the_app_answers_for_a_model_of_ones_own(own_model, headless_model, monk
     answer = api.classify(str(path), "own_vit")
     assert answer["label"] == expected.label and answer["confidence"] == pytest.approx(expected.confidence, abs=1e-4)
     image = {"shape": [1, 3, 64, 64], "data": base64.b64encode(np.zeros(3 * 64 * 64, "<f4")).decode()}
+    minus_one = {"shape": [1], "data": base64.b64encode(np.array([-1], "<f4")).decode()}  # the query: rollout's peak
     reply = forward.forward({"model": "own_vit", "graph": "model.onnx", "outputs": ["logits"],
                              "inputs": {"image": image, "heads_off": {"shape": [2, 3], "data": "A" * 32},
-                                        "mean_ablation": {"shape": [1], "data": "AAAAAA=="}}})
+                                        "mean_ablation": {"shape": [1], "data": "AAAAAA=="}, "query": minus_one}})
     assert "error" not in reply and reply["outputs"]["logits"]["shape"] == [1, len(CLASSES)]
     # The page reads it (the app's server would for a model of over description.SERVER_FIRST_MACS: ViT-B's size).
     from vit_demo.page import description
@@ -237,10 +238,10 @@ def test_the_app_answers_for_a_model_of_ones_own(own_model, headless_model, monk
     # A model without a head: no answer to give, said in one line; its graph gives its attention.
     assert service.add_model(headless_model) == "own_dino"
     assert "without a classification head" in api.classify(str(path), "own_dino")["error"]
-    reply = forward.forward({"model": "own_dino", "graph": "model.onnx", "outputs": ["attention"],
+    reply = forward.forward({"model": "own_dino", "graph": "model.onnx", "outputs": ["cls_attention"],
                              "inputs": {"image": image, "heads_off": {"shape": [2, 3], "data": "A" * 32},
-                                        "mean_ablation": {"shape": [1], "data": "AAAAAA=="}}})
-    assert reply["outputs"]["attention"]["shape"] == [1, 2, 3, 19, 19]
+                                        "mean_ablation": {"shape": [1], "data": "AAAAAA=="}, "query": minus_one}})
+    assert reply["outputs"]["cls_attention"]["shape"] == [1, 2, 3, 19]
     with pytest.raises(service.WeightsError, match="served already"):
         service.add_model(shutil.copytree(own_model, tmp_path / own_model.name))  # another folder of that name
     assert service.add_model(own_model) == "own_vit"  # the same again: nothing changes

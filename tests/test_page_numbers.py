@@ -1,5 +1,6 @@
 """The page's numbers (page/assets/page/numbers.js, run by Node) against Python's (interpret/explain.py) for the same
-attention: [CLS] maps, rollout and the first query patch; how attention is computed, step by step, from the queries,
+attention: [CLS] maps from [CLS]'s rows, as the graph gives them (rollout, and the first query patch where it peaks, are
+the graph's: tests/test_onnx_export.py); how attention is computed, step by step, from the queries,
 keys and values; and the unfamiliar rule (unfamiliar_rule.UnfamiliarRule). Real test images of both datasets where ../shared/data has them,
 generated ones otherwise (the fixtures say which)."""
 
@@ -35,16 +36,13 @@ def check(model: str, images: np.ndarray, tmp_path) -> None:
     clf = classifier(model)
     predictions = clf.predict_preprocessed(list(images))
     config = clf.model.config
-    cases = [{"attention": base64.b64encode(p.attention.astype(np.float32).tobytes()).decode(),
+    cases = [{"rows": base64.b64encode(p.attention[:, :, 0].astype(np.float32).tobytes()).decode(),
               "layers": config.depth, "heads": config.heads, "tokens": config.num_tokens} for p in predictions]
     differences = []
     for p, image, page in zip(predictions, images, node_numbers(cases, tmp_path)):
         python = map_levels(p.attention)  # (L, H + 1, g, g)
         levels = np.frombuffer(base64.b64decode(page["maps"]), dtype=np.uint8).reshape(python.shape)
         differences.append(np.abs(levels.astype(int) - python).max())
-        rollout = explain.attention_rollout(p.attention)
-        np.testing.assert_allclose(np.array(page["rollout"]).reshape(rollout.shape), rollout, atol=1e-6)
-        assert page["patch"] == explain.first_query_patch(rollout)
     assert max(differences) <= 1  # a level, where float32 sums round the other way
 
 

@@ -3,9 +3,9 @@
 vit_demo/onnx/patching.py), run by PyTorch from the same modules the graphs were exported from.
 
 The page asks for a graph by its file name in the weights folder, with its inputs, as onnxruntime-web's
-``session.run(feeds, fetches)`` takes them (assets/page/model.js), and gets its raw outputs back (logits, attention,
-lens, features, queries, keys and values; relevance; patching grids), never a view's numbers, which the page makes
-of them wherever the forward pass ran. Tensors travel as ``{"shape": [...], "data": base64 of float32}``.
+``session.run(feeds, fetches)`` takes them (assets/page/model.js), and gets its raw outputs back (logits, [CLS]'s and
+a query patch's attention, rollout, lens, features, queries, keys and values; relevance; patching grids), never a
+view's numbers, which the page makes of them wherever the forward pass ran. Tensors travel as ``{"shape": [...], "data": base64 of float32}``.
 """
 
 from __future__ import annotations

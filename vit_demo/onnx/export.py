@@ -1,6 +1,6 @@
 """The model as an ONNX graph, for the page that runs it in the browser (onnxruntime-web, WebAssembly).
 
-Graph interface (``INTERFACE`` 2; ONNX opset ``OPSET``, 18):
+Graph interface (``INTERFACE`` 3; ONNX opset ``OPSET``, 18):
 
 Inputs
     ``image``          float32 (B, C, H, W), values in [0, 1]; B is dynamic (one image, or a batch).
@@ -9,14 +9,22 @@ Inputs
     ``mean_ablation``  float32 (1,): nonzero: a head switched off is replaced by its stored mean (the weights folder's
                        ``head_means.safetensors``, baked into the graph as a constant; zeros where the folder has
                        none for these weights, as for training snapshots); 0: by zeros.
+    ``query``          float32 (1,): the patch whose attention ``query_attention`` gives, for every image of the
+                       batch; negative: for each image the patch where its rollout peaks (``explain.first_query_patch``),
+                       the query view's first patch; one past the last patch is read as the last.
 
 Outputs
     ``logits``     float32 (B, K): the model's logits divided by the weights' temperature (calibration.py), so
                    softmax(logits) is the probability the app shows.
-    ``attention``  float32 (B, L, H, T, T): every layer's and head's attention weights as the knockout leaves
-                   them (``VisionTransformer.forward_activations(..., attention=True)`` under
-                   ``heads.switched_off``); token 0 is [CLS], token P + i patch i in reading order (P: the
-                   model's ``config.prefix_tokens``, 1 for the models trained here).
+    ``cls_attention``    float32 (B, L, H, T): where [CLS] attends, every layer's and head's row of the attention
+                   weights at token 0, as the knockout leaves them (``VisionTransformer.forward_activations(...,
+                   attention=True)`` under ``heads.switched_off``); token 0 is [CLS], token P + i patch i in reading
+                   order (P: the model's ``config.prefix_tokens``, 1 for the models trained here).
+    ``rollout``    float32 (B, N): attention rollout over the N patches, summing to 1 (``explain.attention_rollout``,
+                   its [CLS] row carried from the last layer down: T * T a layer where the whole product costs T^3).
+    ``query_attention``  float32 (B, L, H, T): as ``cls_attention``, the row of the query patch's token (P + patch).
+                   The graph never gives the whole attention (B, L, H, T, T): a ViT-Ti's at 224 pixels is 5.6 MB an
+                   image, a ViT-B's 22 MB, where these rows are 28 and 111 kB.
     ``lens``       float32 (B, L, T, K): the final norm and head applied to the residual stream after each block, at
                    every token, raw (not divided by the temperature). Token 0 is the model's answer there, the logit
                    lens (``heads.logit_lens``: [CLS]'s, or with a distillation token the mean of the two heads'); the
@@ -25,7 +33,8 @@ Outputs
                    for the unfamiliar-image rule (interpret/unfamiliar.py).
     ``qkv``        float32 (B, L, 3, H, T, Dh): every layer's queries, keys and values, per head, as the knockout
                    leaves them: how attention is computed, step by step (``explain.attention_steps``). The
-                   snapshots' graphs, which the training slider reads, stop before it (``SNAPSHOT_OUTPUTS``).
+                   snapshots' graphs, which the training slider reads, give the logits and ``cls_attention``
+                   alone (``SNAPSHOT_OUTPUTS``).
                    The model's graph and its snapshots' record their outputs in the metadata (``outputs``).
 
 The lens graph (``LENS_GRAPH_FILE``), only where the lens is costly (``lens_apart``: a large head, as an imported
@@ -61,7 +70,7 @@ model's graph alone, without logits or lens (``HEADLESS_OUTPUTS``): the page sho
 Prefix tokens (DeiT's distillation token, registers) are the model's: the attention, lens and queries cover every
 token, token ``config.prefix_tokens + i`` being patch i; relevance covers the patches alone.
 
-Metadata (the model's ``metadata_props``, all strings): ``vit_demo.interface`` ("2"), ``exporter`` (this module's
+Metadata (the model's ``metadata_props``, all strings): ``vit_demo.interface`` ("3"), ``exporter`` (this module's
 version, torch's, the exporter and opset), ``weights_file`` (relative to the weights folder) and ``weights_sha256``
 (its SHA-256: config.json's ``weights_sha256``, or the snapshot's in snapshots.json), ``head_means_sha256`` (of the
 head_means.safetensors baked in, or "none" for zeros), ``dataset``, ``classes`` (a JSON list), ``temperature``
@@ -108,12 +117,13 @@ from vit_demo.weights import (GRAPH_FILE, GRAPH_WEIGHT_TYPES, GRAPH_WEIGHTS_FILE
                               Snapshot, load_snapshots, load_weights, read_weights_info,
                               resolve_weights_folder, shown_path)
 
-INPUTS = ("image", "heads_off", "mean_ablation")
-OUTPUTS = ("logits", "attention", "lens", "features", "qkv")
-SNAPSHOT_OUTPUTS = OUTPUTS[:4]  # the training slider's graphs: where [CLS] looked, and the answer
+KNOCKOUT_INPUTS = ("image", "heads_off", "mean_ablation")
+INPUTS = (*KNOCKOUT_INPUTS, "query")
+OUTPUTS = ("logits", "cls_attention", "rollout", "query_attention", "lens", "features", "qkv")
+SNAPSHOT_OUTPUTS = ("logits", "cls_attention")  # the training slider's graphs: where [CLS] looked, and the answer
 LENS_OUTPUTS = ("logits", "lens")  # the lens graph's, where the lens is apart
-HEADLESS_OUTPUTS = ("attention", "features", "qkv")  # the model graph's for a model without a head (DINO's)
-RELEVANCE_INPUTS = (*INPUTS, "target")
+HEADLESS_OUTPUTS = OUTPUTS[1:4] + OUTPUTS[5:]  # the model graph's for a model without a head (DINO's): no logits, lens
+RELEVANCE_INPUTS = (*KNOCKOUT_INPUTS, "target")
 RELEVANCE_OUTPUTS = ("logits", "relevance")
 UNSAID = {"graph_weights": GRAPH_WEIGHT_TYPES[0]}  # what a graph whose metadata leaves these keys out holds
 # The lens' share of the forward pass beyond which it gets a graph of its own: the shipped models' is 1.6% (digits) and
@@ -170,7 +180,7 @@ class PageGraph(nn.Module):
         values = (self.means * (mean_ablation != 0).to(self.means.dtype))[None]  # (1, L, H, T, Dh): means or zeros
         return Edits(head_mask=off, head_values=values)
 
-    def forward(self, image: torch.Tensor, heads_off: torch.Tensor, mean_ablation: torch.Tensor
+    def forward(self, image: torch.Tensor, heads_off: torch.Tensor, mean_ablation: torch.Tensor, query: torch.Tensor
                 ) -> tuple[torch.Tensor, ...]:
         found = self.model.forward_activations(image, attention=True, stream=True, qkv="qkv" in self.outputs,
                                                edits=self.edits_for(heads_off, mean_ablation))
@@ -178,8 +188,14 @@ class PageGraph(nn.Module):
         lens = self.model.head(normed)  # (B, L, T, K): the head on every token after every block
         if self.model.head_dist is not None:  # at token 0 the model's answer there: its two heads' mean
             lens = torch.cat([layer_answers(self.model, normed)[:, :, None], lens[:, :, 1:]], 2)
+        prefix, attention = self.model.config.prefix_tokens, found.attention  # (B, L, H, T, T)
+        rollout = carried_rollout(attention, prefix)  # (B, N)
+        patch = torch.where(query < 0, rollout.argmax(-1), query.long().clamp(0, rollout.shape[-1] - 1))  # (B,)
+        token = (patch + prefix).view(-1, 1, 1, 1, 1).expand(*attention.shape[:3], 1, attention.shape[-1])
         every = {"logits": found.logits / self.temperature,  # (B, K)
-                 "attention": found.attention,  # (B, L, H, T, T)
+                 "cls_attention": attention[:, :, :, 0],  # (B, L, H, T)
+                 "rollout": rollout,
+                 "query_attention": attention.gather(3, token)[:, :, :, 0],  # (B, L, H, T)
                  "lens": lens,
                  "features": normed[:, :, 0],  # (B, L, D)
                  "qkv": found.qkv}  # (B, L, 3, H, T, Dh)
@@ -196,6 +212,20 @@ class PageGraph(nn.Module):
         prefix = self.model.config.prefix_tokens  # the patches follow
         relevance = explain.accumulate_relevance(found.attentions, gradients)[:, prefix:]  # (B, N)
         return found.logits.detach() / self.temperature, relevance
+
+
+def carried_rollout(attention: torch.Tensor, prefix: int) -> torch.Tensor:
+    """``explain.attention_rollout`` of every image, (B, L, H, T, T) -> (B, N), summing to 1, in float32: [CLS]'s row
+    of the product of the layers' mixed matrices, carried from the last layer down (row 0 of M_L, times M_(L-1), ...,
+    times M_1), which is all of the product that rollout reads."""
+    tokens = attention.shape[-1]
+    mixed = 0.5 * attention.mean(2) + 0.5 * torch.eye(tokens, device=attention.device)  # (B, L, T, T)
+    mixed = mixed / mixed.sum(-1, keepdim=True)
+    row = mixed[:, -1, :1]  # (B, 1, T)
+    for layer in range(mixed.shape[1] - 2, -1, -1):
+        row = row @ mixed[:, layer]
+    patches = row[:, 0, prefix:]  # (B, N)
+    return patches / patches.sum(-1, keepdim=True)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -229,7 +259,7 @@ def folder_graphs(model: VisionTransformer, means: torch.Tensor | None, temperat
 
     def page(model: VisionTransformer, means: torch.Tensor | None, temperature: float, outputs: tuple[str, ...]):
         module = PageGraph(model, means, temperature, outputs).eval()
-        return Graph("page", module, dict(zip(INPUTS, ((None, *image), *knockout))), outputs)
+        return Graph("page", module, dict(zip(INPUTS, ((None, *image), *knockout, (1,)))), outputs)
 
     found = {GRAPH_FILE: page(model, means, temperature, model_outputs(c))}
     if lens_apart(c):
@@ -259,12 +289,12 @@ def to_onnx(graph: PageGraph, metadata: dict[str, str]) -> onnx.ModelProto:
     metadata_props (``vit_demo.interface`` and ``exporter`` are added)."""
     c = graph.model.config
     example = (torch.rand(2, c.in_channels, c.image_size, c.image_size),  # a batch of 2: B stays symbolic
-               torch.zeros(c.depth, c.heads), torch.ones(1))
+               torch.zeros(c.depth, c.heads), torch.ones(1), -torch.ones(1))
     with tempfile.TemporaryDirectory() as tmp, torch.no_grad():
         program = torch.onnx.export(
             graph, example, dynamo=True, opset_version=OPSET, input_names=list(INPUTS),
             output_names=list(graph.outputs),
-            dynamic_shapes=({0: torch.export.Dim("batch")}, None, None), external_data=False, optimize=True,
+            dynamic_shapes=({0: torch.export.Dim("batch")}, None, None, None), external_data=False, optimize=True,
             verbose=False, artifacts_dir=tmp)
         proto = program.model_proto
     return finish(proto, metadata)

@@ -12,7 +12,7 @@ import onnx
 import torch
 from onnx import TensorProto, external_data_helper, helper, numpy_helper
 
-INTERFACE = "2"  # the graphs' interface (export.py's docstring); a change the page must know about bumps it
+INTERFACE = "3"  # the graphs' interface (export.py's docstring); a change the page must know about bumps it
 EXPORTER_VERSION = "2"  # the project's way of exporting (a change that alters the graphs' bytes bumps it)
 SHARED_BYTES = 1024  # initializers this large or larger go to the shared file; smaller ones stay in their graph
 ALIGNMENT = 64  # bytes: where each tensor starts in the shared file

@@ -6,10 +6,10 @@
 // predicted class's calibrated probability is followed, the images run through the model in batches. source.js
 // answers the view's "faithfulness" with ``scoreMaps``; tests/test_page_faithfulness.py holds it to Python's.
 import { roundHalfEven } from "./arithmetic.js";
-import { argmax, fill, gridMaps, mapAt, rollout, softmax } from "./numbers.js";
+import { argmax, fill, gridMaps, mapAt, softmax } from "./numbers.js";
 
 const KINDS = ["attention", "rollout", "relevance", "random"]; // faithfulness.MAP_KINDS
-const BATCH = 50; // images per run of the graph: the photos' model keeps every layer's attention of each
+const BATCH = 50; // images per run of the graph (its activations for all of them are held at once)
 
 // Patch indices, highest score first; ties keep index (row-major) order: numpy's argsort(-scores, kind="stable").
 const order = (scores) => Array.from(scores.keys()).sort((a, b) => scores[b] - scores[a] || a - b);
@@ -98,12 +98,12 @@ async function curvesOf(logitsOf, model, pixels, rankings, target, steps) {
 
 export async function scoreMaps({ logitsOf, relevanceOf, run, model, pixels }) {
   // The faithfulness view's numbers for one image's 8-bit ``pixels``: ``run`` its intact forward pass ({logits,
-  // attention}), ``relevanceOf(target)`` its relevance for a class, ``logitsOf(images)`` the calibrated logits of
+  // cls_attention, rollout}), ``relevanceOf(target)`` its relevance for a class, ``logitsOf(images)`` the calibrated logits of
   // images in the graph's layout ([{logits}], model.js: run). -> {label, steps, rankings, flat, curves, noise, verdict}
   const { steps, rankings: count, flat } = model.faithfulness, { layers: L, heads: H, tokens: T, prefix } = model;
   const target = argmax(run.logits), g2 = T - prefix, random = seeded(0);
-  const last = mapAt(gridMaps(run.attention, model), model, L - 1, H); // the last layer's mean over heads
-  const maps = { attention: last, rollout: rollout(run.attention, model), relevance: await relevanceOf(target) };
+  const last = mapAt(gridMaps(run.cls_attention, model), model, L - 1, H); // the last layer's mean over heads
+  const maps = { attention: last, rollout: run.rollout, relevance: await relevanceOf(target) };
   const randoms = Array.from({ length: count }, () => Array.from({ length: g2 }, random));
   const rankings = [...Object.values(maps), ...randoms].map(order);
   const found = await curvesOf(logitsOf, model, pixels, rankings, target, steps);

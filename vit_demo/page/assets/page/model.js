@@ -152,12 +152,15 @@ export async function patching(graph, model, clean, corrupt, classes) {
            corruptIntoClean: out.corrupt_into_clean.data };
 }
 
-export async function run(graph, model, images, { off = [], mode = "mean", outputs }) {
+export async function run(graph, model, images, { off = [], mode = "mean", query = -1, outputs }) {
   // ``images`` (inputTensor's) through ``graph`` (the model's, a snapshot's, the lens') with the heads ``off``
   // (layer * heads + head) replaced by their mean (mode "mean") or by zeros: per image, the ``outputs`` asked for
-  // of the graph's (export.py): calibrated logits (K), attention (L, H, T, T), lens (L, T, K), [CLS] features (L, D;
-  // the unfamiliar rule's, numbers.js), queries, keys and values (qkv: L, 3, H, T, Dh).
-  const out = await graph.run({ image: inputTensor(images, model), ...knockout(model, off, mode) }, outputs);
+  // of the graph's (export.py): calibrated logits (K), where [CLS] attends (cls_attention: L, H, T), rollout (g * g),
+  // where patch ``query`` attends (query_attention: L, H, T; -1: the patch where rollout peaks), lens (L, T, K),
+  // [CLS] features (L, D; the unfamiliar rule's, numbers.js), queries, keys and values (qkv: L, 3, H, T, Dh).
+  const feeds = { image: inputTensor(images, model), ...knockout(model, off, mode),
+                  query: new ort.Tensor("float32", Float32Array.of(query), [1]) };
+  const out = await graph.run(feeds, outputs);
   return images.map((_, b) => Object.fromEntries(outputs.map((output) => {
     const size = out[output].data.length / images.length; // (every output has the batch first)
     return [output, out[output].data.subarray(b * size, (b + 1) * size)];

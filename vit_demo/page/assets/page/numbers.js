@@ -1,26 +1,27 @@
-// The numbers the page's views draw from, made here alone from the graphs' raw outputs: attention (L, H, T, T),
-// calibrated logits, [CLS] features. Pure functions on typed arrays, so they run in the browser and under Node
-// (tests/page_numbers.mjs and tests/page_source.mjs hold them to Python's). Ports, step for step:
-// vit_demo/interpret/explain.py (token_attention_maps, attention_rollout, first_query_patch); the calibrated
-// probabilities of vit_demo/interpret/calibration.py and its unfamiliar rule (UnfamiliarRule.scores).
+// The numbers the page's views draw from, made here alone from the graphs' raw outputs: rows of the attention
+// weights (L, H, T), rollout, calibrated logits, [CLS] features. Pure functions on typed arrays, so they run in the
+// browser and under Node (tests/page_numbers.mjs and tests/page_source.mjs hold them to Python's). Ports, step for
+// step: vit_demo/interpret/explain.py (token_attention_maps, first_query_patch, attention_steps; rollout comes from
+// the graph); the calibrated probabilities of vit_demo/interpret/calibration.py and its unfamiliar rule
+// (UnfamiliarRule.scores).
 //
 // A model's shape, as these functions take it: {layers, heads, tokens, prefix}: T tokens, the first ``prefix`` of them
 // before the patches ([CLS], then DeiT's distillation token or registers, where a model has them): patch i is token
 // prefix + i.
 
-export function gridMaps(attention, { layers, heads, tokens, prefix }, token = 0) {
-  // Where ``token`` attends (0: [CLS], prefix + i: patch i), per layer: every head, then the heads' mean, each over
-  // the patches alone, rescaled to sum to 1 (explain.token_attention_maps).
-  // attention (L, H, T, T) -> Float32Array (L, H + 1, g, g), in float32 as numpy computes it.
+export function gridMaps(rows, { layers, heads, tokens, prefix }) {
+  // Where one token attends, per layer, from its rows of the attention weights (the graph's cls_attention or
+  // query_attention): every head, then the heads' mean, each over the patches alone, rescaled to sum to 1
+  // (explain.token_attention_maps). rows (L, H, T) -> Float32Array (L, H + 1, g, g), in float32 as numpy computes it.
   const g2 = tokens - prefix, out = new Float32Array(layers * (heads + 1) * g2);
   for (let l = 0; l < layers; l++) {
     const mean = new Float64Array(g2);
     for (let h = 0; h < heads; h++) {
-      const row = ((l * heads + h) * tokens + token) * tokens + prefix; // attention[l, h, token, prefix:]
+      const row = (l * heads + h) * tokens + prefix; // rows[l, h, prefix:]
       let sum = 0;
-      for (let p = 0; p < g2; p++) sum = Math.fround(sum + attention[row + p]);
+      for (let p = 0; p < g2; p++) sum = Math.fround(sum + rows[row + p]);
       const at = (l * (heads + 1) + h) * g2;
-      for (let p = 0; p < g2; p++) out[at + p] = Math.fround(attention[row + p] / Math.max(sum, 1e-12));
+      for (let p = 0; p < g2; p++) out[at + p] = Math.fround(rows[row + p] / Math.max(sum, 1e-12));
       for (let p = 0; p < g2; p++) mean[p] += out[at + p];
     }
     const at = (l * (heads + 1) + heads) * g2;
@@ -33,41 +34,6 @@ export function mapAt(maps, { heads, grid: g }, layer, column) {
   // One (g, g) map of gridMaps' (L, H + 1, g, g): its layer (0-based) and column (a head; heads: their mean).
   const at = (layer * (heads + 1) + column) * g * g;
   return maps.subarray(at, at + g * g);
-}
-
-export function rollout(attention, { layers, heads, tokens, prefix }) {
-  // Attention rollout (Abnar and Zuidema, 2020; explain.attention_rollout): each layer's head-averaged attention mixed
-  // half-and-half with the identity, rows renormalised, the layers multiplied in order; [CLS]'s row over the patches,
-  // summing to 1. (L, H, T, T) -> Float64Array (g * g). Only [CLS]'s row of the product is needed: it is carried from
-  // the last layer down (row 0 of M_L, times M_(L-1), ..., times M_1), T * T a layer where the whole product costs T^3.
-  const T = tokens;
-  let row = null;
-  for (let l = layers - 1; l >= 0; l--) {
-    const mixed = new Float64Array(T * T);
-    for (let h = 0; h < heads; h++) {
-      const at = (l * heads + h) * T * T;
-      for (let i = 0; i < T * T; i++) mixed[i] += attention[at + i];
-    }
-    for (let i = 0; i < T; i++) {
-      let sum = 0;
-      for (let j = 0; j < T; j++) {
-        mixed[i * T + j] = 0.5 * Math.fround(mixed[i * T + j] / heads) + (i === j ? 0.5 : 0);
-        sum += mixed[i * T + j];
-      }
-      for (let j = 0; j < T; j++) mixed[i * T + j] /= sum;
-    }
-    if (!row) row = mixed.slice(0, T); // row 0 of the last layer's
-    else {
-      const next = new Float64Array(T); // row @ mixed
-      for (let k = 0; k < T; k++) {
-        const r = row[k];
-        for (let j = 0; j < T; j++) next[j] += r * mixed[k * T + j];
-      }
-      row = next;
-    }
-  }
-  const map = row.slice(prefix, T), total = map.reduce((a, b) => a + b, 0);
-  return map.map((v) => v / total);
 }
 
 export function attentionSteps(qkv, { layers, heads, tokens: T }, layer, head, token) {
@@ -187,27 +153,28 @@ function classes(model, calibrated) {
   return { label: model.classes[top], confidence: probs[top], probs, classes: model.classes };
 }
 
-export function queryMaps(model, attention, patch) {
-  // Where patch ``patch`` looks, in every layer and head: {patch, title, maps: Float32Array (L, H + 1, g, g)}.
-  return { patch, title: fill(model.texts.query, { patch }), maps: gridMaps(attention, model, model.prefix + patch) };
+export function queryMaps(model, rows, patch) {
+  // Where patch ``patch`` looks, in every layer and head, from its rows (the graph's query_attention, L, H, T):
+  // {patch, title, maps: Float32Array (L, H + 1, g, g)}.
+  return { patch, title: fill(model.texts.query, { patch }), maps: gridMaps(rows, model) };
 }
 
 export function imageNumbers(model, pixels, run, milliseconds, where) {
   // A new image's numbers, which its tab's store keeps and every view draws from (store.js), for its 8-bit
-  // ``pixels`` (Uint8Array (H, W, C)) and the graph's ``run`` ({logits, attention, features}): the prediction and the
-  // info line and the unfamiliar notice ("" none); ``maps``, where [CLS] looks: Float32Array (L, H + 1, g, g), every
-  // head then their mean, each map summing to 1; ``rollout``: Float64Array (g * g), summing to 1; ``query``: where
-  // the first query patch (where rollout peaks) looks. With the model's shape and colours, for the views.
+  // ``pixels`` (Uint8Array (H, W, C)) and the graph's ``run`` (source.js: NUMBERS): the prediction and the info line
+  // and the unfamiliar notice ("" none); ``maps``, where [CLS] looks: Float32Array (L, H + 1, g, g), every head then
+  // their mean, each map summing to 1; ``rollout``: Float32Array (g * g), summing to 1; ``query``: where the first
+  // query patch (where rollout peaks) looks. With the model's shape and colours, for the views.
   // A model without a head (no classes, no logits) gets no prediction: its info line says so.
   const predicted = model.classes.length ? classes(model, run.logits) : { label: "", probs: [], classes: [] };
-  const roll = rollout(run.attention, model), patch = argmax(roll);
+  const roll = run.rollout, patch = argmax(roll); // (the graph's query_attention is this patch's, at query -1)
   const flagged = unfamiliar(run.logits, model.temperature, model.unfamiliar, run.features);
   const info = fill(model.texts[flagged ? "guess" : predicted.label ? "info" : "features"], { label: predicted.label,
     ms: milliseconds.toFixed(1), where, percent: percent(predicted.confidence) }); // flagged: no percentage
   const { layers, heads, prefix, distilled, grid, height, width, channels, alpha, colormap } = model;
   return { ...predicted, notice: flagged ? model.texts.notice : "", info, patch, image: pixels, rollout: roll,
-           maps: gridMaps(run.attention, model), query: queryMaps(model, run.attention, patch), size: model.large,
-           layers, heads, prefix, distilled, grid, height, width, channels, smooth: channels === 3, alpha, colormap };
+           maps: gridMaps(run.cls_attention, model), query: queryMaps(model, run.query_attention, patch),
+           size: model.large, layers, heads, prefix, distilled, grid, height, width, channels, smooth: channels === 3, alpha, colormap };
 }
 
 export function reading(model, calibrated) {

@@ -9,11 +9,12 @@ import { InputError, NothingDrawn, preprocessPhoto, preprocessResized } from "./
 import { choose, patching, relevance, remembered, run } from "./model.js";
 import { scoreMaps, verdictText } from "./faithfulness.js";
 import { roundHalfEven } from "./arithmetic.js";
-import { argmax, attentionSteps, fill, fromBase64, gridMaps, imageNumbers, percent, queryMaps, reading, rollout,
-  softmax } from "./numbers.js";
+import { argmax, attentionSteps, fill, fromBase64, gridMaps, imageNumbers, percent, queryMaps, reading, softmax }
+  from "./numbers.js";
 
-const NUMBERS = ["logits", "attention", "features"]; // the graph's outputs a new image's numbers are made from (all
-// but the logits for a model without a head, DINO's: it has no classes, only attention to show)
+// The graph's outputs a new image's numbers are made from (all but the logits for a model without a head, DINO's:
+// it has no classes, only attention to show); its query_attention is the first query patch's, where rollout peaks.
+const NUMBERS = ["logits", "cls_attention", "rollout", "query_attention", "features"];
 const CANVAS = 112; // the canvas' copy of a drawing, pixels a side (canvas.js SMALL, data/preprocess.py CANVAS_SIZE)
 
 const WARM_UP_RUNS = 60, WARM_UP_MS = 500; // see warmUp
@@ -146,8 +147,9 @@ export function pageSource(described, base, where = {}) {
       const pixels = image(request.image), patch = request.patch, patches = model.grid * model.grid;
       if (!Number.isInteger(patch) || patch < 0 || patch >= patches)
         throw new Error(`There is no patch ${patch}: this image has ${patches} patches, numbered 0 to ${patches - 1}.`);
-      const [run] = await graph.run(model.graph, [pixels], { ...offOf(request), outputs: ["attention"] });
-      return queryMaps(model, run.attention, patch);
+      const [run] = await graph.run(model.graph, [pixels], { ...offOf(request), query: patch,
+                                                             outputs: ["query_attention"] });
+      return queryMaps(model, run.query_attention, patch);
     },
 
     async steps(request) {
@@ -166,7 +168,7 @@ export function pageSource(described, base, where = {}) {
       if (!off.off.length) throw new Error("no head is switched off");
       const [[intact], [ablated]] = await Promise.all([
         graph.run(model.graph, [pixels], { outputs: ["logits"] }),
-        graph.run(model.graph, [pixels], { ...off, outputs: ["logits", "attention"] })]);
+        graph.run(model.graph, [pixels], { ...off, outputs: ["logits", "cls_attention", "rollout"] })]);
       const raw = (run) => Array.from(run.logits, (z) => z * T); // the graph's logits are divided by T
       const before = raw(intact), after = raw(ablated);
       const order = [...before.keys()].sort((a, b) => before[b] - before[a]), [top, second] = order;
@@ -179,7 +181,7 @@ export function pageSource(described, base, where = {}) {
           label, percent: percent(Math.max(...probs)), count: off.off.length, total: model.layers * model.heads,
           mode: off.mode, intact: model.classes[top], intact_percent: percent(intactProbs[top]),
           runner_up: model.classes[second], before: diff(before).toFixed(2), after: diff(after).toFixed(2) }),
-        maps: gridMaps(ablated.attention, model), rollout: rollout(ablated.attention, model) };
+        maps: gridMaps(ablated.cls_attention, model), rollout: ablated.rollout };
     },
 
     async lens(request) {
@@ -246,10 +248,10 @@ export function pageSource(described, base, where = {}) {
       const pixels = image(request.image), position = request.position, snapshot = model.snapshots[position - 1];
       if (!Number.isInteger(position) || !snapshot)
         throw new Error(`there is no snapshot ${position}: they are numbered 1 to ${model.snapshots.length}`);
-      const [run] = await graph.run(snapshot.graph, [pixels], { outputs: ["logits", "attention"] });
+      const [run] = await graph.run(snapshot.graph, [pixels], { outputs: ["logits", "cls_attention"] });
       const probs = softmax(run.logits), top = argmax(probs);
       const note = fill(snapshot.note, { label: model.classes[top], percent: percent(probs[top]) });
-      return { position, note, maps: gridMaps(run.attention, model) };
+      return { position, note, maps: gridMaps(run.cls_attention, model) };
     },
 
     async faithfulness(request) {
@@ -258,7 +260,7 @@ export function pageSource(described, base, where = {}) {
       const pixels = image(request.image), url = model.graph;
       await Promise.all([url, model.relevance].map(session));
       const start = performance.now();
-      const [run] = await graph.run(url, [pixels], { outputs: ["logits", "attention"] });
+      const [run] = await graph.run(url, [pixels], { outputs: ["logits", "cls_attention", "rollout"] });
       const found = await scoreMaps({ model, pixels, run,
         logitsOf: (images) => graph.run(url, images, { outputs: ["logits"] }),
         relevanceOf: async (target) => (await graph.relevance(model.relevance, pixels, target)).relevance });
