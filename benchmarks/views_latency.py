@@ -5,8 +5,8 @@ WebAssembly, ``?model=server``), step by step, beside the bare model forward pas
 
 It runs as the server does (torch threads and glibc's mmap threshold set by ``vit_demo.app.serving``) and feeds the
 app's server function what the page sends it (vit_demo/app/forward.py: the model's graph, with the image the page
-preprocessed, every head on): its answer is the graph's raw outputs (logits, attention, features), from which the
-page computes every view's numbers itself.
+preprocessed, every head on): its answer is the graph's raw outputs (logits, [CLS]'s attention rows, rollout, a
+patch's rows, features), from which the page computes every view's numbers itself.
 ``--photo-recipe`` adds a column: the photo path with the architecture today's ``cifar10`` recipe trains, with
 random weights (the time does not depend on their values), beside the shipped photo model in the same run.
 """

@@ -321,6 +321,19 @@ def run_cli(*args: str) -> subprocess.CompletedProcess:
                           timeout=300)
 
 
+def mnist_subset(mnist_root: Path, folder: Path, train: int, test: int) -> Path:
+    """A data dir with MNIST/raw/ holding the first ``train`` and ``test`` images of ``mnist_root``'s splits."""
+    from vit_demo.data.datasets import load_split
+
+    raw = folder / "MNIST" / "raw"
+    raw.mkdir(parents=True)
+    for split, prefix, n in (("train", "train", train), ("test", "t10k", test)):
+        images, labels = load_split("mnist", mnist_root, split, download=False)
+        _write_idx(raw / f"{prefix}-images-idx3-ubyte.gz", images[:n, 0].numpy())
+        _write_idx(raw / f"{prefix}-labels-idx1-ubyte.gz", labels[:n].numpy())
+    return folder
+
+
 def mnist_test_digits(mnist_root: Path, n: int) -> tuple[np.ndarray, np.ndarray]:
     """The first n test digits as uint8 (n, 28, 28) and their labels."""
     from vit_demo.data.datasets import load_split
