@@ -500,9 +500,11 @@ def settled(page, panel: str = "digit", quiet: float = 1.5, timeout: float = 20)
 
 def wait_for_live(page, elem_id: str, shows: str, timeout: float = 20000) -> None:
     """Wait until a view the page draws itself (assets/page/live.js) shows layer/head ``shows``, e.g. "6/mean", looked
-    at as a user would: scrolled into view where it is shown (the relevance view asks for its numbers only then)."""
+    at as a user would: scrolled to the top of the window where it is shown, as the page's "Go deeper" links do (the
+    relevance view and the lens ask for their numbers only then; a view above that fills meanwhile, as the steps do,
+    is kept out of the way by the browser's scroll anchoring, as it is for a user)."""
     page.evaluate(f"() => {{ const view = document.querySelector('#{elem_id}'); "
-                  "if (view?.offsetParent) view.scrollIntoView({block: 'nearest'}); }")
+                  "if (view?.offsetParent) view.scrollIntoView({block: 'start'}); }")
     page.wait_for_function(f"() => document.querySelector('#{elem_id} canvas')?.dataset.drawn === {shows!r}",
                            timeout=timeout)
 

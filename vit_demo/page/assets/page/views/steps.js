@@ -76,8 +76,8 @@ export default {
     const [layer, head] = [".vd-steps-layer", ".vd-steps-head"].map((s) => Number(element.querySelector(s).value));
     const which = `${layer}/${head}/${live.patch}`, reply = answer(live, "steps", which);
     element.dataset.steps = reply ? json(reply) : "";
-    if (!reply) list.innerHTML = "";
-    if (!live.state) return say("");
+    list.classList.toggle("vd-stale", !reply); // the last image's steps, faded, until this one's land: nothing jumps
+    if (!live.state) return say((list.innerHTML = ""));
     if (!reply) return say(view.onScreen ? waiting(live, "steps", which, { layer, head, patch: live.patch }) : "");
     say(`Patch ${reply.patch}, layer ${layer + 1}, head ${head + 1}${view.knockedCaption(knockoutNow(live), true)}`);
     list.innerHTML = steps(reply, live.state.numbers);
