@@ -77,7 +77,10 @@ export default {
     const which = `${layer}/${head}/${live.patch}`, reply = answer(live, "steps", which);
     element.dataset.steps = reply ? json(reply) : "";
     list.classList.toggle("vd-stale", !reply); // the last image's steps, faded, until this one's land: nothing jumps
-    if (!live.state) return say((list.innerHTML = ""));
+    if (!live.state) {
+      list.innerHTML = "";
+      return say("");
+    }
     if (!reply) return say(view.onScreen ? waiting(live, "steps", which, { layer, head, patch: live.patch }) : "");
     say(`Patch ${reply.patch}, layer ${layer + 1}, head ${head + 1}${view.knockedCaption(knockoutNow(live), true)}`);
     list.innerHTML = steps(reply, live.state.numbers);
