@@ -214,7 +214,7 @@ def test_the_command_writes_a_weights_folder_that_predict_and_export_take(timm_i
 @pytest.mark.slow  # four graphs exported: 17 to 33 s
 def test_the_command_writes_the_pages_graphs(tmp_path, capsys):
     # A small Hugging Face ViT (32 pixels in patches of 8, two layers): the imported folder holds the page's graphs,
-    # in sync with its weights, here rounded to float16 (--half-graphs); one without a head, the model's graph alone
+    # in sync with its weights, here rounded to float16 (--graph-weights float16); one without a head, the model's graph alone
     # ([CLS]'s attention rows, rollout, a patch's rows, features, queries and keys: no logits), in sync too.
     transformers = pytest.importorskip("transformers")
     labels = {0: "teapot", 1: "cat", 2: "rocket"}
@@ -225,13 +225,13 @@ def test_the_command_writes_the_pages_graphs(tmp_path, capsys):
         id2label=labels, label2id={v: k for k, v in labels.items()}, **sizes)).save_pretrained(tmp_path / "hf")
     transformers.ViTModel(transformers.ViTConfig(**sizes)).save_pretrained(tmp_path / "hf-features")
     out = tmp_path / "ours"
-    assert main(["import", f"hf:{tmp_path / 'hf'}", "--half-graphs", "--out", str(out)]) == 0
+    assert main(["import", f"hf:{tmp_path / 'hf'}", "--graph-weights", "float16", "--out", str(out)]) == 0
     record = json.loads(capsys.readouterr().out)
     info, _ = load_weights(out)
     assert set(record["graphs"]) == {*shared_graphs(info.config), GRAPH_WEIGHTS_FILE}
     assert all(record["graphs"][name] == (out / name).stat().st_size for name in record["graphs"])
     assert stale_graphs(out) == [] and info.graph_weights == "float16"
-    assert "--half-graphs --out" in info.imported["command"]
+    assert "--graph-weights float16 --out" in info.imported["command"]
     assert record["graphs"][GRAPH_WEIGHTS_FILE] < 0.6 * (out / WEIGHTS_FILE).stat().st_size
     assert main(["import", f"hf:{tmp_path / 'hf-features'}", "--out", str(tmp_path / "features")]) == 0
     record = json.loads(capsys.readouterr().out)

@@ -24,7 +24,7 @@ from vit_demo.data.preprocess import Preprocessing
 from vit_demo.model import ViTConfig, VisionTransformer
 from vit_demo.onnx.export import (GRAPH_FILE, GRAPH_WEIGHTS_FILE, INPUTS, LENS_GRAPH_FILE, LENS_OUTPUTS, OUTPUTS,
                                   PATCHING_GRAPH_FILES, RELEVANCE_GRAPH_FILE, RELEVANCE_OUTPUTS, expected_metadata,
-                                  model_outputs, read_metadata, rounded_to_half, shared_graphs, stale_graphs,
+                                  model_outputs, read_metadata, rounded_weights, shared_graphs, stale_graphs,
                                   write_onnx)
 from vit_demo.weights import (CONFIG_FILE, HEAD_MEANS_FILE, WEIGHTS_FILE, WEIGHTS_ROOT, WeightsError, load_snapshots,
                               load_weights, read_weights_info, save_imported, update_config)
@@ -482,27 +482,33 @@ def test_an_imported_folders_graphs_are_told_stale_or_in_sync(tiny_import, tmp_p
 
 
 @pytest.mark.xdist_group("tiny_import")
-def test_graphs_of_weights_rounded_to_half_take_half_the_bytes_and_compute_as_the_rounded_model(tiny_import, sessions,
-                                                                                                 tmp_path):
-    # config.json's graph_weights "float16" (import --half-graphs): the weights rounded, stored as float16, computed
+@pytest.mark.parametrize(("kind", "share"), [("float16", 0.6), ("int8", 0.35)])
+def test_graphs_of_rounded_weights_take_fewer_bytes_and_compute_as_the_rounded_model(tiny_import, sessions, tmp_path,
+                                                                                    kind, share):
+    # config.json's graph_weights (import --graph-weights): the weights rounded, stored as float16 or int8, computed
     # in float32; a folder whose graphs were written otherwise is told stale.
     folder = shutil.copytree(tiny_import[0], tmp_path / "tiny")
-    update_config(folder, graph_weights="float16")
-    assert f"{GRAPH_FILE}: graph_weights is 'float32', the weights' is 'float16'" in stale_graphs(folder)
+    update_config(folder, graph_weights=kind)
+    assert f"{GRAPH_FILE}: graph_weights is 'float32', the weights' is '{kind}'" in stale_graphs(folder)
     write_onnx(folder)
-    assert stale_graphs(folder) == [] and read_metadata(folder / GRAPH_FILE)["graph_weights"] == "float16"
-    full, half = ((f / GRAPH_WEIGHTS_FILE).stat().st_size for f in (tiny_import[0], folder))
-    assert half < 0.6 * full
+    assert stale_graphs(folder) == [] and read_metadata(folder / GRAPH_FILE)["graph_weights"] == kind
+    full, rounded_bytes = ((f / GRAPH_WEIGHTS_FILE).stat().st_size for f in (tiny_import[0], folder))
+    assert rounded_bytes < share * full
     info, model = load_weights(folder)
     x = photos(info)
     logits = run_graph(sessions(folder / GRAPH_FILE), x)["logits"]
     with torch.no_grad():
-        rounded, exact = rounded_to_half(model)(x), model(x)
+        rounded, exact = rounded_weights(model, kind)(x), model(x)
     assert max_diff(logits, rounded) <= LOGITS_TOL < max_diff(logits, exact)
+    if kind == "int8":  # every weight matrix (linear layers', the patch embedding's) is stored as int8
+        stored = onnx.load(str(folder / GRAPH_FILE), load_external_data=False).graph.initializer
+        matrices = [m.weight for m in model.modules() if isinstance(m, (torch.nn.Linear, torch.nn.Conv2d))]
+        assert len(matrices) == 11 and sum(np.prod(t.dims) for t in stored if t.data_type == onnx.TensorProto.INT8) \
+            >= sum(w.numel() for w in matrices)
     update_config(folder, graph_weights="float32")
-    assert f"{GRAPH_FILE}: graph_weights is 'float16', the weights' is 'float32'" in stale_graphs(folder)
+    assert f"{GRAPH_FILE}: graph_weights is '{kind}', the weights' is 'float32'" in stale_graphs(folder)
     update_config(folder, graph_weights="bfloat16")
-    with pytest.raises(WeightsError, match="graph_weights 'bfloat16' is not one of float32, float16"):
+    with pytest.raises(WeightsError, match="graph_weights 'bfloat16' is not one of float32, float16, int8"):
         load_weights(folder)
 
 

@@ -20,7 +20,7 @@ import pytest
 import torch
 from PIL import Image
 
-from conftest import REPO, free_port, run_cli, small_texts
+from conftest import CHROMIUM, CHROMIUM_ARGS, REPO, free_port, run_cli, small_texts
 from test_static_space import saved_for_offline, serving, static_page
 from vit_demo import load_model
 from vit_demo.data.preprocess import Preprocessing
@@ -129,6 +129,39 @@ def test_the_static_page_explains_a_model_of_ones_own(own_model, own_site, brows
         assert page.outside_requests == [] and page.console_errors == []
 
 
+def test_the_page_runs_a_model_on_webgpu_where_asked_and_on_webassembly_with_no_gpu(own_model, own_site, tmp_path):
+    # Chromium's WebGPU on SwiftShader (a CPU emulating a GPU, which the browser calls a fallback adapter): the page
+    # does not take it by itself (the tab runs on WebAssembly, and WebGPU's build is never fetched); with
+    # ?runtime=webgpu the tab's graphs run on WebGPU, and read the photo as Python does.
+    sync_api = pytest.importorskip("playwright.sync_api", reason="playwright is not installed")
+    if not os.path.exists(CHROMIUM):
+        pytest.skip("Chromium is not installed (apt-get install -y chromium)")
+    path = photo(tmp_path)
+    expected = load_model(own_model, device="cpu").predict(path)
+    with sync_api.sync_playwright() as p:
+        gpu_browser = p.chromium.launch(executable_path=CHROMIUM, args=[*CHROMIUM_ARGS, "--enable-unsafe-webgpu"])
+        try:
+            with serving(own_site) as (url, _):
+                for asked, where in (("", "in this page"), ("?runtime=webgpu", "in this page (WebGPU)")):
+                    with static_page(gpu_browser, url, path=f"index.html{asked}") as page:
+                        fetched = []
+                        page.on("request", lambda r: fetched.append(r.url))
+                        assert page.evaluate("navigator.gpu.requestAdapter().then((a) => a.info.isFallbackAdapter)")
+                        page.click(f"button[data-tab='{PREFIX}']")
+                        upload(page, path)
+                        numbers = page.evaluate(f"JSON.parse(window.vdLive['{PREFIX}'].numbers())")
+                        assert page.inner_text(f"#{PREFIX}-info").endswith(f"ms {where}")
+                        assert any("asyncify" in u for u in fetched) == bool(asked)  # WebGPU's build, once asked
+                        assert numbers["label"] == expected.label
+                        np.testing.assert_allclose(numbers["probs"], [expected.probs[c] for c in CLASSES],
+                                                   atol=1e-4)
+                        np.testing.assert_allclose(numbers["rollout"],
+                                                   explain.attention_rollout(expected.attention, 2).ravel(), atol=1e-5)
+                        assert page.outside_requests == [] and page.console_errors == []
+        finally:
+            gpu_browser.close()
+
+
 def test_a_model_without_a_head_shows_where_it_looks_and_says_it_has_no_answer(headless_model, own_site, browser,
                                                                               tmp_path):
     """DINO's kind of model: its tab shows where [CLS] looks (every layer and head, rollout, where a patch looks, how
@@ -229,12 +262,16 @@ def test_the_app_answers_for_a_model_of_ones_own(own_model, headless_model, monk
                              "inputs": {"image": image, "heads_off": {"shape": [2, 3], "data": "A" * 32},
                                         "mean_ablation": {"shape": [1], "data": "AAAAAA=="}, "query": minus_one}})
     assert "error" not in reply and reply["outputs"]["logits"]["shape"] == [1, len(CLASSES)]
-    # The page reads it (the app's server would for a model of over description.SERVER_FIRST_MACS: ViT-B's size).
+    # The page reads it (the app's server would for a model of over description.SERVER_FIRST_MACS: ViT-B's size), on
+    # WebAssembly (WebGPU, where the browser offers a GPU, for one of over GPU_FIRST_MACS: ViT-Ti's at 224 pixels).
     from vit_demo.page import description
 
-    assert description.description("own_vit", "", "", "models/own_vit/")["serverFirst"] is False
+    found = description.description("own_vit", "", "", "models/own_vit/")
+    assert (found["serverFirst"], found["gpu"]) == (False, False)
     monkeypatch.setattr(description, "SERVER_FIRST_MACS", 0)
-    assert description.description("own_vit", "", "", "models/own_vit/")["serverFirst"] is True
+    monkeypatch.setattr(description, "GPU_FIRST_MACS", 0)
+    found = description.description("own_vit", "", "", "models/own_vit/")
+    assert (found["serverFirst"], found["gpu"]) == (True, True)
     # A model without a head: no answer to give, said in one line; its graph gives its attention.
     assert service.add_model(headless_model) == "own_dino"
     assert "without a classification head" in api.classify(str(path), "own_dino")["error"]

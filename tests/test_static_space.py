@@ -132,6 +132,9 @@ def test_folder_is_a_static_space(static_folder, tmp_path):
         assert (folder / model["graph"]).is_file() and (folder / model["relevance"]).is_file()
         assert all((folder / s["graph"]).is_file() for s in model["snapshots"]) and model["pageGraphs"]
     assert len(page["models"]["digit"]["snapshots"]) == 6
+    # Every file kept for offline use but WebGPU's build of the runtime, which neither shipped model is read with.
+    assert not any(model["gpu"] for model in page["models"].values())
+    assert set(page["offline"]["files"]) == {"./", *files_in(static_folder)} - set(static_space.WEBGPU_FILES)
 
 
 def test_rewrites_its_own_folder_but_not_another(static_folder, tmp_path):

@@ -33,7 +33,7 @@ from vit_demo.unfamiliar_rule import UnfamiliarRule
 WEIGHTS_ROOT = Path(__file__).resolve().parent.parent / "weights"
 SHIPPED = ("mnist", "cifar10")  # the models this repository ships, in WEIGHTS_ROOT, by the names the app takes
 CONFIG_FILE = "config.json"
-GRAPH_WEIGHT_TYPES = ("float32", "float16")  # config.json's graph_weights, the first the default (onnx/export.py)
+GRAPH_WEIGHT_TYPES = ("float32", "float16", "int8")  # config.json's graph_weights, the first the default (onnx/export)
 WEIGHTS_FILE = "model.safetensors"
 METRICS_FILE = "metrics.json"
 CALIBRATION_FILE = "calibration.json"  # how the temperature was fitted, and the test-set ECE and NLL before and after
@@ -71,7 +71,7 @@ class WeightsInfo:
     unfamiliar: UnfamiliarRule | None = None  # when an image looks unlike anything the model knows; None: no rule
     pretrained: dict | None = None  # a pretrained encoder's record (train.py --pretrain): its head is untrained
     imported: dict | None = None  # an imported model's record: its source, the command, the library's version
-    graph_weights: str = GRAPH_WEIGHT_TYPES[0]  # how the page's graphs keep the weights: as they are, or float16
+    graph_weights: str = GRAPH_WEIGHT_TYPES[0]  # how the page's graphs keep the weights: as they are, or rounded
 
     @property
     def name(self) -> str:

@@ -20,7 +20,8 @@ from vit_demo.interpret import heads
 from vit_demo.interpret.faithfulness import MAP_KINDS
 from vit_demo.interpret.inside import DISTANCE_IMAGES
 from vit_demo.pictures import slides
-from vit_demo.weights import FAITHFULNESS_FILE, HEAD_IMPORTANCE_FILE, HEAD_MEANS_FILE, WeightsError
+from vit_demo.weights import (FAITHFULNESS_FILE, GRAPH_WEIGHT_TYPES, HEAD_IMPORTANCE_FILE, HEAD_MEANS_FILE,
+                              WeightsError)
 
 
 def one(run: Callable[[argparse.Namespace], dict]) -> Callable[[argparse.Namespace], list[dict]]:
@@ -222,9 +223,10 @@ def build_parser() -> argparse.ArgumentParser:
                          help="run the model at this image size (a multiple of its patch size): its position "
                               "embeddings resampled, bicubic, as timm does")
     imports.add_argument("--force", action="store_true", help="write into a folder that already holds files")
-    imports.add_argument("--half-graphs", action="store_true",
-                         help="the page's graphs keep the weights rounded to float16: half the bytes to download, "
-                              "computed in float32 (docs/import.md measures the answers' change)")
+    imports.add_argument("--graph-weights", choices=GRAPH_WEIGHT_TYPES, default=GRAPH_WEIGHT_TYPES[0],
+                         help="how the page's graphs keep the weights: as they are (default), rounded to float16 (half "
+                              "the bytes to download) or the weight matrices to int8 (a quarter); computed in float32 "
+                              "either way (docs/import.md measures the answers' change)")
     imports.add_argument("--no-graphs", dest="graphs", action="store_false",
                          help="leave the page's ONNX graphs out (for ViT-Ti at 224 pixels they take some four minutes "
                               "to export: docs/import.md); python -m vit_demo onnx --model DIR writes them later")

@@ -26,8 +26,8 @@ from vit_demo.interpret.inside import ATTENTION_DISTANCE_FILE, write_attention_d
 from vit_demo.pictures import slides
 from vit_demo.training.calibrate import calibrate
 from vit_demo.training.evaluation import evaluate
-from vit_demo.weights import (CALIBRATION_FILE, HEAD_IMPORTANCE_FILE, HEAD_MEANS_FILE, resolve_weights_folder,
-                              shown_path, update_config)
+from vit_demo.weights import (CALIBRATION_FILE, GRAPH_WEIGHT_TYPES, HEAD_IMPORTANCE_FILE, HEAD_MEANS_FILE,
+                              resolve_weights_folder, shown_path, update_config)
 
 
 def predict_files(classifier: Classifier, files: Sequence[str], top: int, batch_size: int) -> int:
@@ -190,12 +190,13 @@ def run_import(args: argparse.Namespace) -> dict:
     none and why (``graphs_left_out``)."""
     options = [] if args.checkpoint is None else ["--checkpoint", args.checkpoint]
     options += [] if args.image_size is None else ["--image-size", str(args.image_size)]
-    options += ["--half-graphs"] if args.half_graphs else []
+    rounded = args.graph_weights != GRAPH_WEIGHT_TYPES[0]
+    options += ["--graph-weights", args.graph_weights] if rounded else []
     options += [] if args.graphs else ["--no-graphs"]
     command = shlex.join(["python", "-m", "vit_demo", "import", args.source, *options, "--out", args.out])
     written = write_import(args.source, args.out, args.checkpoint, args.image_size, command, args.force)
-    if args.half_graphs:
-        update_config(args.out, graph_weights="float16")
+    if rounded:
+        update_config(args.out, graph_weights=args.graph_weights)
     if not args.graphs:
         return {**written, "graphs": {}, "graphs_left_out": f"--no-graphs: python -m vit_demo onnx --model "
                                                             f"{shlex.quote(args.out)} writes them"}

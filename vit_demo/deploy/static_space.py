@@ -34,6 +34,9 @@ PAGE = "index.html"
 OFFLINE = "sw.js"  # the service worker that serves the site from what the browser keeps (offline), at the root
 COPIED = ("page/", "vendor/onnxruntime-web/", "vendor/gifenc/", "examples/photos/", "examples/outside/photos/",
           "examples/large-photos/")
+# onnxruntime-web's WebGPU build (model.js), kept for offline use only where a tab reads its model with it
+WEBGPU_FILES = ("vendor/onnxruntime-web/ort.webgpu.bundle.min.mjs",
+                "vendor/onnxruntime-web/ort-wasm-simd-threaded.asyncify.wasm.gz")
 
 
 class StaticError(ValueError):
@@ -53,7 +56,8 @@ def build(target: Path) -> None:
     for name in files:
         (target / name).parent.mkdir(parents=True, exist_ok=True)
         shutil.copy2(locate(site.roots, name), target / name)
-    copied = bundle_files(target)
+    gpu = any(model["gpu"] for model in site.data["models"].values())
+    copied = [p for p in bundle_files(target) if gpu or p.relative_to(target).as_posix() not in WEBGPU_FILES]
     kept = ["./", PAGE, *sorted(p.relative_to(target).as_posix() for p in copied)]
     data = {**site.data, "offline": {"worker": OFFLINE, "files": kept, "bytes": sum(p.stat().st_size for p in copied)}}
     site = dataclasses.replace(site, data=data)

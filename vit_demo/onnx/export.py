@@ -76,10 +76,10 @@ version, torch's, the exporter and opset), ``weights_file`` (relative to the wei
 head_means.safetensors baked in, or "none" for zeros), ``dataset``, ``classes`` (a JSON list), ``temperature``
 (repr of the float), ``epoch`` (snapshots only) and ``vit`` (the architecture, JSON); the patching graphs, which
 use neither head means nor temperature, have neither; the graphs that share weights, ``graph_weights_sha256`` (of
-``GRAPH_WEIGHTS_FILE``), and ``graph_weights`` ("float16") where config.json asks for the weights rounded to float16
-(``rounded_to_half``: half the bytes to download, computed in float32 as before; ``python -m vit_demo import
---half-graphs``, docs/import.md measures what it changes). ``stale_graphs`` reads them back to tell whether a folder's
-graphs match its weights.
+``GRAPH_WEIGHTS_FILE``), and ``graph_weights`` ("float16", "int8") where config.json asks for the weights rounded
+(``rounded_weights``: a half or a quarter of the bytes to download, computed in float32 as before; ``python -m vit_demo
+import --graph-weights``, docs/import.md measures what it changes). ``stale_graphs`` reads them back to tell whether a
+folder's graphs match its weights.
 
 The exporter is torch.onnx.export's dynamo one (``dynamo=True``, needs onnxscript): the default since PyTorch 2.9,
 while the TorchScript one (``dynamo=False``) warns that it will be removed. It exports this model with a dynamic
@@ -110,7 +110,7 @@ from vit_demo.interpret import explain
 from vit_demo.interpret.heads import layer_answers, read_head_means
 from vit_demo.model import Edits, ViTConfig, VisionTransformer
 from vit_demo.onnx import patching
-from vit_demo.onnx.graph import INTERFACE, OPSET, finish, share_weights
+from vit_demo.onnx.graph import INT8_MAX, INTERFACE, OPSET, finish, share_weights
 from vit_demo.onnx.patching import PatchingGraph, patching_kinds, patching_onnx
 from vit_demo.weights import (GRAPH_FILE, GRAPH_WEIGHT_TYPES, GRAPH_WEIGHTS_FILE, HEAD_MEANS_FILE, LENS_GRAPH_FILE,
                               PATCHING_GRAPH_FILES, RELEVANCE_GRAPH_FILE, SNAPSHOTS_DIR, SNAPSHOTS_INDEX, WEIGHTS_FILE,
@@ -407,14 +407,35 @@ def stale_graphs(folder: str | Path) -> list[str]:
     return problems
 
 
-def rounded_to_half(model: VisionTransformer) -> VisionTransformer:
-    """A copy of ``model`` whose parameters are rounded to float16 and kept in float32: exported, its graphs store
-    them in half the bytes (``graph.finish``) and compute in float32 as before."""
+def rounded_weights(model: VisionTransformer, kind: str) -> VisionTransformer:
+    """A copy of ``model`` whose parameters are rounded as config.json's ``graph_weights`` ``kind`` asks and kept in
+    float32: exported, its graphs store them so (``graph.finish``) and compute in float32 as before.
+
+    "float16": every parameter rounded to float16 (half the bytes). "int8": each weight matrix (the linear layers'
+    and the patch embedding's) rounded to int8 times a scale per output channel, symmetric, the scale the channel's
+    largest magnitude over 127 rounded down to bfloat16's 8 significant bits (so that int8 times the scale is exact
+    in float32 and the graph reads the scale back from the largest value); the other parameters to float16 (about a
+    quarter of the bytes). "float32": ``model`` itself.
+    """
+    if kind == GRAPH_WEIGHT_TYPES[0]:
+        return model
     rounded = copy.deepcopy(model)
+    matrices = {module.weight for module in rounded.modules() if isinstance(module, (nn.Linear, nn.Conv2d))}
     with torch.no_grad():
         for parameter in rounded.parameters():
-            parameter.copy_(parameter.half().float())
+            if kind == "int8" and parameter in matrices:
+                parameter.copy_(_rounded_to_int8(parameter))
+            else:
+                parameter.copy_(parameter.half().float())
     return rounded
+
+
+def _rounded_to_int8(weight: torch.Tensor) -> torch.Tensor:
+    """``weight`` (out, ...) as int8 times a float32 scale per output channel (``rounded_weights``), in float32."""
+    largest = weight.abs().amax(dim=tuple(range(1, weight.ndim)), keepdim=True)  # (out, 1, ...)
+    scale = (largest / INT8_MAX).view(torch.int32).bitwise_and(~0xFFFF).view(torch.float32)  # rounded down, 8 bits
+    scale = torch.where(largest > 0, scale, torch.ones_like(scale))
+    return (weight / scale).round().clamp(-INT8_MAX, INT8_MAX) * scale  # the largest at +-127 (scale rounded down)
 
 
 def write_onnx(folder: str | Path) -> list[dict]:
@@ -441,8 +462,7 @@ def write_onnx(folder: str | Path) -> list[dict]:
         records.append(found)
 
     means = read_head_means(folder, model)
-    if info.graph_weights == "float16":
-        model = rounded_to_half(model)
+    model = rounded_weights(model, info.graph_weights)
     graphs = folder_graphs(model, means, info.temperature, load_snapshots(folder, "cpu"))
     sharing = shared_graphs(info.config)
     trained = {name: graph_onnx(graphs[name], expected[name]) for name in sharing}

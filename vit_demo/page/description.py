@@ -24,6 +24,10 @@ from vit_demo.pictures import render
 # Multiply-adds an image (depth x block_macs) beyond which the app reads the model on its server, quicker there
 # (docs/import.md, a photo to every view: ViT-S's 4.5e9 496 ms in the page, 549 there; ViT-B's 1.7e10 1,501 and 1,146).
 SERVER_FIRST_MACS = 1e10
+# ... and beyond which the page reads it on WebGPU where the browser offers a GPU (model.js: choose): an imported ViT at
+# 224 pixels (ViT-Ti's 1.2e9), not the shipped models (1.9e8 the photos), whose first answer would wait for WebGPU's
+# larger runtime (6.6 MB where WebAssembly's is 3.7).
+GPU_FIRST_MACS = 1e9
 
 
 def description(model: str, prompt: str, blank: str, folder: str, example: Path | None = None) -> dict:
@@ -44,6 +48,7 @@ def description(model: str, prompt: str, blank: str, folder: str, example: Path 
         "colormap": base64.b64encode(render.colormap(render.HEAT).astype("uint8").tobytes()).decode(),
         "folder": folder, "pageGraphs": not stale_graphs(weights_folder(model)),
         "serverFirst": config.depth * config.block_macs > SERVER_FIRST_MACS,  # (where there is a server)
+        "gpu": config.depth * config.block_macs > GPU_FIRST_MACS,  # (where the browser offers one)
         "graph": GRAPH_FILE, "relevance": RELEVANCE_GRAPH_FILE,
         "lens": LENS_GRAPH_FILE if lens_apart(config) else GRAPH_FILE,  # the graph with the lens output
         "patching": {kind: PATCHING_GRAPH_FILES[kind] for kind in patching_kinds(config)},  # loaded when asked

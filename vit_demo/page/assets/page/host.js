@@ -16,9 +16,10 @@ import { mountTalk } from "./talk.js";
 export function start(root, page, server) {
   // ``root``: the page's <main>; ``page``: its data ({models: {tab: description}, inside, offline?}); ``server``: the
   // app's server functions (forward), or null.
-  const forced = new URLSearchParams(window.location.search).get("model") === "server";
+  const asked = new URLSearchParams(window.location.search); // ?model=server, ?runtime=wasm|webgpu (model.js: choose)
+  const [forced, runtime] = [asked.get("model") === "server", asked.get("runtime")];
   const sources = {}; // tab -> its one source (source.js)
-  const source = (tab) => (sources[tab] ??= pageSource(page.models[tab], document.baseURI, { forced,
+  const source = (tab) => (sources[tab] ??= pageSource(page.models[tab], document.baseURI, { forced, runtime,
     server: server && ((request) => server.forward({ model: page.models[tab].name, ...request })) }));
 
   if (!available() && !server)

@@ -1,17 +1,12 @@
 // The forward pass, and where it runs: one choice, made here (``choose``). The page runs the graphs exported from the
 // PyTorch model itself (vit_demo/onnx/export.py: the model's, its inputs and outputs below; the relevance graph, with
-// its gradients traced in; the two patching graphs, vit_demo/onnx/patching.py) with onnxruntime-web's WebAssembly
-// backend (vendored: ../vendor/onnxruntime-web, never a CDN); where it can't (no WebAssembly, ?model=server, a graph
-// that does not load), the app's server runs the same graphs in PyTorch (vit_demo/app/forward.py) and answers with the
-// same outputs. Either way the page gets the raw outputs, and computes every view's numbers from them (source.js).
+// its gradients traced in; the two patching graphs, vit_demo/onnx/patching.py) with onnxruntime-web (vendored:
+// ../vendor/onnxruntime-web, never a CDN): its WebAssembly build, or for a large model (``gpu``) its WebGPU build
+// where the browser offers a GPU; where it can't (no WebAssembly, ?model=server, a graph that does not load), the
+// app's server runs the same graphs in PyTorch (vit_demo/app/forward.py) and answers with the same outputs. Either way
+// the page gets the raw outputs, and computes every view's numbers from them (source.js).
 import * as ort from "../vendor/onnxruntime-web/ort.wasm.bundle.min.mjs";
 import { fromBase64 } from "./numbers.js";
-
-// Threads need a cross-origin isolated page (COOP/COEP headers); elsewhere one thread, without trying a worker.
-ort.env.wasm.numThreads = globalThis.crossOriginIsolated ? Math.min(4, navigator.hardwareConcurrency || 1) : 1;
-
-// The runtime's WebAssembly binary travels gzipped (3.7 MB, not 14.2) and is unpacked here, whatever the server.
-const WASM = new URL("../vendor/onnxruntime-web/ort-wasm-simd-threaded.wasm.gz", import.meta.url);
 
 export function remembered(make) {
   // make() once, its Promise kept for every later call; a failure is forgotten, so that the next call tries again.
@@ -20,7 +15,7 @@ export function remembered(make) {
 }
 
 async function unpack(answer) {
-  // The runtime's binary from its gzipped file; a host that sent it with Content-Encoding: gzip has had the browser
+  // A runtime's binary from its gzipped file; a host that sent it with Content-Encoding: gzip has had the browser
   // unpack it already (it then starts with WebAssembly's "\0asm", not gzip's 1f 8b).
   if (!answer.ok) throw new Error(`the model's runtime did not load (${answer.status} ${answer.statusText})`);
   const bytes = await answer.arrayBuffer(), head = new Uint8Array(bytes, 0, 2);
@@ -28,7 +23,36 @@ async function unpack(answer) {
   return new Response(new Blob([bytes]).stream().pipeThrough(new DecompressionStream("gzip"))).arrayBuffer();
 }
 
-const loadRuntime = remembered(() => fetch(WASM).then(unpack).then((binary) => { ort.env.wasm.wasmBinary = binary; }));
+function build(module, binary, providers, where) {
+  // One build of onnxruntime-web: its module (a Promise), its WebAssembly binary (gzipped, unpacked here whatever the
+  // server: 3.7 MB, not 14.2; WebGPU's 6.6, not 26.8), loaded once; the providers its sessions run on. (Its sessions
+  // log errors alone: WebGPU's warns of every node it leaves to the CPU, as the shapes' arithmetic.)
+  const load = remembered(async () => {
+    const [found, bytes] = await Promise.all([module(), fetch(new URL(binary, import.meta.url)).then(unpack)]);
+    // Threads need a cross-origin isolated page (COOP/COEP headers); elsewhere one thread, without trying a worker.
+    found.env.wasm.numThreads = globalThis.crossOriginIsolated ? Math.min(4, navigator.hardwareConcurrency || 1) : 1;
+    found.env.wasm.wasmBinary = bytes;
+    return found;
+  });
+  return { load, providers, where, queue: oneAtATime() };
+}
+
+const VENDOR = "../vendor/onnxruntime-web/";
+const RUNTIMES = { // the page's two, by the names ?runtime= takes
+  wasm: build(async () => ort, `${VENDOR}ort-wasm-simd-threaded.wasm.gz`, ["wasm"], "in this page"),
+  webgpu: build(() => import("../vendor/onnxruntime-web/ort.webgpu.bundle.min.mjs"),
+    `${VENDOR}ort-wasm-simd-threaded.asyncify.wasm.gz`, ["webgpu"], "in this page (WebGPU)"),
+};
+
+async function gpuOffered() {
+  // Whether the browser offers WebGPU on a GPU (not a fallback adapter, a CPU emulating one, slower than WebAssembly).
+  try {
+    const adapter = await navigator.gpu?.requestAdapter();
+    return Boolean(adapter) && !(adapter.info?.isFallbackAdapter ?? adapter.isFallbackAdapter);
+  } catch {
+    return false;
+  }
+}
 
 // Whether this browser can run the model: WebAssembly with SIMD (the vendored build's; every browser with a
 // DecompressionStream has it).
@@ -39,34 +63,38 @@ function forwardPass(open, where) {
   // runs), each once (remembered); ``where``: "in this page" or "on the server", as the captions say it.
   const sessions = {}; // name -> its session, remembered
   const session = (name) => (sessions[name] ??= remembered(() => open(name)))();
-  return { where, inPage: where === "in this page", session };
+  return { where, inPage: where !== "on the server", session };
 }
 
-function oneAtATime(session) {
-  // A session whose runs wait for each other: onnxruntime-web's WebAssembly session runs one call at a time (two
-  // at once, fetching different outputs, can read each other's).
+function oneAtATime() {
+  // A queue of calls, each started once those before it have ended (a failure too): ``queue(call)``, a Promise of its
+  // answer. A build of onnxruntime-web does one thing at a time (two runs at once can read each other's outputs;
+  // in WebGPU's, whose calls wait for the GPU, a session loading while another runs overwrites its memory).
   let last = Promise.resolve();
-  return { run(feeds, fetches) {
-    const next = last.then(() => session.run(feeds, fetches));
+  return (call) => {
+    const next = last.then(call);
     last = next.catch(() => {});
     return next;
-  } };
+  };
 }
 
-function inPage(folder, shared = null) {
-  // The page's forward pass: the graphs of the weights folder at address ``folder`` (ending in "/"), in onnxruntime-web.
-  // ``shared``: {file, graphs}, the file of weights those graphs share (ONNX external data), fetched once for all.
-  const weights = remembered(() => fetch(new URL(shared.file, folder)).then((answer) => { // the shared file's bytes
-    if (!answer.ok) throw new Error(`the model's weights did not load (${answer.status})`);
-    return answer.arrayBuffer();
-  }));
+function inPage(folder, shared, { load, providers, where, queue }) {
+  // The page's forward pass: the graphs of the weights folder at address ``folder`` (ending in "/"), in onnxruntime-web
+  // (a build of RUNTIMES). ``shared``: {file, graphs}, the file of weights those graphs share (ONNX external data),
+  // fetched once for all. Files are fetched outside the runtime's queue, so that a run waits for no download.
+  const bytes = (name, what) => fetch(new URL(name, folder)).then((answer) => {
+    if (!answer.ok) throw new Error(`the model's ${what} did not load (${answer.status})`);
+    return answer.arrayBuffer().then((buffer) => new Uint8Array(buffer));
+  });
+  const weights = remembered(() => bytes(shared.file, "weights"));
   const sharedWeights = async (name) =>
-    (shared?.graphs.includes(name) ? [{ path: shared.file, data: new Uint8Array(await weights()) }] : []);
+    (shared?.graphs.includes(name) ? [{ path: shared.file, data: await weights() }] : []);
   return forwardPass(async (name) => {
-    const [, externalData] = await Promise.all([loadRuntime(), sharedWeights(name)]);
-    return oneAtATime(await ort.InferenceSession.create(new URL(name, folder).href,
-      { executionProviders: ["wasm"], graphOptimizationLevel: "all", externalData }));
-  }, "in this page");
+    const [found, graph, externalData] = await Promise.all([load(), bytes(name, "graph"), sharedWeights(name)]);
+    const session = await queue(() => found.InferenceSession.create(graph,
+      { executionProviders: providers, graphOptimizationLevel: "all", externalData, logSeverityLevel: 3 }));
+    return { run: (feeds, fetches) => queue(() => session.run(feeds, fetches)) };
+  }, where);
 }
 
 function onServer(call) {
@@ -90,17 +118,23 @@ function onServer(call) {
   }), "on the server");
 }
 
-export async function choose(folder, first, { server = null, forced = false, shared = null } = {}) {
+export async function choose(folder, first, { server = null, forced = false, shared = null, gpu = false,
+                                              runtime = null } = {}) {
   // Where a tab's forward pass runs: in the page, where the browser runs WebAssembly, nothing forces the server
   // (?model=server) and the graph ``first`` loads; else on the server, where there is one (the static page says why).
+  // In the page: on WebGPU for a large model (``gpu``) where the browser offers a GPU, else (or where WebGPU's build
+  // fails) WebAssembly; ``runtime`` ("wasm" or "webgpu", ?runtime=) forces one.
   if (!forced && available()) {
-    const page = inPage(folder, shared);
-    try {
-      await page.session(first);
-      return page;
-    } catch (error) {
-      if (!server) throw error;
-      console.warn("The model runs on the server:", error);
+    const tried = Object.hasOwn(RUNTIMES, runtime) ? [runtime] : [...(gpu && (await gpuOffered()) ? ["webgpu"] : []), "wasm"];
+    for (const name of tried) {
+      const page = inPage(folder, shared, RUNTIMES[name]);
+      try {
+        await page.session(first);
+        return page;
+      } catch (error) {
+        if (!server && name === tried.at(-1)) throw error;
+        console.warn(`The model does not run with onnxruntime-web's ${name} build:`, error);
+      }
     }
   }
   if (!server) throw new Error("this browser cannot run WebAssembly, which this page runs the model with");

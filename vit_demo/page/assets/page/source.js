@@ -44,14 +44,15 @@ function preprocessed(model, make) {
 
 export function pageSource(described, base, where = {}) {
   // A tab's one source (the host makes it). ``where``: {server: the app's server function "forward", forced: the
-  // server even where the page could run the model}, as model.js: choose takes them; the static page gives none.
+  // server even where the page could run the model, runtime: the page's build of onnxruntime-web, where asked}, as
+  // model.js: choose takes them; the static page gives no server.
   const model = { ...described, colormap: fromBase64(described.colormap), // (256, 3) bytes, and the example's
                   example: described.example && fromBase64(described.example) }; // pixels: decoded once
   let forward = null; // the forward pass, once chosen (a failure is not kept: the next reading tries again)
   // The server where asked, where the graphs are missing or older than the weights, or for a model it reads quicker
   const forced = where.forced || model.pageGraphs === false || Boolean(where.server && model.serverFirst);
   const pass = remembered(() => choose(new URL(model.folder, base).href, model.graph,
-    { ...where, forced, shared: model.shared }).then((found) => (forward = found)));
+    { ...where, forced, gpu: model.gpu, shared: model.shared }).then((found) => (forward = found)));
   const session = async (name) => (await pass()).session(name); // the graph ``name``, loaded once
   const graph = Object.fromEntries(Object.entries({ run, relevance, patching }).map(([kind, runs]) => // model.js'
     [kind, async (name, ...args) => runs(await session(name), model, ...args)])); // runs of the graph ``name``
