@@ -132,9 +132,12 @@ def test_folder_is_a_static_space(static_folder, tmp_path):
         assert (folder / model["graph"]).is_file() and (folder / model["relevance"]).is_file()
         assert all((folder / s["graph"]).is_file() for s in model["snapshots"]) and model["pageGraphs"]
     assert len(page["models"]["digit"]["snapshots"]) == 6
-    # Every file kept for offline use but WebGPU's build of the runtime, which neither shipped model is read with.
+    # Every file kept for offline use once the page has answered, but WebGPU's build of the runtime, which neither
+    # shipped model is read with (an added model's tab's files, and that build where it needs it: once it is opened).
     assert not any(model["gpu"] for model in page["models"].values())
-    assert set(page["offline"]["files"]) == {"./", *files_in(static_folder)} - set(static_space.WEBGPU_FILES)
+    assert set(page["offline"]["files"]) == {"./", *files_in(static_folder)} - {
+        "README.md", ".gitattributes", *static_space.WEBGPU_FILES}  # (the Hub's, not the page's)
+    assert page["offline"]["tabs"] == {}
 
 
 def test_rewrites_its_own_folder_but_not_another(static_folder, tmp_path):

@@ -24,7 +24,7 @@ from vit_demo.app.service import ADDED, add_model, model_problem, weights_folder
 from vit_demo.deploy.space import (README, bundle_files, bundle_record, from_template, replace_folder,
                                    write_gitattributes)
 from vit_demo.onnx.export import GRAPH_WEIGHTS_FILE, expected_metadata, stale_graphs
-from vit_demo.page.layout import tabs
+from vit_demo.page.layout import TABS, tabs
 from vit_demo.page.site import HOST, STYLES, build_site, locate, models_folder
 from vit_demo.weights import WeightsError
 
@@ -34,7 +34,7 @@ PAGE = "index.html"
 OFFLINE = "sw.js"  # the service worker that serves the site from what the browser keeps (offline), at the root
 COPIED = ("page/", "vendor/onnxruntime-web/", "vendor/gifenc/", "examples/photos/", "examples/outside/photos/",
           "examples/large-photos/")
-# onnxruntime-web's WebGPU build (model.js), kept for offline use only where a tab reads its model with it
+# onnxruntime-web's WebGPU build (model.js), kept for offline use with a tab whose model it reads
 WEBGPU_FILES = ("vendor/onnxruntime-web/ort.webgpu.bundle.min.mjs",
                 "vendor/onnxruntime-web/ort-wasm-simd-threaded.asyncify.wasm.gz")
 
@@ -56,10 +56,7 @@ def build(target: Path) -> None:
     for name in files:
         (target / name).parent.mkdir(parents=True, exist_ok=True)
         shutil.copy2(locate(site.roots, name), target / name)
-    gpu = any(model["gpu"] for model in site.data["models"].values())
-    copied = [p for p in bundle_files(target) if gpu or p.relative_to(target).as_posix() not in WEBGPU_FILES]
-    kept = ["./", PAGE, *sorted(p.relative_to(target).as_posix() for p in copied)]
-    data = {**site.data, "offline": {"worker": OFFLINE, "files": kept, "bytes": sum(p.stat().st_size for p in copied)}}
+    data = {**site.data, "offline": {"worker": OFFLINE, **offline_files(target, site.data["models"])}}
     site = dataclasses.replace(site, data=data)
     start = site.script(HOST, data="JSON.parse(document.getElementById('vd-page').textContent)")
     page = from_template("index.html", styles=STYLES, body=site.html, data=site.data_json(), start=start)
@@ -67,6 +64,26 @@ def build(target: Path) -> None:
     readme = from_template("static_README.md", app_file=PAGE, short_description=SHORT_DESCRIPTION, marker=MARKER)
     (target / README).write_text(readme, encoding="utf-8")  # front matter, then a short card
     write_gitattributes(target)
+
+
+def offline_files(target: Path, models: dict) -> dict:
+    """What the page keeps for offline use (host.js: offlineKeeper), of the files written in ``target`` so far, the
+    page itself added: ``files`` and their ``bytes`` (the page's aside) once it has answered its first image, and
+    ``tabs``, {tab: {files, bytes}}, those of an added model's tab once the tab is opened (its model folder, and
+    WebGPU's runtime where it reads the model with it): a visitor who never opens ViT-B's tab keeps none of its 177 MB."""
+    written = sorted(p.relative_to(target).as_posix() for p in bundle_files(target))
+    shipped = {tab.prefix for tab in TABS}
+    tabs = {prefix: sorted({f for f in written if f.startswith(model["folder"])} |
+                           (set(WEBGPU_FILES) if model["gpu"] else set()))
+            for prefix, model in models.items() if prefix not in shipped}
+    apart = set(WEBGPU_FILES).union(*tabs.values())
+    files = [f for f in written if f not in apart]
+
+    def size(names: list[str]) -> int:
+        return sum((target / name).stat().st_size for name in names)
+
+    return {"files": ["./", PAGE, *files], "bytes": size(files),
+            "tabs": {prefix: {"files": names, "bytes": size(names)} for prefix, names in tabs.items()}}
 
 
 def write_static(folder: Path | str, force: bool = False, models: Sequence[str | Path] = ()) -> dict:

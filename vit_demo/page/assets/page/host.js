@@ -41,7 +41,9 @@ export function start(root, page, server) {
     return source(tab);
   })))();
   const inside = mountInside(root.querySelector("#tab-inside"), page.inside);
+  const keeper = page.offline && offlineKeeper(root, page.offline);
   const warm = (tab) => {
+    keeper?.opened(tab);
     if (tab === "inside") return inside.open();
     if (!page.models[tab]) return; // no model: its tab says why
     loaded(tab).then(async (ready) => {
@@ -91,8 +93,7 @@ export function start(root, page, server) {
     for (const section of root.querySelectorAll(".vd-tab")) section.hidden = section.dataset.panel !== button.dataset.tab;
     warm(button.dataset.tab);
   });
-  const first = loaded("digit");
-  if (page.offline) first.then(() => setTimeout(() => keepForOffline(root, page.offline), 1000), () => {});
+  if (keeper) loaded("digit").then(() => setTimeout(keeper.start, 1000), () => {});
 }
 
 function mountPhoto(photo, { prefix, loaded, source, live, photoAsked, unreadable }) {
@@ -137,12 +138,41 @@ function mountPhoto(photo, { prefix, loaded, source, live, photoAsked, unreadabl
     button.addEventListener("click", () => classifyPhoto(fetch(button.dataset.src).then((answer) => answer.blob())));
 }
 
-async function keepForOffline(root, { worker, files, bytes }) {
-  // Every file of the site, kept in this browser (its Cache Storage, which the service worker, sw.js, answers from),
-  // one at a time, those kept already skipped; said under the header, from the start to "works offline". Where the
-  // page has no service worker (plain http on a LAN address, or a browser without one), nothing is kept.
-  if (!("serviceWorker" in navigator) || !globalThis.caches) return;
-  const offline = root.querySelector("#vd-offline");
+function offlineKeeper(root, { worker, files, bytes, tabs = {} }) {
+  // Every file of the site kept in this browser (its Cache Storage, which the service worker, sw.js, answers from),
+  // said under the header, from the start to "works offline": ``start()`` keeps the site's files, once the page has
+  // answered its first image; ``opened(tab)``, an added model's tab's, once the tab is opened (a large model is kept
+  // only by those who look at it). Each keeping follows the one before, those kept already skipped. Where the page
+  // has no service worker (plain http on a LAN address, or a browser without one), nothing is kept.
+  const offline = root.querySelector("#vd-offline"), opened = new Set();
+  let started = false, last = Promise.resolve(), waiting = 0;
+  const keep = () => {
+    const list = [...files, ...[...opened].flatMap((tab) => tabs[tab].files)];
+    const size = [...opened].reduce((sum, tab) => sum + tabs[tab].bytes, bytes);
+    waiting += 1;
+    delete offline.dataset.ready;
+    last = last.then(() => keepForOffline(offline, worker, list, size)).then((kept) => {
+      waiting -= 1;
+      if (kept && !waiting) offline.dataset.ready = "true"; // for tests: all asked for is kept
+    });
+  };
+  return {
+    start() {
+      if (started) return;
+      started = true;
+      keep();
+    },
+    opened(tab) {
+      if (!tabs[tab] || opened.has(tab)) return;
+      opened.add(tab);
+      if (started) keep(); // (else the site's keeping takes it)
+    },
+  };
+}
+
+async function keepForOffline(offline, worker, files, bytes) {
+  // ``files`` kept, one at a time, as offlineKeeper asks; whether they are.
+  if (!("serviceWorker" in navigator) || !globalThis.caches) return false;
   try {
     await navigator.serviceWorker.register(worker);
     const cache = await caches.open("vit-demo"); // sw.js: KEPT
@@ -154,8 +184,9 @@ async function keepForOffline(root, { worker, files, bytes }) {
       await cache.add(file);
     }
     offline.textContent = "Saved: it works offline."; // in this browser: it reloads and runs with the network gone
-    offline.dataset.ready = "true"; // for tests
+    return true;
   } catch (error) {
     offline.textContent = `Not saved for offline use (${error.message ?? error}): it runs while the network lasts.`;
+    return false;
   }
 }

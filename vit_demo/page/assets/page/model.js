@@ -125,7 +125,8 @@ export async function choose(folder, first, { server = null, forced = false, sha
   // In the page: on WebGPU for a large model (``gpu``) where the browser offers a GPU, else (or where WebGPU's build
   // fails) WebAssembly; ``runtime`` ("wasm" or "webgpu", ?runtime=) forces one.
   if (!forced && available()) {
-    const tried = Object.hasOwn(RUNTIMES, runtime) ? [runtime] : [...(gpu && (await gpuOffered()) ? ["webgpu"] : []), "wasm"];
+    const tried = Object.hasOwn(RUNTIMES, runtime) ? [runtime]
+      : [...(gpu && (await gpuOffered()) ? ["webgpu"] : []), "wasm"];
     for (const name of tried) {
       const page = inPage(folder, shared, RUNTIMES[name]);
       try {
