@@ -94,7 +94,8 @@ function torchRowSum(get, size) {
   const acc = [0, 1, 2, 3].map(() => new Float64Array(rows)); // acc[level][row], each a float32
   let i = 0;
   while (i + levelStep <= perRow) {
-    for (let j = 0; j < levelStep; j++, i++) for (let k = 0; k < rows; k++) acc[0][k] = f32(acc[0][k] + get(i * rows + k));
+    for (let j = 0; j < levelStep; j++, i++)
+      for (let k = 0; k < rows; k++) acc[0][k] = f32(acc[0][k] + get(i * rows + k));
     for (let j = 1; j < 4; j++) {
       for (let k = 0; k < rows; k++) {
         acc[j][k] = f32(acc[j][k] + acc[j - 1][k]);

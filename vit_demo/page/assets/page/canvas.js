@@ -78,7 +78,8 @@ export function mountCanvas(element, prefix, loaded, unreadable) {
 
   function position(event) {
     const box = canvas.getBoundingClientRect();
-    return [(event.clientX - box.left) * canvas.width / box.width, (event.clientY - box.top) * canvas.height / box.height];
+    return [(event.clientX - box.left) * canvas.width / box.width,
+            (event.clientY - box.top) * canvas.height / box.height];
   }
 
   function setPen(button) {
@@ -119,7 +120,8 @@ export function mountCanvas(element, prefix, loaded, unreadable) {
     send();
   });
 
-  for (const button of element.querySelectorAll("button.vd-pen")) button.addEventListener("click", () => setPen(button));
+  for (const button of element.querySelectorAll("button.vd-pen"))
+    button.addEventListener("click", () => setPen(button));
   function clear(answer) {
     // A blank canvas, nothing sent or to send, and the views told ``answer`` ("": cleared).
     clearTimeout(pending);

@@ -129,7 +129,8 @@ function centreByMass(digit) {
   const top = Math.trunc(offsetY), left = Math.trunc(offsetX), fy = offsetY - top, fx = offsetX - left;
   // padded (h + 1, w + 1): the four shifted copies added in numpy's order, each weight a float32
   const pw = w + 1, padded = new Float32Array((h + 1) * pw);
-  const parts = [[0, 0, f32((1 - fy) * (1 - fx))], [1, 0, f32(fy * (1 - fx))], [0, 1, f32((1 - fy) * fx)], [1, 1, f32(fy * fx)]];
+  const parts = [[0, 0, f32((1 - fy) * (1 - fx))], [1, 0, f32(fy * (1 - fx))],
+                 [0, 1, f32((1 - fy) * fx)], [1, 1, f32(fy * fx)]];
   for (const [dy, dx, weight] of parts)
     for (let y = 0; y < h; y++)
       for (let x = 0; x < w; x++) {

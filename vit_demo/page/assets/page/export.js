@@ -71,7 +71,8 @@ async function slide(live, view, geometry, { layer, column, head, patch, explain
   // The chosen view: its name as slides.slide_name gives it (less the model and label), and its canvas.
   const { state } = live, { numbers } = state;
   if (view === "cls-grid") return ["cls-grid", grid(state, numbers.maps, geometry)];
-  if (view === "layer") return [`layer${layer + 1}-${head}`, single(state, mapAt(numbers.maps, numbers, layer, column))];
+  if (view === "layer")
+    return [`layer${layer + 1}-${head}`, single(state, mapAt(numbers.maps, numbers, layer, column))];
   if (view === "patches") return ["patches", patchGrid(state)];
   if (view === "query")
     return [`patch${patch}-grid`, grid(state, (await intact(live, "query", patch, { patch })).maps, geometry)];

@@ -98,8 +98,9 @@ async function curvesOf(logitsOf, model, pixels, rankings, target, steps) {
 
 export async function scoreMaps({ logitsOf, relevanceOf, run, model, pixels }) {
   // The faithfulness view's numbers for one image's 8-bit ``pixels``: ``run`` its intact forward pass ({logits,
-  // cls_attention, rollout}), ``relevanceOf(target)`` its relevance for a class, ``logitsOf(images)`` the calibrated logits of
-  // images in the graph's layout ([{logits}], model.js: run). -> {label, steps, rankings, flat, curves, noise, verdict}
+  // cls_attention, rollout}), ``relevanceOf(target)`` its relevance for a class, ``logitsOf(images)`` the calibrated
+  // logits of images in the graph's layout ([{logits}], model.js: run).
+  // -> {label, steps, rankings, flat, curves, noise, verdict}
   const { steps, rankings: count, flat } = model.faithfulness, { layers: L, heads: H, tokens: T, prefix } = model;
   const target = argmax(run.logits), g2 = T - prefix, random = seeded(0);
   const last = mapAt(gridMaps(run.cls_attention, model), model, L - 1, H); // the last layer's mean over heads

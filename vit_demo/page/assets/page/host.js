@@ -90,7 +90,8 @@ export function start(root, page, server) {
   for (const button of root.querySelectorAll(".vd-tabs [data-tab]")) button.addEventListener("click", () => {
     for (const other of root.querySelectorAll(".vd-tabs [data-tab]"))
       other.setAttribute("aria-selected", String(other === button));
-    for (const section of root.querySelectorAll(".vd-tab")) section.hidden = section.dataset.panel !== button.dataset.tab;
+    for (const section of root.querySelectorAll(".vd-tab"))
+      section.hidden = section.dataset.panel !== button.dataset.tab;
     warm(button.dataset.tab);
   });
   if (keeper) loaded("digit").then(() => setTimeout(keeper.start, 1000), () => {});

@@ -105,8 +105,8 @@ function probeScore(rule, features) {
 }
 
 export function familiarity(calibrated, temperature, rule, features) {
-  // unfamiliar_rule.UnfamiliarRule.scores for one image, higher = more familiar: from its calibrated logits (K) and, for
-  // the mahalanobis and probe rules, its [CLS] features after every layer (L, D), the graph's ``features``.
+  // unfamiliar_rule.UnfamiliarRule.scores for one image, higher = more familiar: from its calibrated logits (K) and,
+  // for the mahalanobis and probe rules, its [CLS] features after every layer (L, D), the graph's ``features``.
   const energy = () => { // the log-sum-exp of the raw logits
     const raw = Array.from(calibrated, (z) => z * temperature), peak = Math.max(...raw);
     return peak + Math.log(raw.reduce((sum, v) => sum + Math.exp(v - peak), 0));
@@ -174,7 +174,8 @@ export function imageNumbers(model, pixels, run, milliseconds, where) {
   const { layers, heads, prefix, distilled, grid, height, width, channels, alpha, colormap } = model;
   return { ...predicted, notice: flagged ? model.texts.notice : "", info, patch, image: pixels, rollout: roll,
            maps: gridMaps(run.cls_attention, model), query: queryMaps(model, run.query_attention, patch),
-           size: model.large, layers, heads, prefix, distilled, grid, height, width, channels, smooth: channels === 3, alpha, colormap };
+           size: model.large, layers, heads, prefix, distilled, grid, height, width, channels, smooth: channels === 3,
+           alpha, colormap };
 }
 
 export function reading(model, calibrated) {

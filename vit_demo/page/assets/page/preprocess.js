@@ -47,7 +47,8 @@ export function checkPixels(pixels, width, height, channels) {
   if (!Number.isInteger(width) || !Number.isInteger(height) || width < 0 || height < 0)
     throw new InputError(`an image's width and height must be whole numbers, not ${width}x${height}`);
   if (!pixels || pixels.length !== width * height * channels)
-    throw new InputError(`a ${width}x${height} image with ${channels} channel(s) has ${width * height * channels} values, not ${pixels?.length}`);
+    throw new InputError(`a ${width}x${height} image with ${channels} channel(s) has ${width * height * channels} `
+                         + `values, not ${pixels?.length}`);
 }
 
 // ---- Photos -> CIFAR-10 ---------------------------------------------------------------------------------------------

@@ -196,7 +196,8 @@ export function pageSource(described, base, where = {}) {
       const read = (l, t) => Array.from(lensRun.lens.subarray((l * T + t) * K, (l * T + t + 1) * K));
       const cls = [...Array(L).keys()].map((l) => softmax(read(l, 0).map((z) => z / model.temperature)));
       const final = argmax(cls[L - 1]), predicted = argmax(run.logits), maps = new Float64Array(L * g2);
-      for (let l = 0; l < L; l++) for (let p = 0; p < g2; p++) maps[l * g2 + p] = softmax(read(l, prefix + p))[predicted];
+      for (let l = 0; l < L; l++)
+        for (let p = 0; p < g2; p++) maps[l * g2 + p] = softmax(read(l, prefix + p))[predicted];
       return { label: classes[final], grid: model.grid, maps, layers: cls.map((row) => ({ label: classes[argmax(row)],
         probability: Number(Math.max(...row).toFixed(4)), answer: Number(row[final].toFixed(4)) })) };
     },

@@ -47,7 +47,8 @@ export function mountTalk(root) {
     const action = keys[event.key];
     if (!action || !root.classList.contains("vd-talk") || event.ctrlKey || event.metaKey || event.altKey) return;
     // Typing in a text or number box is typing, not a talk key; a slider, radio or the talk toggle in focus is not.
-    if (event.target.closest("textarea, select, [contenteditable], input:not([type=range], [type=radio], [type=checkbox])")) return;
+    const typing = "textarea, select, [contenteditable], input:not([type=range], [type=radio], [type=checkbox])";
+    if (event.target.closest(typing)) return;
     event.preventDefault();  // no page scroll, and a focused slider or radio doesn't move a second time
     action();
   });

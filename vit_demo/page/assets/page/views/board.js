@@ -62,7 +62,8 @@ export default {
     }
     for (const button of box.querySelectorAll(".vd-board-layer"))
       button.setAttribute("aria-pressed", String(layerHeads(button.dataset.layer, heads).every((i) => off.has(i))));
-    for (const radio of element.querySelectorAll("input[type=radio]")) radio.checked = radio.value === live.knockout.mode;
+    for (const radio of element.querySelectorAll("input[type=radio]"))
+      radio.checked = radio.value === live.knockout.mode;
     const status = element.querySelector(".vd-board-status"), bars = element.querySelector(".vd-logit-diff");
     const knocked = knockoutNow(live), reply = knocked?.reply;
     box.dataset.shown = reply ? knocked.id : "";

@@ -18,6 +18,7 @@ export default {
   draw: (view) => DRAW[view.canvas.dataset.kind](view),
   setup(view) {
     const choice = document.getElementById(`${view.prefix}-map`);
-    choice.addEventListener("change", () => showRaw(view.prefix, choice.querySelector("input:checked").value !== "first"));
+    choice.addEventListener("change",
+      () => showRaw(view.prefix, choice.querySelector("input:checked").value !== "first"));
   },
 };

@@ -110,7 +110,8 @@ export default {
     const asked = live.source ? ask(live, "patching", `${pair}/${wanted}`, () => live.source.patching(request),
                                     () => view.draw()) : { pending: true }; // (only this view shows them)
     const reply = asked.value ?? answered(live, "patching", `${pair}/${!wanted}`)?.value;
-    if (!reply) return none(asked.error ? `${escape(asked.error)}.` : `Patching every head and position: ${asking(live)}`);
+    if (!reply)
+      return none(asked.error ? `${escape(asked.error)}.` : `Patching every head and position: ${asking(live)}`);
     const [clean, corrupt] = reply.classes.map(escape);
     const took = `${reply.ms} ms ${reply.where}`; // "in this page" or "on the server"
     status.innerHTML = `Logit difference ${clean} − ${corrupt}: <b>${reply.logit_diff.clean.toFixed(2)}</b> for the ` +

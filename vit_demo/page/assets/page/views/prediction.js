@@ -35,7 +35,8 @@ export default {
       `${ranked.map(([name]) => `<b>${name}</b>`).join(", ")}</p>` :
       ranked.map(([name, p]) =>
       `<div class="vd-prob-row"><span class="vd-prob-name">${name}</span><span class="vd-prob"><span ` +
-      `style="width: ${percentText(p)}"></span></span><span class="vd-prob-share">${percentText(p)}</span></div>`).join("");
+      `style="width: ${percentText(p)}"></span></span><span class="vd-prob-share">${percentText(p)}</span></div>`)
+        .join("");
     const info = element.querySelector(".vd-info");
     info.innerHTML = numbers?.info ?? live.message ?? info.dataset.prompt;
   },
