@@ -135,6 +135,7 @@ def test_folder_is_a_static_space(static_folder, tmp_path):
     # Every file kept for offline use once the page has answered, but WebGPU's build of the runtime, which neither
     # shipped model is read with (an added model's tab's files, and that build where it needs it: once it is opened).
     assert not any(model["gpu"] for model in page["models"].values())
+    assert set(static_space.WEBGPU_FILES) <= set(files_in(static_folder))  # (the build's files, by their names)
     assert set(page["offline"]["files"]) == {"./", *files_in(static_folder)} - {
         "README.md", ".gitattributes", *static_space.WEBGPU_FILES}  # (the Hub's, not the page's)
     assert page["offline"]["tabs"] == {}

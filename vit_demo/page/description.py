@@ -36,6 +36,7 @@ def description(model: str, prompt: str, blank: str, folder: str, example: Path 
     exist and match the weights), the pixels of the ``example`` the tab starts with, and the captions the page fills
     in (``prompt``: the tab's; ``blank``: what it says of a blank image)."""
     config, clf, run = model_config(model), classifier(model), training_run(model)
+    macs = config.depth * config.block_macs  # multiply-adds an image
     epochs = f" of {run.epochs}" if run.epochs else ""  # (in the snapshots' notes)
     return {
         "name": model, "classes": list(clf.classes), "temperature": clf.temperature,
@@ -47,8 +48,8 @@ def description(model: str, prompt: str, blank: str, folder: str, example: Path 
         "large": LARGE, "alpha": render.HEAT_ALPHA,
         "colormap": base64.b64encode(render.colormap(render.HEAT).astype("uint8").tobytes()).decode(),
         "folder": folder, "pageGraphs": not stale_graphs(weights_folder(model)),
-        "serverFirst": config.depth * config.block_macs > SERVER_FIRST_MACS,  # (where there is a server)
-        "gpu": config.depth * config.block_macs > GPU_FIRST_MACS,  # (where the browser offers one)
+        "serverFirst": macs > SERVER_FIRST_MACS,  # (where there is a server)
+        "gpu": macs > GPU_FIRST_MACS,  # (where the browser offers one)
         "graph": GRAPH_FILE, "relevance": RELEVANCE_GRAPH_FILE,
         "lens": LENS_GRAPH_FILE if lens_apart(config) else GRAPH_FILE,  # the graph with the lens output
         "patching": {kind: PATCHING_GRAPH_FILES[kind] for kind in patching_kinds(config)},  # loaded when asked

@@ -146,16 +146,15 @@ function offlineKeeper(root, { worker, files, bytes, tabs = {} }) {
   // only by those who look at it). Each keeping follows the one before, those kept already skipped. Where the page
   // has no service worker (plain http on a LAN address, or a browser without one), nothing is kept.
   const offline = root.querySelector("#vd-offline"), opened = new Set();
-  let started = false, last = Promise.resolve(), waiting = 0;
+  let started = false, last = Promise.resolve();
   const keep = () => {
     const list = [...files, ...[...opened].flatMap((tab) => tabs[tab].files)];
     const size = [...opened].reduce((sum, tab) => sum + tabs[tab].bytes, bytes);
-    waiting += 1;
     delete offline.dataset.ready;
-    last = last.then(() => keepForOffline(offline, worker, list, size)).then((kept) => {
-      waiting -= 1;
-      if (kept && !waiting) offline.dataset.ready = "true"; // for tests: all asked for is kept
+    const keeping = last.then(() => keepForOffline(offline, worker, list, size)).then((kept) => {
+      if (kept && last === keeping) offline.dataset.ready = "true"; // for tests: all asked for is kept
     });
+    last = keeping;
   };
   return {
     start() {
