@@ -25,14 +25,15 @@ def static_folder(tmp_path_factory) -> Path:
 
 
 def exported(page, button: str, tmp_path: Path) -> tuple[str, Image.Image]:
-    """Press ``button`` (png or gif), then the download link it gives: the file's name and its picture."""
-    page.evaluate(f"document.querySelector({FILE!r}).replaceChildren()")  # (the link before, gone)
-    page.click(f"#digit-export-{button}")
-    link = page.wait_for_selector(f"{FILE} a", timeout=60_000)
-    with page.expect_download() as download:
-        link.click()
+    """Press ``button`` (png or gif) once: the download that one click gives, the file's name and its picture; the
+    status line says what was downloaded, with a link to download it again."""
+    page.evaluate(f"document.querySelector({FILE!r}).replaceChildren()")  # (the status before, gone)
+    with page.expect_download(timeout=60_000) as download:
+        page.click(f"#digit-export-{button}")
     name = download.value.suggested_filename
-    assert link.get_attribute("download") == name and link.inner_text() == f"Download {name}"
+    page.wait_for_selector(f"{FILE} a")
+    assert page.inner_text(FILE) == f"Downloaded {name} · download again"
+    assert page.get_attribute(f"{FILE} a", "download") == name
     download.value.save_as(tmp_path / name)
     return name, Image.open(tmp_path / name)
 
@@ -52,7 +53,13 @@ def test_export_for_slides_in_the_page_offline(static_folder, browser, tmp_path)
 
         name, picture = exported(page, "png", tmp_path)  # the default view: where [CLS] looks, every layer and head
         assert name == "mnist-3-cls-grid.png" and picture.width >= SLIDE_WIDTH
+        page.evaluate(f"""() => {{ window.statuses = [];  // what the status line says while the GIF is made
+            const box = document.querySelector({FILE!r});
+            new MutationObserver(() => window.statuses.push(box.textContent))
+              .observe(box, {{ childList: true, characterData: true, subtree: true }}); }}""")
         name, gif = exported(page, "gif", tmp_path)  # the mean of the heads, layer by layer
+        assert [f"Making the GIF: layer {n} of 6…" for n in range(1, 7)] == [
+            s for s in page.evaluate("window.statuses") if s.startswith("Making the GIF")]
         assert name == "mnist-3-layers-mean.gif" and gif.width >= 600
         assert len(list(ImageSequence.Iterator(gif))) == 6 and gif.info["duration"] == GIF_FRAME_MS
 

@@ -1,7 +1,8 @@
 // Export for slides, made in the page (its section: vit_demo/page/page.html) as vit_demo/pictures/slides.py makes
 // it on the server: the chosen view of the image in hand as a PNG at least SLIDE_WIDTH pixels wide, or a GIF of where
 // [CLS] looks layer by layer, drawn afresh at that size from the tab's numbers with the views' drawing (picture.js),
-// named as slides.slide_name names it and offered as a download link. It shows the intact model, every head on.
+// named as slides.slide_name names it and downloaded by the one click that asked for it (the status line says so, and
+// keeps a link to download it again). It shows the intact model, every head on.
 import { mapAt } from "./numbers.js";
 import { overlay } from "./picture.js";
 import { answer, tabStore } from "./store.js";
@@ -81,13 +82,16 @@ async function slide(live, view, geometry, { layer, column, head, patch, explain
   return [`relevance-${explained}`, single(state, reply.map)];
 }
 
-async function gif(state, column) {
-  // slides.layers_gif: one GIF_SIZE frame a layer under its caption, GIF_FRAME_MS each, looping forever.
+async function gif(state, column, progress) {
+  // slides.layers_gif: one GIF_SIZE frame a layer under its caption, GIF_FRAME_MS each, looping forever; the page is
+  // let paint between frames, so that ``progress`` (called with the frame's layer and the layers) shows on screen.
   const { layers, heads } = state.numbers, { GIFEncoder, applyPalette, quantize } = await encoder;
   const out = GIFEncoder(), which = column === heads ? `mean of ${heads} heads` : `head ${column + 1} of ${heads}`;
   const [canvas, context] = sheet(GIF_SIZE, GIF_SIZE + CAPTION_HEIGHT);
   context.font = `${CAPTION_HEIGHT / 2}px sans-serif`;
   for (let layer = 0; layer < layers; layer++) {
+    if (progress(layer, layers) === false) return null; // a later click's file replaces this one
+    await new Promise((resolve) => setTimeout(resolve)); // (the status painted)
     Object.assign(context, { fillStyle: "#fff" }).fillRect(0, 0, GIF_SIZE, CAPTION_HEIGHT);
     context.fillStyle = TEXT;
     context.fillText(`[CLS] attention · layer ${layer + 1} of ${layers} · ${which}`, GIF_SIZE / 2, CAPTION_HEIGHT / 2);
@@ -118,17 +122,24 @@ export function mountExport(element, prefix, model) {
     if (!animated && view === "query" && !(typed === "" || (/^\d+$/.test(typed) && patch < g * g)))
       return (box.textContent = `There is no patch ${typed}: the patches are numbered 0 to ${g * g - 1}.`);
     box.textContent = "Making the file…";
+    const progress = (at, of) => { // the GIF's frames as they are made; false once a later click has come
+      if (click !== clicks) return false;
+      box.textContent = `Making the GIF: layer ${at + 1} of ${of}…`;
+    };
     try {
       const explained = control("explain-class")?.selectedIndex > 0 ? control("explain-class").value : label;
-      const [name, made] = animated ? [`layers-${head}`, await gif(state, column)]
+      const [name, made] = animated ? [`layers-${head}`, await gif(state, column, progress)]
         : await slide(live, view, geometry, { layer, column, head, patch, explained });
       const blob = animated ? made : await new Promise((resolve) => made.toBlob(resolve, "image/png"));
-      if (click !== clicks) return; // a later click's file replaces this one
+      if (click !== clicks || !blob) return; // a later click's file replaces this one
       const file = `${model}-${label}-${name}.${animated ? "gif" : "png"}`;
       if (url) URL.revokeObjectURL(url);
       url = URL.createObjectURL(blob);
-      box.replaceChildren(Object.assign(document.createElement("a"), { href: url, download: file,
-                                                                       textContent: `Download ${file}` }));
+      const link = (words) => Object.assign(document.createElement("a"), { href: url, download: file,
+                                                                            textContent: words });
+      link("").click(); // the click's own download (the status's link downloads it once more)
+      const again = link("download again");
+      box.replaceChildren(`Downloaded ${file} · `, again);
     } catch (error) {
       if (click === clicks) box.textContent = `The file could not be made: ${error.message ?? error}`;
     }
