@@ -6,7 +6,7 @@ import shutil
 import numpy as np
 import pytest
 import torch
-from conftest import draw_digit, mnist_test_digits, run_cli
+from conftest import HAS_SHARED_MNIST, draw_digit, mnist_test_digits, run_cli
 
 from vit_demo import load_model
 from vit_demo.interpret.explain import relevance_maps
@@ -59,23 +59,43 @@ def test_relevance_equals_the_reference_implementation_image_by_image():
         np.testing.assert_allclose(mine, reference_relevance(model, image, index), rtol=1e-4, atol=1e-6)
 
 
-def test_a_digits_blank_patches_get_little_relevance(digits, mnist_root):
-    # A patch with no ink gets a small fraction of what a patch with ink gets (the ratio of their means, median
-    # over 200 real test digits), and a markedly smaller one than under rollout or raw attention.
+def blank_to_ink(model, images: np.ndarray) -> dict[str, float]:
+    """For each kind of map: the ratio of what a patch with no ink gets to what a patch with ink gets (the ratio of
+    their means in each image, median over the images (N, 28, 28), uint8)."""
+    x = torch.from_numpy(images / 255).float()[:, None]  # (N, 1, 28, 28), ink = 1
+    maps, _ = patch_maps(model, x)
+    ink = x[:, 0].reshape(-1, 7, 4, 7, 4).amax(dim=(2, 4)).numpy() > 0.05  # (N, 7, 7): patches with any ink
+    return {kind: float(np.median([m[~i].mean() / m[i].mean() for m, i in zip(maps[kind], ink)]))
+            for kind in ("relevance", "rollout", "attention")}
+
+
+@pytest.fixture(scope="module")
+def blank_to_ink_of_test_digits(digits, mnist_root) -> dict[str, float]:
+    """``blank_to_ink`` over the first 200 test digits: the real ones, or the generated ones used without them."""
     images, _ = mnist_test_digits(mnist_root, 200)
-    x = torch.from_numpy(images / 255).float()[:, None]  # (200, 1, 28, 28), ink = 1
-    maps, _ = patch_maps(digits.model, x)
-    ink = x[:, 0].reshape(-1, 7, 4, 7, 4).amax(dim=(2, 4)).numpy() > 0.05  # (200, 7, 7): patches with any ink
+    return blank_to_ink(digits.model, images)
 
-    def blank_to_ink(kind: str) -> float:
-        return float(np.median([m[~i].mean() / m[i].mean() for m, i in zip(maps[kind], ink)]))
 
-    assert blank_to_ink("relevance") < 0.25
-    assert blank_to_ink("relevance") < 0.6 * min(blank_to_ink("rollout"), blank_to_ink("attention"))
+def test_a_digits_blank_patches_get_little_relevance(digits, blank_to_ink_of_test_digits):
+    # A patch with no ink gets a small fraction of what a patch with ink gets, over 200 test digits: the real ones
+    # (0.15), or the generated ones used without ../shared/data (0.16).
+    assert blank_to_ink_of_test_digits["relevance"] < 0.25
     # A drawn 7: the five most relevant patches all hold ink.
     drawn = digits.preprocess(draw_digit("7", 400, (60, 60, 280), 0.08))  # (28, 28)
     top5 = np.argsort(-digits.relevance_preprocessed([drawn], [None])[0].ravel())[:5]
     assert (drawn.reshape(7, 4, 7, 4).max(axis=(1, 3)).ravel()[top5] > 0.05).all()
+
+
+def test_on_real_digits_relevance_leaves_blank_patches_markedly_less_than_rollout_or_attention(
+        blank_to_ink_of_test_digits):
+    # Over 200 real test digits, the blank-to-ink ratio of relevance is well under that of rollout or raw attention
+    # (0.15 against 0.36 and 0.29). A claim about MNIST itself: on the generated digits used without the real ones
+    # (a font's, at random sizes and angles) relevance's 0.16 is under attention's 0.22, but not by as much.
+    if not HAS_SHARED_MNIST:
+        pytest.skip("needs the real MNIST test set in ../shared/data: how relevance compares with rollout and "
+                    "attention on blank patches is a claim about real digits, not the generated ones used without it")
+    ratios = blank_to_ink_of_test_digits  # (mnist_root is ../shared/data)
+    assert ratios["relevance"] < 0.6 * min(ratios["rollout"], ratios["attention"])
 
 
 def test_explain_any_class_and_refuse_an_unknown_one(digits):
