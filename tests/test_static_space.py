@@ -22,7 +22,7 @@ import numpy as np
 import pytest
 import yaml
 
-from conftest import (FIRST_SCREEN_WORDS, PHOTOS, as_drawn, assert_curves_drawn, draw, files_in, free_port,
+from conftest import (FIRST_SCREEN_WORDS, PHOTOS, app_page, as_drawn, assert_curves_drawn, draw, files_in, free_port,
                       git_binaries, label_text, lfs_filters, map_levels, small_texts, visible_words, wait_for_label)
 from vit_demo.app.service import classifier
 from vit_demo.deploy import static_space
@@ -412,6 +412,58 @@ def test_each_tabs_first_screen_is_a_few_dozen_words_in_the_page_too(static_fold
             page.evaluate("() => window.scrollTo(0, 0)")
             words = visible_words(page)
             assert "works offline" in " ".join(words) and len(words) <= FIRST_SCREEN_WORDS, " ".join(words)
+
+
+# The type of every element of the page that holds text, by its place in the page: its font (family, weight, size,
+# line height) and, for the few named, the width its text takes (the same font file, bold face included).
+TYPE = """(named) => { const root = document.getElementById('vd-app'), type = {}, widths = {};
+    const place = (e) => { const path = [];
+      for (; e !== root; e = e.parentElement) {
+        path.unshift(e.id ? `#${e.id}` : `${e.tagName}:${[...e.parentElement.children].indexOf(e)}`);
+        if (e.id) break;
+      }
+      return path.join('>'); };
+    for (const e of root.querySelectorAll('*')) {
+      if (![...e.childNodes].some((n) => n.nodeType === Node.TEXT_NODE && n.textContent.trim())) continue;
+      const style = getComputedStyle(e);
+      type[place(e)] = [style.fontFamily, style.fontWeight, style.fontSize, style.lineHeight];
+    }
+    for (const [name, selector] of Object.entries(named)) {
+      const e = document.querySelector(selector), range = document.createRange(), style = getComputedStyle(e);
+      range.selectNodeContents(e);
+      widths[name] = [style.fontFamily, style.fontWeight, style.fontSize, range.getBoundingClientRect().width];
+    }
+    return [type, widths]; }"""
+NAMED = ({"All layers together": "#digit-map label", "Attention through training": "#digit-training-title",
+          "the title": "#vd-header h1"},  # on the digit tab
+         {"the photo tab, chosen (bold)": "[data-tab=photo]", "a bold word": "#photo-classes b"})  # on the photo tab
+
+
+def typeset(page) -> tuple[dict, dict]:
+    """The TYPE of the page, on the digit tab and then the photo tab's named elements."""
+    page.wait_for_function("() => document.fonts.status === 'loaded'")
+    everything, widths = page.evaluate(TYPE, NAMED[0])
+    page.click("[data-tab=photo]")
+    page.wait_for_function("() => document.fonts.status === 'loaded'")
+    return everything, {**widths, **page.evaluate(TYPE, NAMED[1])[1]}
+
+
+def test_the_app_sets_its_type_as_the_static_page_does(static_folder, browser, app_url):
+    """The app's page (a gr.HTML in Gradio's theme, whose font is Source Sans Pro at 14 px with no bold face, headings
+    at weight 600) in the static page's type: the same font family, weight, size and line height for every element
+    that holds text, and the same widths for the tab's bold "CIFAR-10", "All layers together" and "Attention through
+    training"."""
+    with serving(static_folder) as (url, _), static_page(browser, url, 1400, 900) as page:
+        static, static_widths = typeset(page)
+    with app_page(browser, app_url, 1400, 900) as page:
+        app, app_widths = typeset(page)
+    for name, (family, weight, size, width) in static_widths.items():
+        assert app_widths[name][:3] == [family, weight, size], name
+        assert width > 20 and abs(app_widths[name][3] - width) < 0.5, name
+    assert static_widths["the photo tab, chosen (bold)"][1] == "600" and "Source Sans" not in str(app_widths)
+    both = set(static) & set(app)
+    assert len(both) > 300 and len(set(static) ^ set(app)) <= 2  # (the static page's line on offline use, its own)
+    assert {place: app[place] for place in both if app[place] != static[place]} == {}
 
 
 def test_inside_the_model_in_the_page(static_folder, browser):
