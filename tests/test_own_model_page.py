@@ -9,7 +9,10 @@ then the centre cropped)."""
 from __future__ import annotations
 
 import base64
+import json
+import math
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -194,6 +197,169 @@ def test_a_model_without_a_head_shows_where_it_looks_and_says_it_has_no_answer(h
         assert any("/models/own_dino/graphs.data" in u for u in kept)
         assert any("/models/mnist/" in u for u in kept) and not any("/models/own_vit/" in u for u in kept)
         assert page.outside_requests == [] and page.console_errors == []
+
+
+def _half_unit(shown: str) -> float:
+    """Half a unit of a shown number's last digit: how far the number it stands for may be from it."""
+    return 0.5 * 10 ** -len(shown.split(".")[1]) if "." in shown else 0.5
+
+
+def _number(shown: str) -> float:
+    return float(shown.strip("()").replace(",", ""))
+
+
+def _is(shown: str, value: float) -> bool:
+    """``shown`` is ``value`` to its last digit."""
+    return abs(_number(shown) - value) <= _half_unit(shown.strip("()")) * (1 + 1e-9)
+
+
+def _worked_out(sign: str, calculated: float, shown: str, rounding: float) -> None:
+    """A worked step's result: "=" exactly where a calculator given the shown numbers gives the shown result to its
+    last digit, "≈" elsewhere, and then no further from it than the shown numbers' rounding (``rounding``) explains."""
+    assert sign == ("=" if _is(shown, calculated) else "≈"), (sign, calculated, shown)
+    assert abs(calculated - _number(shown)) <= rounding + _half_unit(shown) + 1e-12, (calculated, shown, rounding)
+
+
+def _significant(shown: str) -> int:
+    return len(shown.strip("()-").replace(".", "").lstrip("0"))
+
+
+def _check_the_worked_steps(page, tab: str, layer: int, head: int, patch: int) -> None:
+    """Recompute each step of the tab's "How attention is computed" (``layer``, ``head``: 0-based) for ``patch`` from
+    the numbers it shows (its visible text), and hold them to the model's own (data-steps)."""
+    view = f"#{tab}-steps"
+    page.locator(f"{view} select.vd-steps-layer").select_option(index=layer)
+    page.locator(f"{view} select.vd-steps-head").select_option(index=head)
+    page.evaluate(f"window.vdLive['{tab}'].choose({patch})")
+    L, H = (int(page.locator(f"{view} select.{s}").input_value()) + 1 for s in ("vd-steps-layer", "vd-steps-head"))
+    page.wait_for_function(
+        "([view, caption]) => document.querySelector(`${view} .vd-caption`).innerText.startsWith(caption) && "
+        "!document.querySelector(`${view} .vd-steps-list`).classList.contains('vd-stale')",
+        arg=[view, f"Patch {patch}, layer {L}, head {H}"], timeout=60_000)
+    raw = json.loads(page.get_attribute(view, "data-steps"))  # the model's own numbers, unrounded
+    query, scores, weights, output = (np.asarray(raw[k]) for k in ("query", "scores", "weights", "output"))
+    Dh, T = len(query), len(scores)
+    keys, values = np.reshape(raw["keys"], (T, Dh)), np.reshape(raw["values"], (T, Dh))
+    steps = page.locator(f"{view} .vd-steps-list > li")
+    assert steps.count() == 4
+
+    def cells(step):  # every token's number in a step's grid, in token order (the prefix tokens, then the patches)
+        return [text.split("\n")[-1] for text in steps.nth(step).locator(".vd-token").all_inner_texts()]
+
+    def rows(step):
+        return [row.locator("span").all_inner_texts() for row in steps.nth(step).locator(".vd-vector").all()]
+
+    def labels(step):
+        return [text.split("\n")[0] for text in steps.nth(step).locator(".vd-term").all_inner_texts()]
+
+    def worked(step):
+        return steps.nth(step).locator(".vd-worked").inner_text()
+
+    names = [text.split("\n")[0] for text in steps.nth(1).locator("span.vd-token").all_inner_texts()]  # [CLS]...
+    prefix = len(names)
+
+    def index(name):
+        return names.index(name) if name in names else prefix + int(name.removeprefix("patch "))
+
+    # Scores: the query of the patch times the key of the token it matches best, term by term, then ÷ √Dh.
+    [query_row], [key_row, *_] = rows(0), rows(1)
+    shown_scores = cells(1)
+    best = int(np.argmax(scores))
+    assert len(query_row) == len(key_row) == Dh and len(shown_scores) == T
+    assert float(shown_scores[best]) == max(map(float, shown_scores))  # the best match, as the grid shows it
+    name = f"patch {best - prefix}" if best >= prefix else names[best]
+    assert labels(1)[0].startswith(f"The key of {name}{' itself' if best == prefix + patch else ''}, the token ")
+    line = re.fullmatch(r"Patch (\d+)'s query times (.+?) key: (.+) \+ … \((\d+) terms in all\) = (-?[\d.]+), and "
+                        r"(-?[\d.]+) ÷ ([\d.]+) \(√(\d+)\) ([=≈]) (-?[\d.]+)\.", worked(1))
+    assert line, worked(1)
+    asker, whose, terms, count, dot, dot_again, root, under, sign, score = line.groups()
+    assert int(asker) == patch and whose == ("its own" if best == prefix + patch else f"{name}'s")
+    assert int(count) == int(under) == Dh and dot_again == dot
+    terms = [term.split(" × ") for term in terms.split(" + ")]
+    assert len(terms) == 3
+    for d, (q, k) in enumerate(terms):  # the query's and the key's first numbers, to 3 significant digits
+        for shown, truth, row in ((q, query[d], query_row), (k, keys[best, d], key_row)):
+            assert _is(shown, truth) and (_significant(shown) >= 3 or abs(truth) < 1e-4), (shown, truth)
+            assert abs(_number(row[d]) - _number(shown)) <= 0.05 + _half_unit(shown) + 1e-9  # (the row: 1 decimal)
+    assert _is(dot, float(query @ keys[best])) and _is(root, math.sqrt(Dh)) and _is(score, scores[best])
+    assert _half_unit(score) <= 0.0005  # (e^score to 0.05%: enough for the weight's tenth of a percent)
+    calculated = _number(dot) / _number(root)  # (the rounding: the dot product's, then the root's)
+    _worked_out(sign, calculated, score, (_half_unit(dot) + calculated * _half_unit(root)) / _number(root))
+    assert abs(_number(shown_scores[best]) - _number(score)) <= _half_unit(shown_scores[best]) + _half_unit(score)
+    # Softmax: e^score over their sum, the score as the scores line shows it; percentages that add up to 100%.
+    shares = cells(2)
+    assert len(shares) == T and all(re.fullmatch(r"\d+\.\d%", s) for s in shares), shares
+    assert sum(round(10 * float(s[:-1])) for s in shares) == 1000  # 100.0%, to the tenth
+    assert all(abs(float(s[:-1]) - 100 * w) <= 0.1 + 1e-9 for s, w in zip(shares, weights))
+    line = re.fullmatch(r"(.+?)'s weight: e(-?[\d.]+) ÷ ([\d.,]+(?: × 10-?\d+)?) ([=≈]) ([\d.]+)%\.", worked(2))
+    assert line, worked(2)
+    whose, exponent, total, sign, share = line.groups()
+    assert whose == name[0].upper() + name[1:] and exponent == score and f"{share}%" == shares[best]
+    assert f"divided by their sum ({total})" in steps.nth(2).inner_text()
+    truth = float(np.exp(scores).sum())
+    if " × 10" in total:
+        mantissa, power = total.split(" × 10")
+        assert abs(float(mantissa) * 10 ** int(power) - truth) <= _half_unit(mantissa) * 10 ** int(power) * 1.000001
+        total_value, total_rounding = float(mantissa) * 10 ** int(power), _half_unit(mantissa) * 10 ** int(power)
+    else:
+        assert _is(total, truth) and _significant(total) >= 4
+        total_value, total_rounding = _number(total), _half_unit(total)
+    calculated = 100 * math.exp(float(exponent)) / total_value
+    _worked_out(sign, calculated, share, calculated * (2 * _half_unit(exponent) + total_rounding / total_value) + 0.1)
+    # Values, mixed: the three most weighted tokens' values at their shown weights, the others' weighted values, and
+    # the output's first number from them.
+    terms, (others_label, output_label) = labels(3)[:3], labels(3)[3:]
+    tenths = [round(10 * float(s[:-1])) for s in shares]
+    mixed = []
+    for label in terms:
+        found = re.fullmatch(r"([\d.]+%) × (.+)'s value", label)
+        assert found, label
+        mixed.append((found[1], index(found[2])))
+        assert shares[mixed[-1][1]] == found[1]
+    assert min(tenths[j] for _, j in mixed) >= max(t for j, t in enumerate(tenths) if j not in {j for _, j in mixed})
+    found = re.fullmatch(r"\+ the other (\d+) tokens' values, each times its weight \(([\d.]+)% in all\)",
+                         others_label)
+    assert found and int(found[1]) == T - 3, others_label
+    assert round(10 * float(found[2])) == 1000 - sum(tenths[j] for _, j in mixed)  # the shown weights' rest
+    assert output_label.startswith("= the output")
+    line = re.fullmatch(r"The output's first number: (.+) ([=≈]) (-?[\d.]+)\.", worked(3))
+    assert line, worked(3)
+    terms, sign, first = line.groups()
+    terms = terms.split(" + ")
+    assert len(terms) == 4
+    rest = set(range(T)) - {j for _, j in mixed}
+    assert _is(terms[3], float(sum(weights[j] * values[j, 0] for j in rest))) and _is(first, output[0])
+    calculated, rounding = _number(terms[3]), _half_unit(terms[3].strip("()"))
+    for term, (weight, j) in zip(terms, mixed):
+        shown_weight, shown_value = term.split(" × ")
+        assert shown_weight == weight and _is(shown_value, values[j, 0])
+        calculated += float(weight[:-1]) / 100 * _number(shown_value)
+        rounding += 0.001 * abs(_number(shown_value)) + float(weight[:-1]) / 100 * _half_unit(shown_value.strip("()"))
+    _worked_out(sign, calculated, first, rounding)
+
+
+def test_how_attention_is_computed_checks_by_hand(own_site, browser):
+    """Every worked step of "How attention is computed", for the digits, the photos and models of one's own (a [DIST]
+    token; registers), read from the page as a visitor reads it and recomputed as with a calculator: the dot product's
+    terms are the query's and the key's numbers, the score its sum ÷ √Dh, the weight e^score ÷ the shown sum, the
+    percentages add up to 100%, and the output's first number is the shown values times the shown weights; "≈"
+    where, and only where, the shown rounding hides the equality; every line names the token it is about."""
+    # (layer, head, patch), 0-based: layer 4 head 1 and layer 1 head 3 of the digits as a visitor found them; patches
+    # that match another patch best, themselves (digits 1/1/10), [CLS] (own 1/1/0) and [DIST] (own 1/2/5).
+    cases = {"digit": [(3, 0, 16), (0, 2, 16), (0, 0, 10), (5, 1, 0), (1, 3, 48)],
+             "photo": [(3, 0, 20), (0, 4, 0), (-1, -1, 63)], PREFIX: [(1, 2, 5), (0, 0, 0), (0, 1, 5), (1, 1, 15)],
+             HEADLESS: [(0, 1, 7), (1, 2, 0)]}
+    with serving(own_site) as (url, _), static_page(browser, url) as page:
+        page.locator("#canvas .vd-examples button[title='example: 3']").click()
+        for tab, chosen in cases.items():
+            page.click(f"button[data-tab='{tab}']")
+            page.wait_for_function(f"window.vdLive?.['{tab}']?.state", timeout=60_000)  # (its example read)
+            page.locator(f"#{tab}-steps").scroll_into_view_if_needed()  # (asked for while on screen)
+            for layer, head, patch in chosen:
+                count = page.locator(f"#{tab}-steps select.vd-steps-layer option").count()
+                heads = page.locator(f"#{tab}-steps select.vd-steps-head option").count()
+                _check_the_worked_steps(page, tab, layer % count, head % heads, patch)
+        assert page.console_errors == []
 
 
 def test_the_models_tab_works_offline_and_fits_a_phone_and_a_projector(own_model, own_site, browser, tmp_path):
