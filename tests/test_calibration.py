@@ -166,7 +166,13 @@ def test_cli_calibrate_fits_and_records_a_folders_calibration(mnist_root, tmp_pa
     assert load_model(folder, device="cpu").temperature == 1.0 and not (folder / CALIBRATION_FILE).exists()
     result = run_cli("calibrate", "--model", str(folder), "--data-dir", str(mnist_root), "--device", "cpu")
     assert result.returncode == 0, result.stderr
-    printed, record = json.loads(result.stdout), read_calibration(folder)
+    printed, record = json.loads(result.stdout), read_calibration(folder)  # stdout: one JSON line alone
+    # stderr: each image pass and fit as it begins, then the time
+    begun = [line.split("] ", 1)[1] for line in result.stderr.splitlines() if line.startswith(f"calibrate {folder} [")]
+    assert begun[1:4] == ["reading the 500 images to fit on", "reading the 500 images to measure on",
+                          "fitting the temperature"]
+    assert len(begun) == 7 and begun[-2].startswith("fitting the ") and begun[-1].startswith("writing calibration.json")
+    assert f"calibrate {folder}: done, 7 steps in " in result.stderr
     assert printed["temperature"] == record["temperature"] != 1.0
     assert json.loads((folder / CONFIG_FILE).read_text())["temperature"] == record["temperature"]
     assert load_model(folder, device="cpu").temperature == pytest.approx(record["temperature"])

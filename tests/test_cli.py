@@ -232,7 +232,14 @@ def test_onnx_writes_the_model_and_snapshot_graphs_in_sync_and_refuses_a_missing
     (folder / "snapshots" / "epoch-0002.onnx").write_bytes(b"an old export")
     result = run_cli("onnx", "--model", str(folder))
     assert result.returncode == 0, result.stderr
-    records = [json.loads(line) for line in result.stdout.splitlines()]
+    records = [json.loads(line) for line in result.stdout.splitlines()]  # stdout: the JSON lines alone
+    # stderr: each step as it begins (exporting a graph takes seconds here, minutes for a large model), then the time
+    begun = [line.split("] ", 1)[1] for line in result.stderr.splitlines() if line.startswith(f"onnx {folder} [")]
+    assert begun == ["reading its head means and training snapshots", "exporting model.onnx",
+                     "exporting relevance.onnx", "exporting patching_heads.onnx", "exporting patching_residual.onnx",
+                     "writing graphs.data, the weights model.onnx, relevance.onnx, patching_heads.onnx, "
+                     "patching_residual.onnx share", "exporting snapshots/epoch-0001.onnx"]
+    assert f"onnx {folder}: done, 7 steps in " in result.stderr
     written = [r for r in records if "bytes" in r]
     assert [Path(r["file"]).relative_to(folder).as_posix() for r in written] == [
         "graphs.data", "model.onnx", "relevance.onnx", "patching_heads.onnx", "patching_residual.onnx",

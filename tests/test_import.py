@@ -5,6 +5,7 @@ refused in one line."""
 
 import argparse
 import json
+import re
 
 import numpy as np
 import pytest
@@ -180,7 +181,7 @@ def test_dinov2_at_another_image_size_resamples_as_timm(timm_import, tmp_path):
     assert differences["logits"] <= LOGITS_TOLERANCE and differences["attention"] <= ATTENTION_TOLERANCE
 
 
-def test_the_command_writes_a_weights_folder_that_predict_and_export_take(timm_import, tmp_path, capsys):
+def test_the_command_writes_a_weights_folder_that_predict_and_export_take(timm_import, tmp_path, capfd):
     _, state, _, _ = timm_import("deit_tiny_patch16_224")
     save_state(state, tmp_path / "deit.pth")
     photo = tmp_path / "coffee.png"
@@ -188,7 +189,14 @@ def test_the_command_writes_a_weights_folder_that_predict_and_export_take(timm_i
     out = tmp_path / "deit"
     assert main(["import", "timm:deit_tiny_patch16_224", "--checkpoint", str(tmp_path / "deit.pth"), "--no-graphs",
                  "--out", str(out)]) == 0
-    record = json.loads(capsys.readouterr().out)
+    said = capfd.readouterr()  # (what the process writes to its file descriptors too: no library's chatter)
+    record = json.loads(said.out)  # one JSON line, nothing else; each step on stderr as it begins, then the time
+    steps = [re.sub(r", \d+ s\]", "]", line) for line in said.err.splitlines()]
+    assert steps[:-1] == [f"import [1/4] loading timm:deit_tiny_patch16_224 from {tmp_path / 'deit.pth'}",
+                          "import [2/4] converting it to this project's ViT",
+                          "import [3/4] checking that it computes what timm's model computes",
+                          f"import [4/4] saving its weights in {out / WEIGHTS_FILE}"]
+    assert re.fullmatch(r"import: done, 4 steps in \d+\.\d s", steps[-1])
     assert record["classes"] == 1000 and record["max_difference"] <= LOGITS_TOLERANCE
     assert record["graphs"] == {} and record["graphs_left_out"].startswith("--no-graphs")  # (minutes: docs/import.md)
     assert not list(out.glob("*.onnx"))
@@ -200,15 +208,15 @@ def test_the_command_writes_a_weights_folder_that_predict_and_export_take(timm_i
                                        "library": "pil"}
     assert config["vit"]["norm_eps"] == 1e-6 and "register_tokens" not in config["vit"]  # defaults left out
     assert main(["predict", "--model", str(out), str(photo)]) == 0
-    assert json.loads(capsys.readouterr().out)["label"] in config["classes"]
+    assert json.loads(capfd.readouterr().out)["label"] in config["classes"]
     assert main(["export", "--model", str(out), str(photo), "--view", "rollout", "--out", str(tmp_path / "r.png")]) == 0
     assert (tmp_path / "r.png").stat().st_size > 0
     # What needs one of our datasets, and writing over a folder, are refused in one line.
     assert main(["evaluate", "--model", str(out), "--data-dir", str(tmp_path)]) == 2
-    assert "imported from timm:deit_tiny_patch16_224, not one trained here" in capsys.readouterr().err
+    assert "imported from timm:deit_tiny_patch16_224, not one trained here" in capfd.readouterr().err
     assert main(["import", "timm:deit_tiny_patch16_224", "--checkpoint", str(tmp_path / "deit.pth"),
                  "--out", str(out)]) == 2
-    assert "not empty" in capsys.readouterr().err
+    assert "not empty" in capfd.readouterr().err
 
 
 @pytest.mark.slow  # four graphs exported: 17 to 33 s
@@ -226,7 +234,13 @@ def test_the_command_writes_the_pages_graphs(tmp_path, capsys):
     transformers.ViTModel(transformers.ViTConfig(**sizes)).save_pretrained(tmp_path / "hf-features")
     out = tmp_path / "ours"
     assert main(["import", f"hf:{tmp_path / 'hf'}", "--graph-weights", "float16", "--out", str(out)]) == 0
-    record = json.loads(capsys.readouterr().out)
+    said = capsys.readouterr()
+    record = json.loads(said.out)
+    begun = [line.split("] ", 1)[1] for line in said.err.splitlines() if line.startswith("import [")]
+    assert begun[:3] == [f"reading hf:{tmp_path / 'hf'}", "converting it to this project's ViT",
+                         f"saving its weights in {out / WEIGHTS_FILE}"]
+    assert [step for step in begun if step.startswith("exporting ")] == [  # each graph on stderr as it begins
+        f"exporting {name}" for name in shared_graphs(load_weights(out)[0].config)]
     info, _ = load_weights(out)
     assert set(record["graphs"]) == {*shared_graphs(info.config), GRAPH_WEIGHTS_FILE}
     assert all(record["graphs"][name] == (out / name).stat().st_size for name in record["graphs"])
@@ -250,8 +264,9 @@ def test_a_model_without_a_head_gives_features_not_predictions(timm_import):
 def test_what_is_no_plain_vit_is_refused_in_one_line(name, tmp_path, capsys):
     assert main(["import", f"timm:{name}", "--checkpoint", str(tmp_path / "x.pth"), "--out", str(tmp_path / "o")]) == 2
     said = capsys.readouterr()
-    assert said.out == "" and said.err.count("\n") == 1 and "Traceback" not in said.err
-    assert said.err.startswith(f"error: timm:{name}")
+    *begun, refusal = said.err.splitlines()  # the steps begun (import [1/4, 0 s] loading timm:...), then why not
+    assert said.out == "" and "Traceback" not in said.err and all(line.startswith("import [") for line in begun)
+    assert refusal.startswith(f"error: timm:{name}")
     assert not (tmp_path / "o").exists()
 
 
@@ -387,8 +402,9 @@ def test_hugging_face_models_that_are_no_plain_vit_are_refused(tmp_path, capsys)
     (tmp_path / "swin" / "config.json").write_text(json.dumps({"model_type": "swin",
                                                                "architectures": ["SwinForImageClassification"]}))
     assert main(["import", f"hf:{tmp_path / 'swin'}", "--out", str(tmp_path / "o")]) == 2
-    said = capsys.readouterr().err
-    assert said.count("\n") == 1 and "is a swin model (SwinForImageClassification), not a plain ViT" in said
+    *begun, refusal = capsys.readouterr().err.splitlines()  # the step begun (import [1/3, 0 s] reading hf:...)
+    assert [re.sub(r", \d+ s\]", "]", line) for line in begun] == [f"import [1/3] reading hf:{tmp_path / 'swin'}"]
+    assert refusal.startswith("error: ") and "is a swin model (SwinForImageClassification), not a plain ViT" in refusal
     with pytest.raises(NotImportable, match="no such folder"):
         import_vit(f"hf:{tmp_path / 'missing'}")
     with pytest.raises(NotImportable, match="--checkpoint is for timm"):

@@ -28,6 +28,7 @@ from vit_demo.app.service import classifier
 from vit_demo.deploy import static_space
 from vit_demo.page.layout import EXAMPLES
 from vit_demo.deploy.space import needs_lfs
+from vit_demo.progress import Steps
 
 ZERO = [(0.5 + 0.28 * math.sin(2 * math.pi * i / 12), 0.5 - 0.36 * math.cos(2 * math.pi * i / 12)) for i in range(13)]
 SEVEN = [(0.25, 0.2), (0.75, 0.2), (0.45, 0.85)]
@@ -37,8 +38,11 @@ ONE = [(0.5, 0.15), (0.5, 0.85)]
 @pytest.fixture(scope="module")
 def static_folder(tmp_path_factory) -> Path:
     folder = tmp_path_factory.mktemp("static") / "space"
-    record = static_space.write_static(folder)
+    said = io.StringIO()  # (the command's stderr: vit_demo/progress.py)
+    record = static_space.write_static(folder, progress=Steps("static", stream=said))
     assert record["files"] > 10
+    begun = [line.split("] ", 1)[1] for line in said.getvalue().splitlines() if line.startswith("static [")]
+    assert [step.split(" ", 1)[0] for step in begun] == ["laying", "copying", "writing"]  # each said as it begins
     return folder
 
 

@@ -34,6 +34,7 @@ from safetensors.torch import load_file as load_safetensors_file
 from vit_demo.atomic import check_out_folder
 from vit_demo.data.preprocess import Preprocessing
 from vit_demo.model import ViTConfig, VisionTransformer
+from vit_demo.progress import Steps
 from vit_demo.weights import CONFIG_FILE, WEIGHTS_FILE, save_imported, shown_path
 
 SOURCES = ("timm", "hf")
@@ -60,10 +61,11 @@ class Imported:
     record: dict  # where it came from (config.json's ``import``)
 
 
-def import_vit(source: str, checkpoint: str | Path | None = None, image_size: int | None = None) -> Imported:
+def import_vit(source: str, checkpoint: str | Path | None = None, image_size: int | None = None,
+               progress: Steps | None = None) -> Imported:
     """The ViT ``source`` names (see the module's docstring), with ``checkpoint`` (timm only) read instead of the
     download, and at ``image_size`` where given: its position embeddings resampled (``at_image_size``), its
-    preprocessing made for that size as its source would make it.
+    preprocessing made for that size as its source would make it. Each step is said to ``progress``, if given.
 
     Raises:
         NotImportable: a source that is unknown, unreachable, or no plain ViT.
@@ -73,11 +75,14 @@ def import_vit(source: str, checkpoint: str | Path | None = None, image_size: in
         raise NotImportable(f"{source!r}: the source is timm:NAME, hf:REPO_ID or hf:FOLDER")
     if checkpoint is not None and kind != "timm":
         raise NotImportable("--checkpoint is for timm:NAME; a Hugging Face folder holds its own weights (hf:FOLDER)")
+    progress = progress or Steps()
     if kind == "timm":
-        model, classes, data, record = _from_timm(name, None if checkpoint is None else Path(checkpoint))
+        model, classes, data, record = _from_timm(name, None if checkpoint is None else Path(checkpoint), progress)
     else:
-        model, classes, data, record = _from_hf(name)
+        model, classes, data, record = _from_hf(name, progress)
     if image_size is not None and image_size != model.config.image_size:
+        progress.expect(1)
+        progress.step(f"resampling its position embeddings to {image_size} x {image_size} pixels")
         model = model.at_image_size(image_size)
     return Imported(model, classes, data.preprocessing(model.config.image_size), {"source": source, **record})
 
@@ -99,16 +104,19 @@ class SourcePreprocessing:
 
 
 def write_import(source: str, out: str | Path, checkpoint: str | Path | None, image_size: int | None,
-                 command: str, force: bool = False) -> dict:
+                 command: str, force: bool = False, progress: Steps | None = None) -> dict:
     """Import ``source`` (``import_vit``) into the weights folder ``out``, recording ``command``; return what was
-    written. ``out`` must be new or empty, unless ``force``.
+    written. ``out`` must be new or empty, unless ``force``. Each step is said to ``progress``, if given.
 
     Raises:
         NotImportable: as ``import_vit``, or ``out`` holds files.
     """
     out = Path(out)
     check_out_folder(out, force, NotImportable, "the weights folder")
-    imported = import_vit(source, checkpoint, image_size)
+    progress = progress or Steps()
+    progress.expect(1)  # (saving, after import_vit's own)
+    imported = import_vit(source, checkpoint, image_size, progress)
+    progress.step(f"saving its weights in {shown_path(out / WEIGHTS_FILE)}")
     save_imported(out, imported.model, imported.classes, imported.preprocessing, {**imported.record, "command": command})
     c = imported.model.config
     written = {"source": source, "out": str(shown_path(out)), "image_size": c.image_size, "patch_size": c.patch_size,
@@ -229,9 +237,13 @@ def _check_timm_architecture(name: str, model: torch.nn.Module) -> None:
                             f" patches: only square ones can be imported")
 
 
-def _from_timm(name: str, checkpoint: Path | None
+def _from_timm(name: str, checkpoint: Path | None, progress: Steps
                ) -> tuple[VisionTransformer, tuple[str, ...], SourcePreprocessing | KeptPreprocessing, dict]:
-    """timm's ``name`` as our model, its classes, its preprocessing and the import's record."""
+    """timm's ``name`` as our model, its classes, its preprocessing and the import's record; its three steps said to
+    ``progress``."""
+    progress.expect(3)
+    progress.step(f"loading timm:{name} from {checkpoint}" if checkpoint is not None else
+                  f"loading timm:{name} (its weights are downloaded the first time)")
     timm = _require("timm")
     from timm.data import ImageNetInfo, infer_imagenet_subset, resolve_data_config
     from timm.models.deit import VisionTransformerDistilled
@@ -257,7 +269,9 @@ def _from_timm(name: str, checkpoint: Path | None
         norm_eps=source.norm.eps if isinstance(source.norm, torch.nn.LayerNorm) else first.norm1.eps,
         distillation_token=isinstance(source, VisionTransformerDistilled), register_tokens=source.num_reg_tokens,
         layer_scale=getattr(first.ls1, "init_values", None), prefix_pos_embed=not source.no_embed_class)
+    progress.step("converting it to this project's ViT")
     model = _load(f"timm:{name}", config, timm_state_to_ours(source.state_dict()))
+    progress.step("checking that it computes what timm's model computes")
     difference = _compare(source, model)
     if not difference <= CHECK_TOLERANCE:
         raise NotImportable(f"timm:{name} computes something our ViT does not (on a random image its output and ours "
@@ -410,8 +424,12 @@ def _read_json(path: Path) -> dict:
         raise NotImportable(f"{path} cannot be read ({exc})") from None
 
 
-def _from_hf(spec: str) -> tuple[VisionTransformer, tuple[str, ...], SourcePreprocessing, dict]:
-    """The Hugging Face ViT ``spec`` names as our model, its classes, its preprocessing and the import's record."""
+def _from_hf(spec: str, progress: Steps) -> tuple[VisionTransformer, tuple[str, ...], SourcePreprocessing, dict]:
+    """The Hugging Face ViT ``spec`` names as our model, its classes, its preprocessing and the import's record; its
+    two steps said to ``progress``."""
+    progress.expect(2)
+    progress.step(f"reading hf:{spec}" + ("" if Path(spec).expanduser().is_dir() else
+                                           " (its files are downloaded the first time)"))
     folder = _hf_folder(spec)
     if not (folder / "config.json").is_file():
         raise NotImportable(f"hf:{spec}: {folder} has no config.json (save_pretrained writes one)")
@@ -437,6 +455,7 @@ def _from_hf(spec: str) -> tuple[VisionTransformer, tuple[str, ...], SourcePrepr
         image_size=image_size, patch_size=patch_size, in_channels=3, num_classes=len(classes),
         dim=hf.get("hidden_size", 768), depth=hf.get("num_hidden_layers", 12), heads=hf.get("num_attention_heads", 12),
         mlp_dim=hf.get("intermediate_size", 3072), mean=mean, std=std, norm_eps=hf.get("layer_norm_eps", 1e-12))
+    progress.step("converting it to this project's ViT")
     model = _load(f"hf:{spec}", config, hf_state_to_ours(state))
     transformers_version = hf.get("transformers_version")
     record = {"architecture": architectures[0], "saved_by_transformers": transformers_version,

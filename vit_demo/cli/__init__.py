@@ -31,8 +31,10 @@ def one(run: Callable[[argparse.Namespace], dict]) -> Callable[[argparse.Namespa
 
 def write_static_folder(args: argparse.Namespace) -> dict:
     from vit_demo.deploy.static_space import write_static  # imports onnx and the app's views: only here
+    from vit_demo.progress import Steps
 
-    return write_static(args.folder, args.force, args.model)
+    with Steps("static") as progress:  # (on stderr: stdout keeps the JSON line)
+        return write_static(args.folder, args.force, args.model, progress)
 
 
 def parents() -> dict[str, argparse.ArgumentParser]:
@@ -52,8 +54,9 @@ def parents() -> dict[str, argparse.ArgumentParser]:
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="python -m vit_demo", description=(
         "The command line over the same functions as the app. Each command prints JSON lines; what it cannot use "
-        "is said in one line (predict: in that file's JSON line), never a traceback. `python -m vit_demo COMMAND "
-        "--help` says more."))
+        "is said in one line (predict: in that file's JSON line), never a traceback. The long ones (import, onnx, "
+        "static, calibrate) say each step on stderr as it begins: a bar on a terminal, a line each elsewhere. "
+        "`python -m vit_demo COMMAND --help` says more."))
     commands = parser.add_subparsers(dest="command", required=True)
     shared = parents()
     model, data, split = shared["model"], shared["data"], shared["split"]

@@ -24,6 +24,7 @@ from vit_demo.interpret import heads
 from vit_demo.interpret.faithfulness import mean_aucs, write_record
 from vit_demo.interpret.inside import ATTENTION_DISTANCE_FILE, write_attention_distance
 from vit_demo.pictures import slides
+from vit_demo.progress import Steps
 from vit_demo.training.calibrate import calibrate
 from vit_demo.training.evaluation import evaluate
 from vit_demo.weights import (CALIBRATION_FILE, GRAPH_WEIGHT_TYPES, HEAD_IMPORTANCE_FILE, HEAD_MEANS_FILE,
@@ -89,7 +90,8 @@ def run_faithfulness(args: argparse.Namespace) -> list[dict]:
 def run_calibrate(args: argparse.Namespace) -> dict:
     """Fit and record the model's calibration; return the report, less its reliability bins."""
     folder = resolve_weights_folder(args.model)
-    report = calibrate(folder, args.data_dir, resolve_device(args.device))
+    with Steps(f"calibrate {args.model}") as progress:
+        report = calibrate(folder, args.data_dir, resolve_device(args.device), progress=progress)
     summary = {key: value for key, value in report.items() if key not in ("before", "after")}
     for when in ("before", "after"):
         summary[when] = {key: report[when][key] for key in ("ece", "nll", "accuracy_overall")}
@@ -180,7 +182,8 @@ def run_onnx(args: argparse.Namespace) -> list[dict]:
 
     records = []
     for name in args.model or ["mnist", "cifar10"]:
-        records += [{"model": name, **record} for record in write_onnx(name)]
+        with Steps(f"onnx {name}") as progress:  # (on stderr: stdout keeps the JSON lines)
+            records += [{"model": name, **record} for record in write_onnx(name, progress)]
     return records
 
 
@@ -194,15 +197,17 @@ def run_import(args: argparse.Namespace) -> dict:
     options += ["--graph-weights", args.graph_weights] if rounded else []
     options += [] if args.graphs else ["--no-graphs"]
     command = shlex.join(["python", "-m", "vit_demo", "import", args.source, *options, "--out", args.out])
-    written = write_import(args.source, args.out, args.checkpoint, args.image_size, command, args.force)
-    if rounded:
-        update_config(args.out, graph_weights=args.graph_weights)
-    if not args.graphs:
-        return {**written, "graphs": {}, "graphs_left_out": f"--no-graphs: python -m vit_demo onnx --model "
-                                                            f"{shlex.quote(args.out)} writes them"}
-    from vit_demo.onnx.export import write_onnx  # imports onnx and the exporter: only here
+    with Steps("import") as progress:  # (on stderr: stdout keeps the JSON line)
+        written = write_import(args.source, args.out, args.checkpoint, args.image_size, command, args.force,
+                               progress)
+        if rounded:
+            update_config(args.out, graph_weights=args.graph_weights)
+        if not args.graphs:
+            return {**written, "graphs": {}, "graphs_left_out": f"--no-graphs: python -m vit_demo onnx --model "
+                                                                f"{shlex.quote(args.out)} writes them"}
+        from vit_demo.onnx.export import write_onnx  # imports onnx and the exporter: only here
 
-    records = [record for record in write_onnx(args.out) if "bytes" in record]  # (not a snapshot graph removed)
+        records = [record for record in write_onnx(args.out, progress) if "bytes" in record]  # (none removed)
     return {**written, "graphs": {Path(record["file"]).name: record["bytes"] for record in records}}
 
 

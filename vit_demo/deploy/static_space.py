@@ -16,6 +16,7 @@ Publish it with ``hf upload USER/NAME DIR --repo-type space``.
 from __future__ import annotations
 
 import dataclasses
+import functools
 import shutil
 from collections.abc import Sequence
 from pathlib import Path
@@ -26,6 +27,7 @@ from vit_demo.deploy.space import (README, bundle_files, bundle_record, from_tem
 from vit_demo.onnx.export import GRAPH_WEIGHTS_FILE, expected_metadata, stale_graphs
 from vit_demo.page.layout import TABS, tabs
 from vit_demo.page.site import HOST, STYLES, build_site, locate, models_folder
+from vit_demo.progress import Steps
 from vit_demo.weights import WeightsError
 
 MARKER = "<!-- Written by `python -m vit_demo static`: running it again rewrites this folder. -->"
@@ -43,8 +45,11 @@ class StaticError(ValueError):
     """The static folder can't be written; the message says why and what to do."""
 
 
-def build(target: Path) -> None:
-    """Write the static folder's contents into the empty folder ``target``."""
+def build(target: Path, progress: Steps | None = None) -> None:
+    """Write the static folder's contents into the empty folder ``target``, saying its three steps to
+    ``progress``."""
+    progress = progress or Steps()
+    progress.step("laying out the page and drawing the Inside-the-model pictures")
     site = build_site(target)  # (its Inside pictures written in place)
     files = [*STYLES, OFFLINE]
     for folder in COPIED:
@@ -53,9 +58,13 @@ def build(target: Path) -> None:
     for tab in tabs():
         folder = models_folder(tab.model)
         files += [folder + name for name in (*expected_metadata(weights_folder(tab.model)), GRAPH_WEIGHTS_FILE)]
+    megabytes = sum(locate(site.roots, name).stat().st_size for name in files) / 1e6
+    progress.step(f"copying {len(files)} files ({megabytes:.1f} MB): the page's scripts, onnxruntime-web, the examples "
+                  "and every model's graphs")
     for name in files:
         (target / name).parent.mkdir(parents=True, exist_ok=True)
         shutil.copy2(locate(site.roots, name), target / name)
+    progress.step(f"writing {PAGE}, {README} and .gitattributes")
     data = {**site.data, "offline": {"worker": OFFLINE, **offline_files(target, site.data["models"])}}
     site = dataclasses.replace(site, data=data)
     start = site.script(HOST, data="JSON.parse(document.getElementById('vd-page').textContent)")
@@ -86,17 +95,19 @@ def offline_files(target: Path, models: dict) -> dict:
             "tabs": {prefix: {"files": names, "bytes": size(names)} for prefix, names in tabs.items()}}
 
 
-def write_static(folder: Path | str, force: bool = False, models: Sequence[str | Path] = ()) -> dict:
+def write_static(folder: Path | str, force: bool = False, models: Sequence[str | Path] = (),
+                 progress: Steps | None = None) -> dict:
     """Write the static Space into ``folder`` (created where needed; an earlier one, or with ``force`` any folder, is
     rewritten whole, keeping only a ``.git``), with a tab for each weights folder in ``models`` beside the shipped
-    models' (service.add_model); return what was written, as one JSON-able record."""
+    models' (service.add_model); return what was written, as one JSON-able record. Each step is said to
+    ``progress``, if given, as it begins."""
     folder = Path(folder)
     try:
         for model in models:
             add_model(model)
     except WeightsError as exc:
         raise StaticError(f"{exc}. Nothing was written.") from None
-    for tab in tabs():
+    for tab in tabs():  # (checked before a step is said: what is refused is refused in one line)
         problem = model_problem(tab.model)
         stale = [] if problem else stale_graphs(weights_folder(tab.model))
         if stale:
@@ -104,8 +115,10 @@ def write_static(folder: Path | str, force: bool = False, models: Sequence[str |
                        f"with `python -m vit_demo onnx --model {ADDED.get(tab.model, tab.model)}`.")
         if problem:
             raise StaticError(f"{problem} Nothing was written.")
+    progress = progress or Steps()
+    progress.expect(3)  # build's steps
     try:
-        replace_folder(folder, force, MARKER, build)
+        replace_folder(folder, force, MARKER, functools.partial(build, progress=progress))
     except WeightsError as exc:
         raise StaticError(f"{exc} Nothing was written.") from None
     return {"static": str(folder), **bundle_record(folder), "serve": f"python -m http.server --directory {folder}",

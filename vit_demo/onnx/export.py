@@ -112,6 +112,7 @@ from vit_demo.model import Edits, ViTConfig, VisionTransformer
 from vit_demo.onnx import patching
 from vit_demo.onnx.graph import INT8_MAX, INTERFACE, OPSET, finish, share_weights
 from vit_demo.onnx.patching import PatchingGraph, patching_kinds, patching_onnx
+from vit_demo.progress import Steps
 from vit_demo.weights import (GRAPH_FILE, GRAPH_WEIGHT_TYPES, GRAPH_WEIGHTS_FILE, HEAD_MEANS_FILE, LENS_GRAPH_FILE,
                               PATCHING_GRAPH_FILES, RELEVANCE_GRAPH_FILE, SNAPSHOTS_DIR, SNAPSHOTS_INDEX, WEIGHTS_FILE,
                               Snapshot, load_snapshots, load_weights, read_weights_info,
@@ -438,19 +439,23 @@ def _rounded_to_int8(weight: torch.Tensor) -> torch.Tensor:
     return (weight / scale).round().clamp(-INT8_MAX, INT8_MAX) * scale  # the largest at +-127 (scale rounded down)
 
 
-def write_onnx(folder: str | Path) -> list[dict]:
+def write_onnx(folder: str | Path, progress: Steps | None = None) -> list[dict]:
     """Write a weights folder's graphs: its ``shared_graphs`` beside its weights (``model.onnx``, ``lens.onnx`` where
     the lens is apart, and ``relevance.onnx`` with its head means and temperature; the patching graphs,
     vit_demo/onnx/patching.py), and ``snapshots/epoch-XXXX.onnx`` for each snapshot in snapshots.json (its own
     temperature, zeros for the means). Snapshot graphs no longer listed there are removed. Returns one record per
-    file: its path (as users see it), bytes, and what it was exported from.
+    file: its path (as users see it), bytes, and what it was exported from. Each export (some seconds to minutes) is
+    said to ``progress``, if given, as it begins.
 
     Raises:
         WeightsError: the folder's weights cannot be loaded.
     """
     folder = resolve_weights_folder(folder)
-    info, model = load_weights(folder, "cpu")
+    info, model = load_weights(folder, "cpu")  # (before any step is said: what is no weights folder, in one line)
     expected = expected_metadata(folder)
+    progress = progress or Steps()
+    progress.expect(1)
+    progress.step("reading its head means and training snapshots")
     records = []
 
     def save(name: str, proto: onnx.ModelProto) -> None:
@@ -465,7 +470,12 @@ def write_onnx(folder: str | Path) -> list[dict]:
     model = rounded_weights(model, info.graph_weights)
     graphs = folder_graphs(model, means, info.temperature, load_snapshots(folder, "cpu"))
     sharing = shared_graphs(info.config)
-    trained = {name: graph_onnx(graphs[name], expected[name]) for name in sharing}
+    progress.expect(len(graphs) + 1)  # each graph exported, and the trained model's weights written once for all
+    trained = {}
+    for name in sharing:
+        progress.step(f"exporting {name}")
+        trained[name] = graph_onnx(graphs[name], expected[name])
+    progress.step(f"writing {GRAPH_WEIGHTS_FILE}, the weights {', '.join(sharing)} share")
     shared = share_weights(list(trained.values()), GRAPH_WEIGHTS_FILE)
     atomic_write(folder / GRAPH_WEIGHTS_FILE, lambda f: f.write(shared))
     records.append({"file": str(shown_path(folder / GRAPH_WEIGHTS_FILE)), "bytes": len(shared),
@@ -475,6 +485,7 @@ def write_onnx(folder: str | Path) -> list[dict]:
         proto.metadata_props.add(key="graph_weights_sha256", value=sha)
         save(name, proto)
     for name in [name for name in graphs if name not in sharing]:  # the snapshots'
+        progress.step(f"exporting {name}")
         save(name, graph_onnx(graphs[name], expected[name]))
     for path in sorted((folder / SNAPSHOTS_DIR).glob("epoch-*.onnx")):
         if f"{SNAPSHOTS_DIR}/{path.name}" not in expected:

@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import dataclasses
 import json
-import sys
 from pathlib import Path
 
 import torch
@@ -23,6 +22,7 @@ from vit_demo.data.datasets import DatasetSpec, load_split
 from vit_demo.data.outside_photos import OutsidePhotosMissing
 from vit_demo.interpret import calibration, unfamiliar
 from vit_demo.pictures.figures import reliability_diagram
+from vit_demo.progress import Steps
 from vit_demo.weights import (CALIBRATION_FILE, RELIABILITY_FILE, load_snapshots, load_weights, read_metrics,
                               set_snapshot_temperatures, update_config)
 
@@ -80,14 +80,25 @@ def data_for(folder: Path, dataset: DatasetSpec, data_dir: str | Path) -> Calibr
 
 
 def calibrate(folder: str | Path, data_dir: str | Path, device: torch.device | str = "cpu",
-              data: CalibrationData | None = None) -> dict:
+              data: CalibrationData | None = None, progress: Steps | None = None) -> dict:
     """Fit and record ``folder``'s calibration (see the module's docstring); return the report, as written to
-    ``calibration.json``. ``data``: what to fit and measure on (default: ``data_for`` the folder)."""
+    ``calibration.json``. ``data``: what to fit and measure on (default: ``data_for`` the folder). Each step (an
+    image pass, a fit) is said to ``progress``, if given, as it begins."""
     folder = Path(folder)
-    info, model = load_weights(folder, device)
+    info, model = load_weights(folder, device)  # (before any step is said: what is no weights folder, in one line)
+    progress = progress or Steps()
+    progress.expect(1)
+    progress.step("loading the images to fit and measure on")
     data = data or data_for(folder, info.trained_dataset(), data_dir)
-    fit_logits, measure_logits = (calibration.all_logits(model, x) for x, _ in (data.fit, data.measure))
+    snapshots = load_snapshots(folder, device)
+    rule_too = info.dataset.root is None  # outside photos are what its rule is chosen on: they may show its classes
+    progress.expect(4 + len(snapshots) + 2 * rule_too)
+    progress.step(f"reading the {len(data.fit[0]):,} images to fit on")
+    fit_logits = calibration.all_logits(model, data.fit[0])
+    progress.step(f"reading the {len(data.measure[0]):,} images to measure on")
+    measure_logits = calibration.all_logits(model, data.measure[0])
     fit_y, measure_y = data.fit[1], data.measure[1]
+    progress.step("fitting the temperature")
     temperature = calibration.fit_temperature(fit_logits, fit_y)
     report = {
         "fitted_on": data.fitted_on,
@@ -96,27 +107,32 @@ def calibrate(folder: str | Path, data_dir: str | Path, device: torch.device | s
         "before": calibration.reliability(measure_logits, measure_y).to_dict(),
         "after": calibration.reliability(measure_logits, measure_y, temperature).to_dict(),
     }
-    snapshots = load_snapshots(folder, device)
     if snapshots:
-        temperatures = {s.epoch: round(calibration.fit_temperature(calibration.all_logits(s.model, data.fit[0]), fit_y),
-                                       6) for s in snapshots}
+        temperatures = {}
+        for s in snapshots:
+            progress.step(f"the snapshot of epoch {s.epoch}: reading the images to fit on, fitting its temperature")
+            temperatures[s.epoch] = round(calibration.fit_temperature(calibration.all_logits(s.model, data.fit[0]),
+                                                                      fit_y), 6)
         set_snapshot_temperatures(folder, temperatures)
         report["snapshot_temperatures"] = {str(epoch): t for epoch, t in temperatures.items()}
     rule = None
-    if info.dataset.root is not None:  # outside photos are what its rule is chosen on: they may show its classes
-        print("no rule for unfamiliar photos: a folder of your own pictures has no photos known to lie outside it",
-              file=sys.stderr)
+    if not rule_too:
+        progress.say("no rule for unfamiliar photos: a folder of your own pictures has no photos known to lie outside "
+                     "it")
     else:
         try:
+            progress.step("reading the image sets the rule for unfamiliar images is chosen and measured on")
             sets = unfamiliar.image_sets(model, info.dataset.name, data_dir, data.fit[0], data.measure)
             name = info.dataset.name
+            progress.step(f"fitting the {len(unfamiliar.CANDIDATES)} candidate rules for unfamiliar images and "
+                          "measuring each")
             rule, report["unfamiliar"] = unfamiliar.measure(sets, temperature, unfamiliar.FLAGGED_SHARE[name],
                                                             unfamiliar.BY_CLASS[name])
         except OutsidePhotosMissing as exc:
-            print(f"no rule for unfamiliar photos: {exc}", file=sys.stderr)
+            progress.say(f"no rule for unfamiliar photos: {exc}")
+    progress.step(f"writing {CALIBRATION_FILE} and {RELIABILITY_FILE}")
     update_config(folder, temperature=report["temperature"], unfamiliar=rule and rule.to_dict())
     atomic_write_text(folder / CALIBRATION_FILE, json.dumps(report, indent=2) + "\n")
     diagram = reliability_diagram(report["before"], report["after"], temperature)
     atomic_write(folder / RELIABILITY_FILE, lambda f: diagram.save(f, format="png"))
     return report
-
