@@ -2,6 +2,7 @@
 tests/test_browser.py (the app) and tests/test_static_space.py (the static Space)."""
 
 import contextlib
+import html
 import re
 import shutil
 from collections.abc import Iterator
@@ -9,12 +10,17 @@ from collections.abc import Iterator
 import numpy as np
 from PIL import Image
 
+from conftest import REPO
+
 from vit_demo.app import demo, service
+from vit_demo.deploy.space import accuracy_note
+from vit_demo.interpret import heads
 from vit_demo.model import ViTConfig
 from vit_demo.page import inside, layout
+from vit_demo.page.captions import unfamiliar_text
 from vit_demo.page.description import description
 from vit_demo.pictures import render
-from vit_demo.weights import WEIGHTS_ROOT, read_calibration
+from vit_demo.weights import WEIGHTS_ROOT, read_calibration, read_metrics
 
 
 def test_warm_up_runs_every_available_model():
@@ -42,8 +48,8 @@ def test_the_photo_tab_shows_the_photo_through_the_shipped_models_snapshots():
                                             "it said <b>{label}</b> ({percent}%).")
     section = page().split('id="photo-training-position"')[1]
     assert 'type="range" min="1" max="7" value="7"' in section and 'data-positions="7"' in section
-    assert ('data-note="&lt;b&gt;The trained model&lt;/b&gt; (epoch 300, test accuracy &lt;b&gt;94.40%&lt;/b&gt;): '
-            "the views above.") in section
+    assert ('data-note="&lt;b&gt;The trained model&lt;/b&gt; (epoch 300, test accuracy &lt;b&gt;94.40%&lt;/b&gt; of '
+            "the 10,000 test images): the views above.") in section
     # It began from an MAE-pretrained encoder (metrics.json's init_from), which is why its first snapshot reads well;
     # the digit model trained from random weights says nothing of the kind.
     training = {tab: page().split(f'id="{tab}-training-title"')[1].split("</div>")[0] for tab in ("photo", "digit")}
@@ -94,9 +100,18 @@ def test_inside_the_model_for_both_models(tmp_path):
         report = read_calibration(WEIGHTS_ROOT / model)
         assert found.reliability.width > 500
         for shown in (f"<b>{report['temperature']:.2f}</b>", f"<b>{100 * report['before']['ece']:.1f}% → "
-                      f"{100 * report['after']['ece']:.1f}%</b>", f"{report['after']['nll']:.3f}",
-                      f"{100 * report['after']['accuracy_overall']:.2f}%"):
+                      f"{100 * report['after']['ece']:.1f}%</b>", f"{report['after']['nll']:.3f}"):
             assert shown in notes, shown
+        # Each accuracy says which images it is of, and how many, from the records: the calibration's, of the images
+        # its temperature was not fitted on ("the other 5,000 test images": those its reliability bins count)...
+        measured = sum(report["after"]["count"])
+        assert f"{measured:,} test images" in report["measured_on"]
+        assert (f"the accuracy stays {100 * report['after']['accuracy_overall']:.2f}% of {report['measured_on']}, "
+                "those the temperature was not fitted on.") in notes
+        # ...and the heads', of the images their importance was measured on (head_importance.json).
+        record = heads.read_head_importance(WEIGHTS_ROOT / model)
+        assert (f"Accuracy with every head on: <b>{100 * record['baseline']:.1f}%</b> of the {record['images']:,} "
+                f"{record['split']} images importance was measured on.") in notes
         # Which heads matter: the importance and the pruning curves' widest gap.
         assert "Michel et al., 2019" in notes and "most important heads off" in notes
         centre = (grid // 2) * grid + grid // 2
@@ -115,6 +130,32 @@ def test_inside_the_model_for_both_models(tmp_path):
     left, top, right, bottom = data["boxes"][9]
     assert 0 < left < right < 0.5 and 0 < top < bottom < 0.5
     assert data["captions"][9].startswith("Patch 9 (row 2, column 2)")
+
+
+def test_a_models_test_accuracy_names_its_test_images_on_the_page_in_the_readme_and_the_spaces():
+    # The trained model's accuracy (metrics.json: test_accuracy over test_images) is said with its image count in
+    # the training view, in the README's results (its header names the count once for both rows) and in a Space's
+    # README; the other figures the page shows name their own images (test_inside_the_model_for_both_models).
+    readme = (REPO / "README.md").read_text(encoding="utf-8")
+    header = next(line for line in readme.splitlines() if line.startswith("| model |"))
+    for prefix, model, row in (("digit", "mnist", "| MNIST:"), ("photo", "cifar10", "| CIFAR-10:")):
+        metrics = read_metrics(WEIGHTS_ROOT / model)
+        accuracy, images = 100 * metrics["test_accuracy"], metrics["test_images"]
+        section = html.unescape(page().split(f'id="{prefix}-training-position"')[1])
+        assert f"test accuracy <b>{accuracy:.2f}%</b> of the {images:,} test images)" in section
+        assert f"| **{accuracy:.2f}%** |" in next(line for line in readme.splitlines() if line.startswith(row))
+        assert f"accuracy on the {images:,} test images" in header
+        assert accuracy_note(model) == f", {accuracy:.2f}% of its {images:,} test images"
+        # The heads' board says over how many images of which split their importance was measured (board.js).
+        record = heads.read_head_importance(WEIGHTS_ROOT / model)
+        matter = layout.which_heads_matter(model)
+        assert (matter["images"], matter["split"]) == (record["images"], record["split"])
+    # The photos' notice of an unfamiliar photo: how often the model reads such photos right, of how many
+    # (calibration.json: its share flagged of its own test photos, and their accuracy).
+    found = read_calibration(WEIGHTS_ROOT / "cifar10")["unfamiliar"]
+    count = found["familiar_images"]["test photos"]
+    assert (f"Of the {round(found['flagged']['test photos'] * count):,} of its {count:,} test photos that look this "
+            f"unfamiliar to it, it reads {100 * found['accuracy_on_flagged']:.0f}% right.") in unfamiliar_text("cifar10")
 
 
 def test_inside_says_plainly_what_was_never_measured(tmp_path, monkeypatch):

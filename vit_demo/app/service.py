@@ -109,6 +109,7 @@ class TrainingRun:
     test_accuracy: float | None
     problem: str | None  # why there are no snapshots to show, or None
     pretrained: bool = False  # it began from a pretrained encoder (train.py --init-from a --pretrain run), not random
+    test_images: int | None = None  # how many test images test_accuracy is of, from metrics.json
 
     @property
     def positions(self) -> int:
@@ -137,7 +138,7 @@ def training_run(name: str) -> TrainingRun:
             elif not snapshots:
                 problem = ("This model was trained before snapshots were kept along the way, so there is no earlier "
                            "model to show here.")
-    return TrainingRun(snapshots, epochs, accuracy, problem, pretrained)
+    return TrainingRun(snapshots, epochs, accuracy, problem, pretrained, metrics.get("test_images"))
 
 
 @model_work

@@ -41,8 +41,12 @@ def unfamiliar_text(model: str) -> str:
                 "guess.")
     classes = ", ".join(classifier(model).classes)
     found = (calibration_report(model) or {}).get("unfamiliar") or {}
-    odds = (f" Of the test photos that look this unfamiliar to it, it reads {100 * found['accuracy_on_flagged']:.0f}% "
-            "right." if "accuracy_on_flagged" in found else "")
+    odds = ""
+    if "accuracy_on_flagged" in found:  # (measured on the first of its familiar sets: its own test photos)
+        photos, count = next(iter(found["familiar_images"].items()))
+        flagged = round(found["flagged"][photos] * count)
+        odds = (f" Of the {flagged:,} of its {count:,} {photos} that look this unfamiliar to it, it reads "
+                f"{100 * found['accuracy_on_flagged']:.0f}% right.")
     return (f"**This looks unlike the photos the model knows.** It only knows {classes}, so its answer is a "
             f"guess.{odds}")
 

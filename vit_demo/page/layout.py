@@ -131,13 +131,13 @@ def residual_at_once(config: ViTConfig) -> bool:
 def which_heads_matter(model: str) -> dict | None:
     """What the board says of the heads (from the weights' head_importance.json; None where it was never measured):
     the MARKED_HEADS most important ("marked", as layer * heads + head) and the most test accuracy one head alone
-    switched off costs ("worst_drop", a share), over how many images ("images")."""
+    switched off costs ("worst_drop", a share), over how many images ("images") of which split ("split")."""
     record = heads.read_head_importance(classifier(model).info.folder)
     if record is None:
         return None
     importance, accuracy = np.asarray(record["importance"]), np.asarray(record["accuracy"])  # (L, H) each
     marked = np.argsort(-importance.ravel(), kind="stable")[:MARKED_HEADS]
-    return {"marked": sorted(int(i) for i in marked), "images": record["images"],
+    return {"marked": sorted(int(i) for i in marked), "images": record["images"], "split": record["split"],
             "worst_drop": round(max(float(record["baseline"] - accuracy.min()), 0.0), 4)}
 
 

@@ -27,9 +27,10 @@ function toggles(box, layers, heads, marked) {
 
 function aboutHeads(matter) {
   // What the board says of the heads before any is switched off (heads_view.which_heads_matter's numbers).
-  return !matter ? "" : ` The marked ones matter most (their importance, measured over ${matter.images} test ` +
-    `images); no head alone costs more than ${(100 * matter.worst_drop).toFixed(1)} points of test accuracy when ` +
-    "it is switched off: the others carry its work.";
+  return !matter ? "" : ` The marked ones matter most (their importance, measured over ` +
+    `${matter.images.toLocaleString("en")} ${matter.split} images); no head alone costs more than ` +
+    `${(100 * matter.worst_drop).toFixed(1)} points of accuracy on those images when it is switched off: the ` +
+    "others carry its work.";
 }
 
 function holds(reply) {
