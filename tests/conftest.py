@@ -561,6 +561,86 @@ def small_texts(page, under: float = 18) -> list:
         return found; }""", under)
 
 
+def _next_image(page, panel: str, before: str | None, timeout: float = 60_000) -> None:
+    """Wait until tab ``panel`` shows an image other than the one keyed ``before`` (None: none), read and drawn."""
+    page.wait_for_function("""([panel, before]) => { const live = window.vdLive?.[panel];
+        return live && !live.reading && (live.state?.key ?? null) !== before; }""", arg=[panel, before],
+                           timeout=timeout)
+    page.wait_for_timeout(400)  # (its views and the prediction laid out)
+
+
+def talk_heights(page, panel: str) -> dict[str, int]:
+    """Talk mode on tab ``panel`` (chosen here) in each state it can be in, the page's height in each (its
+    scrollHeight: more than the window's means a part is under the projector's edge): the image it shows first
+    answered, raw attention (a key), each "Also try" (a warning over a guess, the lesson under the row), no image."""
+    key = f"() => window.vdLive?.[{panel!r}]?.state?.key ?? null"
+    height = "() => document.documentElement.scrollHeight"
+    page.click(f"[data-tab={panel}]")
+    page.wait_for_function(f"() => ({key})() !== null", timeout=60_000)
+    page.wait_for_timeout(400)
+    heights = {"answered": page.evaluate(height)}
+    page.keyboard.press("ArrowLeft")
+    page.wait_for_function(f"() => !document.getElementById('{panel}-selected').hidden")
+    heights["raw attention"] = page.evaluate(height)
+    tries = page.locator(f"#tab-{panel} .vd-tries button")
+    for i in range(tries.count()):
+        before = page.evaluate(key)
+        tries.nth(i).click()
+        _next_image(page, panel, before)
+        notice = page.locator(f"#{panel}-notice").is_visible()
+        heights[f"also try {i + 1}{' (a warning)' if notice else ''}"] = page.evaluate(height)
+    page.keyboard.press("c")
+    page.wait_for_function(f"() => ({key})() === null")
+    page.wait_for_timeout(400)
+    heights["no image"] = page.evaluate(height)
+    return heights
+
+
+def check_talk_keys(page, panel: str = "digit") -> None:
+    """Talk mode's help and layer keys on tab ``panel``, from its first map: "?" lists the keys (so does the "?" at
+    the end of the keys' line), Escape hides them; each → steps one layer from layer 1, the large view saying which
+    ("layer 2 of 6") and the layer control lit up."""
+    page.click(f"[data-tab={panel}]")
+    page.wait_for_function(f"() => window.vdLive?.[{panel!r}]?.state", timeout=60_000)
+    assert page.locator("#vd-keys-help").is_visible() and not page.locator("#vd-help").is_visible()
+    page.keyboard.press("?")
+    help_box = page.locator("#vd-help")
+    assert help_box.is_visible()
+    said = help_box.inner_text()
+    for key, words in (("←", "layer"), ("→", "layer"), ("↑", "head"), ("↓", "head"), ("c", "clear"),
+                       ("?", "these keys"), ("Esc", "hide")):
+        assert key in said and words in said, (key, said)
+    box, size = help_box.bounding_box(), page.viewport_size
+    assert box["x"] >= 0 and box["y"] >= 0 and box["x"] + box["width"] <= size["width"]
+    assert box["y"] + box["height"] <= size["height"]
+    assert page.locator("#vd-keys-help").get_attribute("aria-expanded") == "true"
+    page.keyboard.press("Escape")
+    assert not help_box.is_visible()
+    page.click("#vd-keys-help")
+    assert help_box.is_visible()
+    page.keyboard.press("?")
+    assert not help_box.is_visible()
+
+    assert page.locator(f"#{panel}-first").is_visible() and not page.locator(f"#{panel}-selected").is_visible()
+    layers = int(page.get_attribute(f"#{panel}-layer input[type=range]", "max"))
+    caption = f"#{panel}-selected .vd-caption"
+    for layer in (1, 2, 3):
+        page.keyboard.press("ArrowRight")
+        page.wait_for_function(f"""() => document.querySelector({caption!r}).innerText.includes(
+            'layer {layer} of {layers},')""")
+        assert page.input_value(f"#{panel}-layer input[type=range]") == str(layer)
+        assert page.input_value(f"#{panel}-layer input[type=number]") == str(layer)
+        assert "vd-stepped" in page.get_attribute(f"#{panel}-layer", "class")  # lit up, for the room
+        assert page.locator(f"#{panel}-selected canvas").is_visible()
+
+
+def top_bars(page, panel: str) -> list[float]:
+    """The widths (px) of tab ``panel``'s probability bars, the top class's first: the track, then its fill."""
+    page.wait_for_function(f"() => document.querySelector('#{panel}-label .vd-prob-row')", timeout=60_000)
+    return page.evaluate(f"""() => {{ const bar = document.querySelector('#{panel}-label .vd-prob');
+        return [bar.getBoundingClientRect().width, bar.firstElementChild.getBoundingClientRect().width]; }}""")
+
+
 FIRST_SCREEN_WORDS = 90  # at most, on each tab's first screen at 1400x900: a story told in a few dozen words
 
 

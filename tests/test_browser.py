@@ -8,9 +8,9 @@ from pathlib import Path
 
 import pytest
 from PIL import Image
-from conftest import (CHROMIUM, FIRST_SCREEN_WORDS, PHOTOS, REPO, app_page, assert_curves_drawn, draw, draw_digit,
-                      label_text, pixel_bomb_png, read_live_map, read_live_payload, serving, small_texts, views_label,
-                      visible_words, wait_for_label)
+from conftest import (CHROMIUM, FIRST_SCREEN_WORDS, PHOTOS, REPO, app_page, assert_curves_drawn, check_talk_keys,
+                      draw, draw_digit, label_text, pixel_bomb_png, read_live_map, read_live_payload, serving,
+                      small_texts, talk_heights, top_bars, views_label, visible_words, wait_for_label)
 
 from vit_demo.data.preprocess import MAX_FILE_BYTES
 
@@ -787,6 +787,29 @@ def test_talk_mode_shows_one_large_view_and_answers_its_keys(browser, app_url, t
         page.wait_for_function("() => !document.querySelector('#vd-app.vd-talk')")
         assert "view=talk" not in page.url and page.locator("#vd-intro").is_visible()
         assert page.outside_requests == [] and page.console_errors == []
+
+
+def test_talk_mode_fits_720_on_every_tab_in_every_state_and_lists_its_keys(browser, app_url):
+    """Talk mode at 1280x720: "?" lists the keys, → walks the layers one by one from the first map
+    (conftest.check_talk_keys); and on each tab, in each state (its first image answered, raw attention, each "Also
+    try", a warning among them, no image: conftest.talk_heights), nothing lies under the projector's edge."""
+    with app_page(browser, app_url.rstrip("/") + "/?view=talk", 1280, 720) as page:
+        check_talk_keys(page)
+        for panel in ("digit", "photo"):
+            heights = talk_heights(page, panel)
+            assert len(heights) >= 5 and max(heights.values()) <= 720, (panel, heights)
+            assert panel != "digit" or any("warning" in state for state in heights), heights
+        assert page.console_errors == []
+
+
+def test_the_probability_bars_are_readable_on_a_phone(browser, app_url):
+    """At 390x844, as the page and in talk mode, the top class's bar is a bar, not a stub, on both tabs."""
+    for query in ("", "?view=talk"):
+        with app_page(browser, app_url.rstrip("/") + "/" + query, 390, 844) as page:
+            for panel in ("digit", "photo"):
+                page.click(f"[data-tab={panel}]")
+                track, fill = top_bars(page, panel)
+                assert track >= 48 and fill >= 40, (query, panel, track, fill)  # (app.css: 3em at least)
 
 
 def test_the_toggle_turns_talk_mode_on_and_keys_do_nothing_without_it(page):
