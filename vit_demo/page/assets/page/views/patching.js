@@ -44,10 +44,12 @@ function residualGrid(canvas, values, { grid, prefix }, colour) {
   canvas.height = top + bar + 2 + tile;
   const context = Object.assign(canvas.getContext("2d"), { font: "12px sans-serif", textAlign: "center",
                                                           textBaseline: "middle" });
+  // Each tile's layer ("layer 10"), or its number alone where that is wider than the tile (small patch grids).
+  const named = context.measureText(`layer ${L}`).width <= tile + gap - 2;
   for (let layer = 0; layer < L; layer++) {
     const x = layer * (tile + gap), row = values[layer];
     context.fillStyle = "#444";
-    context.fillText(`layer ${layer + 1}`, x + tile / 2, top / 2);
+    context.fillText(named ? `layer ${layer + 1}` : String(layer + 1), x + tile / 2, top / 2);
     context.fillStyle = colour(row[0]);
     context.fillRect(x, top, tile, bar);
     for (let patch = 0; patch < grid * grid; patch++) {

@@ -2,7 +2,10 @@
 // image the model should not be trusted with, their names alone, and the notice above), the info line under them, and
 // which heads are switched off (or the message, or the tab's prompt). While the pen is down it shows the reading alone.
 import { asking, knockoutNow, setKnockout } from "../store.js";
-import { percentText, plural } from "../view.js";
+import { escape, percentText, plural } from "../view.js";
+
+// A top class this long (ImageNet's "great white shark, white shark, man-eater, ...") is set smaller (app.css).
+const LONG = 16, LONGER = 40;
 
 function ablatedText(live, knocked) {
   const { off, mode } = live.knockout, heads = plural(off.length, "head");
@@ -27,14 +30,18 @@ export default {
                                                           hidden: !live.knockout.off.length });
     const top = element.querySelector(".vd-top-class");
     top.textContent = numbers?.label ?? "";
+    const length = top.textContent.length;
+    top.dataset.length = length > LONGER ? "longer" : length > LONG ? "long" : "";
+    top.title = length > LONGER ? top.textContent : ""; // (talk mode may show it on three lines alone)
     top.classList.toggle("vd-guess", Boolean(about?.notice)); // a flagged image's label is a guess, and looks it
     const ranked = Array.from(numbers?.probs ?? [], (p, i) => [about.classes[i], p]) // probs: (K), classes' order
       .sort((a, b) => b[1] - a[1]).slice(0, about?.classes.length > 10 ? 5 : 3);
     // An image it cannot read gets its closest classes, no percentage: a bar would read as a sure answer.
     element.querySelector(".vd-probs").innerHTML = about?.notice ? `<p class="vd-guesses">Closest classes: ` +
-      `${ranked.map(([name]) => `<b>${name}</b>`).join(", ")}</p>` :
-      ranked.map(([name, p]) =>
-      `<div class="vd-prob-row"><span class="vd-prob-name">${name}</span><span class="vd-prob"><span ` +
+      `${ranked.map(([name]) => `<b>${escape(name)}</b>`).join(", ")}</p>` :
+      ranked.map(([name, p]) => // (a long name on two lines at most, whole in its title)
+      `<div class="vd-prob-row"><span class="vd-prob-name" title="${escape(name)}">${escape(name)}</span>` +
+      `<span class="vd-prob"><span ` +
       `style="width: ${percentText(p)}"></span></span><span class="vd-prob-share">${percentText(p)}</span></div>`)
         .join("");
     const info = element.querySelector(".vd-info");
