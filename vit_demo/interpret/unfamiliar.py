@@ -273,13 +273,25 @@ class ImageSets:
     probe: ProbeSets | None = None  # photos: what the probe learns from
 
 
+def training_order(n: int) -> torch.Tensor:
+    """The order the rule's sets take a training split of n images in (the Gaussians' ``TRAIN_IMAGES`` first)."""
+    return torch.randperm(n, generator=torch.Generator().manual_seed(SEEDS["train"]))
+
+
+def probe_photos(train_images: torch.Tensor, fit_images: torch.Tensor) -> torch.Tensor:
+    """The training photos (N, 3, H, W) the probe learns from (``probe_sets``): those the calibration does not fit
+    on, in ``training_order`` but with the Gaussians' photos last, as only a small split needs them."""
+    order = training_order(len(train_images))
+    photos = train_images[torch.cat([order[TRAIN_IMAGES:], order[:TRAIN_IMAGES]])]
+    return photos[not_among(photos, fit_images)]
+
+
 def image_sets(model: torch.nn.Module, dataset: str, data_dir: str | Path, fit_images: torch.Tensor,
                measure: tuple[torch.Tensor, torch.Tensor]) -> ImageSets:
     """Every set, for ``model`` of ``dataset`` with the calibration's fit images and measure images and labels."""
     every_x, every_y = load_split(dataset, data_dir, "train")
-    order = torch.randperm(len(every_x), generator=torch.Generator().manual_seed(SEEDS["train"]))
+    order = training_order(len(every_x))
     train_x, train_y = every_x[order[:TRAIN_IMAGES]], every_y[order[:TRAIN_IMAGES]]
-    rest = every_x[order[TRAIN_IMAGES:]]
     run = lambda images: outputs(model, images)  # noqa: E731
     if dataset == "mnist":
         familiar = {"test digits written on the canvas": run(canvas_digits(measure[0], SEEDS["measure"])),
@@ -296,8 +308,7 @@ def image_sets(model: torch.nn.Module, dataset: str, data_dir: str | Path, fit_i
     photos = torch.from_numpy(np.stack([preprocess.preprocess_photo(p) for _, p in pictures])).permute(0, 3, 1, 2)
     chosen = torch.from_numpy(split_photos([name for name, _ in pictures]))
     familiar = {"test photos": run(measure[0]), "test photos in grey": run(outliers.grey(measure[0]))}
-    probe_photos = torch.cat([rest, train_x])  # the Gaussians' photos last: only a small split needs them
-    unfitted = probe_photos[not_among(probe_photos, fit_images)]
+    unfitted = probe_photos(every_x, fit_images)
     return ImageSets(run(train_x), train_y, run(fit_images), familiar, measure[1],
                      run(photos[chosen]), run(photos[~chosen]), [n for (n, _), c in zip(pictures, chosen) if not c],
                      "outside photos", probe_sets(model, unfitted))
