@@ -596,6 +596,18 @@ def talk_heights(page, panel: str) -> dict[str, int]:
     return heights
 
 
+def check_talk_mode_fits(page) -> None:
+    """Talk mode at 1280x720, the app's or the static page's: "?" lists the keys, → walks the layers
+    (``check_talk_keys``), and on each tab, in each state (``talk_heights``; a warning among the digit tab's),
+    nothing lies under the projector's edge."""
+    check_talk_keys(page)
+    for panel in ("digit", "photo"):
+        heights = talk_heights(page, panel)
+        assert len(heights) >= 5 and max(heights.values()) <= 720, (panel, heights)
+        assert panel != "digit" or any("warning" in state for state in heights), heights
+    assert page.console_errors == []
+
+
 def check_talk_keys(page, panel: str = "digit") -> None:
     """Talk mode's help and layer keys on tab ``panel``, from its first map: "?" lists the keys (so does the "?" at
     the end of the keys' line), Escape hides them; each → steps one layer from layer 1, the large view saying which

@@ -8,9 +8,9 @@ from pathlib import Path
 
 import pytest
 from PIL import Image
-from conftest import (CHROMIUM, FIRST_SCREEN_WORDS, PHOTOS, REPO, app_page, assert_curves_drawn, check_talk_keys,
+from conftest import (CHROMIUM, FIRST_SCREEN_WORDS, PHOTOS, REPO, app_page, check_talk_mode_fits, assert_curves_drawn,
                       draw, draw_digit, label_text, pixel_bomb_png, read_live_map, read_live_payload, serving,
-                      small_texts, talk_heights, top_bars, views_label, visible_words, wait_for_label)
+                      small_texts, top_bars, views_label, visible_words, wait_for_label)
 
 from vit_demo.data.preprocess import MAX_FILE_BYTES
 
@@ -794,12 +794,7 @@ def test_talk_mode_fits_720_on_every_tab_in_every_state_and_lists_its_keys(brows
     (conftest.check_talk_keys); and on each tab, in each state (its first image answered, raw attention, each "Also
     try", a warning among them, no image: conftest.talk_heights), nothing lies under the projector's edge."""
     with app_page(browser, app_url.rstrip("/") + "/?view=talk", 1280, 720) as page:
-        check_talk_keys(page)
-        for panel in ("digit", "photo"):
-            heights = talk_heights(page, panel)
-            assert len(heights) >= 5 and max(heights.values()) <= 720, (panel, heights)
-            assert panel != "digit" or any("warning" in state for state in heights), heights
-        assert page.console_errors == []
+        check_talk_mode_fits(page)
 
 
 def test_the_probability_bars_are_readable_on_a_phone(browser, app_url):

@@ -22,9 +22,9 @@ import numpy as np
 import pytest
 import yaml
 
-from conftest import (FIRST_SCREEN_WORDS, PHOTOS, app_page, as_drawn, assert_curves_drawn, check_talk_keys, draw,
+from conftest import (FIRST_SCREEN_WORDS, PHOTOS, app_page, check_talk_mode_fits, as_drawn, assert_curves_drawn, draw,
                       files_in, free_port, git_binaries, label_text, lfs_filters, map_levels, small_texts,
-                      talk_heights, top_bars, visible_words, wait_for_label)
+                      top_bars, visible_words, wait_for_label)
 from vit_demo.app.service import classifier
 from vit_demo.deploy import static_space
 from vit_demo.page.layout import EXAMPLES
@@ -412,12 +412,7 @@ def test_talk_mode_fits_720_on_every_tab_in_every_state_and_lists_its_keys_in_th
     and at 390x844, as the page and in talk mode, the top class's bar is a bar, not a stub."""
     with serving(static_folder) as (url, _):
         with static_page(browser, url, 1280, 720, "index.html?view=talk") as page:
-            check_talk_keys(page)
-            for panel in ("digit", "photo"):
-                heights = talk_heights(page, panel)
-                assert len(heights) >= 5 and max(heights.values()) <= 720, (panel, heights)
-                assert panel != "digit" or any("warning" in state for state in heights), heights
-            assert page.console_errors == []
+            check_talk_mode_fits(page)
         for path in ("index.html", "index.html?view=talk"):
             with static_page(browser, url, 390, 844, path) as page:
                 for panel in ("digit", "photo"):
