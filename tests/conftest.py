@@ -143,6 +143,19 @@ def cifar_root(tmp_path_factory) -> Path:
     return root
 
 
+
+def imported_folder(folder: Path, model, classes, name: str) -> Path:
+    """A model of ours saved to ``folder`` as ``python -m vit_demo import timm:NAME`` saves one (read at 72 pixels,
+    bicubic, centre-cropped to its size), with its graphs written: an added model's tab."""
+    from vit_demo.data.preprocess import Preprocessing
+    from vit_demo.onnx.export import write_onnx
+    from vit_demo.weights import save_imported
+
+    save_imported(folder, model, classes, Preprocessing("resize_crop", 72, "bicubic", "pil"),
+                  {"source": f"timm:{name}", "command": f"python -m vit_demo import timm:{name}"})
+    write_onnx(folder)
+    return folder
+
 # What the shipped models make of the image sets their records were measured on (accuracy, calibration, the rule for
 # unfamiliar images): recorded once, as reading them again is some 20,000 forward passes of the photo model alone.
 RECORDED_OUTPUTS = REPO / "tests" / "fixtures" / "outputs_on_record_sets.safetensors"

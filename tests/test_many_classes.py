@@ -16,14 +16,11 @@ from pathlib import Path
 import pytest
 import torch
 
-from conftest import REPO, app_page, check_talk_keys, run_cli, serving, small_texts, talk_heights
+from conftest import REPO, app_page, check_talk_keys, imported_folder, run_cli, serving, small_texts, talk_heights
 from test_static_space import serving as serving_folder
 from test_static_space import static_page
-from vit_demo.data.preprocess import Preprocessing
 from vit_demo.importing import distinct
 from vit_demo.model import ViTConfig, VisionTransformer
-from vit_demo.onnx.export import write_onnx
-from vit_demo.weights import save_imported
 
 PREFIX = "m-imagenet-vit"  # the tab's, from the folder's name (layout.added_tab)
 READABLE = 14  # letters of a name that show, at least, where it does not show whole
@@ -43,11 +40,7 @@ def imagenet_model(tmp_path_factory) -> Path:
     with torch.no_grad():
         model.head.bias[longest[0]] += 6
         model.head.bias[longest[1]] += 5
-    folder = tmp_path_factory.mktemp("imagenet") / "imagenet_vit"
-    save_imported(folder, model, classes, Preprocessing("resize_crop", 72, "bicubic", "pil"),
-                  {"source": "timm:imagenet_vit", "command": "python -m vit_demo import timm:imagenet_vit"})
-    write_onnx(folder)
-    return folder
+    return imported_folder(tmp_path_factory.mktemp("imagenet") / "imagenet_vit", model, classes, "imagenet_vit")
 
 
 @pytest.fixture(scope="module")

@@ -23,14 +23,11 @@ import pytest
 import torch
 from PIL import Image
 
-from conftest import CHROMIUM, CHROMIUM_ARGS, REPO, free_port, run_cli, small_texts
+from conftest import CHROMIUM, CHROMIUM_ARGS, REPO, free_port, imported_folder, run_cli, small_texts
 from test_static_space import saved_for_offline, serving, static_page
 from vit_demo import load_model
-from vit_demo.data.preprocess import Preprocessing
 from vit_demo.interpret import explain
 from vit_demo.model import ViTConfig, VisionTransformer
-from vit_demo.onnx.export import write_onnx
-from vit_demo.weights import save_imported
 
 CLASSES = tuple(f"class number {i}" for i in range(30))
 PREFIX = "m-own-vit"  # the tab's, from the folder's name (layout.added_tab)
@@ -48,11 +45,7 @@ def own_model(tmp_path_factory):
     with torch.no_grad():  # a head that tells photos apart a little, so that its answers are not all alike
         model.head.weight.mul_(40)
         model.head_dist.weight.mul_(40)
-    folder = tmp_path_factory.mktemp("own") / "own_vit"
-    save_imported(folder, model, CLASSES, Preprocessing("resize_crop", 72, "bicubic", "pil"),
-                  {"source": "timm:own_vit", "command": "python -m vit_demo import timm:own_vit"})
-    write_onnx(folder)
-    return folder
+    return imported_folder(tmp_path_factory.mktemp("own") / "own_vit", model, CLASSES, "own_vit")
 
 
 @pytest.fixture(scope="session")
@@ -63,11 +56,8 @@ def headless_model(tmp_path_factory):
     config = ViTConfig(image_size=64, patch_size=16, in_channels=3, num_classes=0, dim=48, depth=2, heads=3,
                        mlp_dim=96, mean=(0.5, 0.5, 0.5), std=(0.5, 0.5, 0.5), norm_eps=1e-6, register_tokens=2,
                        layer_scale=0.5, prefix_pos_embed=False)
-    folder = tmp_path_factory.mktemp("own") / "own_dino"
-    save_imported(folder, VisionTransformer(config).eval(), (), Preprocessing("resize_crop", 72, "bicubic", "pil"),
-                  {"source": "timm:own_dino", "command": "python -m vit_demo import timm:own_dino"})
-    write_onnx(folder)
-    return folder
+    return imported_folder(tmp_path_factory.mktemp("own") / "own_dino", VisionTransformer(config).eval(), (),
+                           "own_dino")
 
 
 def photo(tmp_path) -> Path:
