@@ -25,6 +25,7 @@ from __future__ import annotations
 import argparse
 import dataclasses
 import io
+import re
 import sys
 import time
 from pathlib import Path
@@ -38,7 +39,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from vit_demo.data import preprocess  # noqa: E402
 from vit_demo.data.datasets import load_split  # noqa: E402
 from vit_demo.data.outside_photos import _pictures, outside_photos  # noqa: E402
-from vit_demo.interpret import calibration, unfamiliar  # noqa: E402
+from vit_demo.interpret import unfamiliar  # noqa: E402
 from vit_demo.interpret.unfamiliar import Outputs  # noqa: E402
 from vit_demo.training.calibrate import data_for  # noqa: E402
 from vit_demo.weights import load_weights  # noqa: E402
@@ -75,7 +76,7 @@ def outside_sources() -> list[tuple[str, np.ndarray]]:
     """Every outside picture, the package's and the installed wallpapers' (no drawings of one flat colour)."""
     found = outside_photos()
     for path in sorted(p for p in WALLPAPERS.rglob("*") if p.suffix.lower() in (".jpg", ".png", ".webp")):
-        if "x" in path.stem.split("_")[-1]:  # another size of a wallpaper already read
+        if re.search(r"_\d+x\d+$", path.stem):  # another size of a wallpaper already read (Elephants_3840x2160)
             continue
         with Image.open(path) as image:
             image = image.convert("RGB")
@@ -155,7 +156,7 @@ def main() -> None:
     data = data_for(info.folder, info.dataset, args.data_dir)
     run = lambda images: unfamiliar.outputs(model, images)  # noqa: E731
     fit, test = run(data.fit[0]), run(data.measure[0])
-    test_y = data.measure[1]
+    fit_y, test_y = data.fit[1], data.measure[1]
     sent = torch.linspace(0, len(test_y) - 1, PHONE_PHOTOS).long()  # (PHONE_PHOTOS,): spread over the classes
     phone = run(as_a_phone_sends(data.measure[0][sent], rng))
     names, images = readable(pictures := outside_sources())
@@ -170,9 +171,9 @@ def main() -> None:
           f"as a phone sends them {rate(shipped, phone):.2f}%")
     scores = shipped.scores(test.logits, temperature, test.features)
     print("\n2. whole photos not flagged, and the share of test photos that look less familiar (their rank):")
-    for name, found in zip(names, shipped.scores(outside.logits, temperature, outside.features).tolist()):
-        i = names.index(name)
-        if "#" not in name and not flags(shipped, Outputs(outside.logits[i : i + 1], outside.features[i : i + 1])):
+    missed = ~flags(shipped, outside)
+    for name, found, miss in zip(names, shipped.scores(outside.logits, temperature, outside.features), missed):
+        if "#" not in name and miss:
             print(f"   {name}: {100 * float((scores < found).double().mean()):.1f}%")
 
     train_x, _ = load_split("cifar10", args.data_dir, "train")
@@ -190,25 +191,24 @@ def main() -> None:
                 "+ VOS's virtual outliers": (sets.keep, joined(sets.outliers, virtual)),
                 f"+ {len(crop_names):,} crops of a third of the sources": (sets.keep, joined(sets.outliers, real)),
                 "+ phone-style kept and the crops": (joined(sets.keep, phone_keep), joined(sets.outliers, real))}
-    choose = Outputs(outside.logits[role == 1], outside.features[role == 1])
-    report = Outputs(outside.logits[role == 2], outside.features[role == 2])
+    probe = next(c for c in unfamiliar.CANDIDATES if c.score == "probe")  # calibrate's: every layer's [CLS]
     print(f"\n3. the probe fitted again ({int((role == 1).sum())} pictures to choose on, {int((role == 2).sum())} "
           f"to report on):\n")
     print("| probe | test photos | most of a class | as a phone sends them | choose | report | the page's photos |")
     print("|---|---:|---:|---:|---:|---:|---|")
     for label, (keep, flag) in variants.items():
-        rule = unfamiliar.probe(keep.features[:, list(layers)], flag.features[:, list(layers)], layers)
-        rule = dataclasses.replace(rule, threshold=calibration.flag_threshold(
-            rule.scores(fit.logits, temperature, fit.features), share))
+        rule = unfamiliar.fit(probe, fit, fit_y, fit, temperature, share,
+                              dataclasses.replace(sets, keep=keep, outliers=flag))  # the probe learns from these alone
         rule = unfamiliar.by_class(rule, fit, temperature, share)
         if label == "as shipped":  # the same photos, outliers and fit as calibrate's: the same rule
             assert np.allclose(rule.class_thresholds, shipped.class_thresholds, atol=1e-6), "not the shipped rule"
         test_flags = flags(rule, test)
         worst = max(float(test_flags[test_y == k].double().mean()) for k in range(10))
-        page = [n for n in PAGE_PHOTOS if flags(rule, Outputs(outside.logits[[names.index(n)]],
-                                                              outside.features[[names.index(n)]]))]
+        outside_flags = flags(rule, outside)
+        page = [n for n in PAGE_PHOTOS if outside_flags[names.index(n)]]
+        choose, report = (100 * float(outside_flags[role == r].double().mean()) for r in (1, 2))
         print(f"| {label} | {100 * float(test_flags.double().mean()):.2f}% | {100 * worst:.1f}% | "
-              f"{rate(rule, phone):.2f}% | {rate(rule, choose):.1f}% | {rate(rule, report):.1f}% | "
+              f"{rate(rule, phone):.2f}% | {choose:.1f}% | {report:.1f}% | "
               f"{', '.join(page) or 'none'} flagged |")
     print(f"\n{time.perf_counter() - start:.0f} s")
 
