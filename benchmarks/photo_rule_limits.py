@@ -8,120 +8,41 @@
 2. Each whole outside photo's rank among the test photos on the shipped rule's score: the share of test photos that
    look less familiar. A photo of rank r is flagged by no threshold on this score that flags fewer than r of the
    test photos (per-class thresholds move that by a class' share, not past it).
-3. The probe (``unfamiliar.probe``) fitted again, its thresholds set as ``calibrate`` sets them (``by_class``, 4% of
-   the fit photos): as shipped; keeping phone-style training photos too; against virtual outliers too, drawn from
-   the tails of class Gaussians over its features (VOS, Du, Wang, Cai and Li, 2022, "VOS: Learning What You Don't
-   Know by Virtual Outlier Synthesis", ICLR; there during a fine-tune, here for the probe alone); and against random
-   crops of a third of the outside photos' sources (outlier exposure with real photos), the other thirds to choose
-   and to report on, the photos the page offers always among those reported on.
+3. The two read-outs (``unfamiliar.probe``, linear, and ``unfamiliar.mlp``, with a hidden layer, shipped) fitted
+   again, their thresholds set as ``calibrate`` sets them (``by_class``, 4% of the fit photos): on what calibrate's
+   learn from (for the shipped one it asserts that it finds the shipped thresholds again); without the training
+   photos as a phone sends them that they learn to keep; without the crops of the outside pictures of the third
+   they learn from (outlier exposure with real photos); without either; and against virtual outliers too, drawn
+   from the tails of class Gaussians over the features (VOS, Du, Wang, Cai and Li, 2022, "VOS: Learning What You
+   Don't Know by Virtual Outlier Synthesis", ICLR; there during a fine-tune, here for the read-out alone). The rates
+   on the thirds they are chosen and reported on; the photos the page offers are always reported on.
 
-Outside photos: ``outside_photos()`` and, where Debian's wallpaper packages are installed (``apt-get install
-mate-backgrounds ukui-wallpapers gnome-backgrounds lomiri-wallpapers``), their pictures too, whole and as quarters.
-It writes nothing; some 20 minutes on two cores.
+Outside photos: ``outside_photos()`` and ``wallpapers()`` (``apt-get install gnome-backgrounds lomiri-wallpapers
+mate-backgrounds ukui-wallpapers``), whole and as quarters. It writes nothing; 10 to 15 minutes on two cores.
 """
 
 from __future__ import annotations
 
 import argparse
 import dataclasses
-import io
-import re
 import sys
 import time
 from pathlib import Path
 
 import numpy as np
 import torch
-from PIL import Image
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from vit_demo.data import preprocess  # noqa: E402
+from vit_demo.data import outside_photos  # noqa: E402
 from vit_demo.data.datasets import load_split  # noqa: E402
-from vit_demo.data.outside_photos import _pictures, outside_photos  # noqa: E402
 from vit_demo.interpret import unfamiliar  # noqa: E402
 from vit_demo.interpret.unfamiliar import Outputs  # noqa: E402
 from vit_demo.training.calibrate import data_for  # noqa: E402
 from vit_demo.weights import load_weights  # noqa: E402
 
-WALLPAPERS = Path("/usr/share/backgrounds")
-PAGE_PHOTOS = ("astronaut.png", "rocket.jpg", "coffee.png")  # the "Also try" photos and the large coffee cup
 PHONE_PHOTOS = 1500  # test photos sent as a phone sends them: every k-th, so every class
-CROPS = 150  # random crops of each training source
 SEED = 7
-
-
-def as_a_phone_sends(photos: torch.Tensor, rng: np.random.Generator) -> torch.Tensor:
-    """uint8 photos (N, 3, 32, 32) enlarged, reframed and recompressed, read back as the app reads an upload."""
-    sent = []
-    for i, photo in enumerate(photos):
-        side = int(rng.integers(256, 801))
-        image = Image.fromarray(photo.permute(1, 2, 0).numpy()).resize((side, side), Image.BICUBIC)
-        if i % 3 == 1:  # framed wider, on the colour of its corner
-            w, h = (int(side * rng.uniform(1.0, 1.25)) for _ in range(2))
-            framed = Image.new("RGB", (w, h), image.getpixel((0, 0)))
-            framed.paste(image, (int(rng.integers(0, w - side + 1)), int(rng.integers(0, h - side + 1))))
-            image = framed
-        elif i % 3 == 2:  # cropped tighter
-            s = int(side * rng.uniform(0.8, 0.95))
-            x, y = (int(v) for v in rng.integers(0, side - s + 1, 2))
-            image = image.crop((x, y, x + s, y + s))
-        buffer = io.BytesIO()
-        image.save(buffer, "JPEG", quality=int(rng.integers(60, 96)))
-        sent.append(preprocess.preprocess_photo(preprocess.open_image(buffer.getvalue())))
-    return torch.from_numpy(np.stack(sent)).permute(0, 3, 1, 2)
-
-
-def outside_sources() -> list[tuple[str, np.ndarray]]:
-    """Every outside picture, the package's and the installed wallpapers' (no drawings of one flat colour)."""
-    found = outside_photos()
-    for path in sorted(p for p in WALLPAPERS.rglob("*") if p.suffix.lower() in (".jpg", ".png", ".webp")):
-        if re.search(r"_\d+x\d+$", path.stem):  # another size of a wallpaper already read (Elephants_3840x2160)
-            continue
-        with Image.open(path) as image:
-            image = image.convert("RGB")
-            image.thumbnail((1024, 1024), Image.LANCZOS)
-            found += _pictures(path.name, image)
-    return found
-
-
-def readable(pictures: list[tuple[str, np.ndarray]]) -> tuple[list[str], torch.Tensor]:
-    """The pictures the app reads (not one flat colour), as (names, (N, 3, 32, 32) uint8)."""
-    names, images = [], []
-    for name, picture in pictures:
-        try:
-            images.append(preprocess.preprocess_photo(np.ascontiguousarray(picture)))
-        except preprocess.NothingDrawn:
-            continue
-        names.append(name)
-    return names, torch.from_numpy(np.stack(images)).permute(0, 3, 1, 2)
-
-
-def source_of(name: str) -> str:
-    return name if "#face" in name else name.split("#quarter")[0]
-
-
-def roles(names: list[str]) -> np.ndarray:
-    """0: crops trained on, 1: chosen on, 2: reported on; by source, every third; faces by number; the page's
-    photos always reported on."""
-    sources = sorted({source_of(n) for n in names if "#face" not in n and source_of(n) not in PAGE_PHOTOS})
-    role = {s: i % 3 for i, s in enumerate(sources)} | {s: 2 for s in PAGE_PHOTOS}
-    return np.array([int(n.split("#face")[1]) % 3 if "#face" in n else role[source_of(n)] for n in names])
-
-
-def crops(pictures: list[tuple[str, np.ndarray]], rng: np.random.Generator) -> list[tuple[str, np.ndarray]]:
-    """``CROPS`` random square crops of each whole picture (a quarter to all of its shorter side), half mirrored."""
-    found = []
-    for name, picture in pictures:
-        if "#quarter" in name:
-            continue
-        h, w = picture.shape[:2]
-        for _ in range(CROPS if "#face" not in name else 5):
-            s = int(min(h, w) * rng.uniform(0.25 if "#face" not in name else 0.8, 1.0))
-            y, x = int(rng.integers(0, h - s + 1)), int(rng.integers(0, w - s + 1))
-            crop = picture[y : y + s, x : x + s]
-            found.append((name, crop[:, ::-1] if rng.random() < 0.5 else crop))
-    return found
 
 
 def virtual_outliers(keep: Outputs, labels: torch.Tensor, layers: tuple[int, ...], generator: torch.Generator,
@@ -142,10 +63,6 @@ def virtual_outliers(keep: Outputs, labels: torch.Tensor, layers: tuple[int, ...
     return Outputs(torch.zeros(len(found), keep.logits.shape[1]), found)
 
 
-def joined(*found: Outputs) -> Outputs:
-    return Outputs(torch.cat([f.logits for f in found]), torch.cat([f.features for f in found]))
-
-
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--data-dir", required=True, help="dataset root (cifar10/<split>/<class>/)")
@@ -158,14 +75,15 @@ def main() -> None:
     fit, test = run(data.fit[0]), run(data.measure[0])
     fit_y, test_y = data.fit[1], data.measure[1]
     sent = torch.linspace(0, len(test_y) - 1, PHONE_PHOTOS).long()  # (PHONE_PHOTOS,): spread over the classes
-    phone = run(as_a_phone_sends(data.measure[0][sent], rng))
-    names, images = readable(pictures := outside_sources())
-    outside, role = run(images), roles(names)
+    phone = run(unfamiliar.as_a_phone_sends(data.measure[0][sent], rng))
+    pictures = outside_photos.outside_photos() + outside_photos.wallpapers()
+    names, images = unfamiliar.photos_of(pictures)
+    outside, role = run(images), outside_photos.roles(names)
     flags = lambda rule, found: rule.flags(found.logits, temperature, found.features)  # noqa: E731
     rate = lambda rule, found: 100 * float(flags(rule, found).double().mean())  # noqa: E731
 
-    print(f"{len(names)} outside pictures of {len({source_of(n) for n in names})} sources; shipped rule: "
-          f"{shipped.score}")
+    print(f"{len(names)} outside pictures of {len({outside_photos.source_of(n) for n in names})} sources; shipped "
+          f"rule: {shipped.score}")
     print(f"\n1. {PHONE_PHOTOS:,} test photos, {PHONE_PHOTOS // 10} of each class, flagged: as CIFAR-10 keeps them "
           f"{rate(shipped, Outputs(test.logits[sent], test.features[sent])):.2f}%, "
           f"as a phone sends them {rate(shipped, phone):.2f}%")
@@ -176,40 +94,43 @@ def main() -> None:
         if "#" not in name and miss:
             print(f"   {name}: {100 * float((scores < found).double().mean()):.1f}%")
 
+    # What calibrate's probe learns from (unfamiliar.image_sets), then the same without some of it.
     train_x, _ = load_split("cifar10", args.data_dir, "train")
-    unfitted = unfamiliar.probe_photos(train_x, data.fit[0])
-    sets = unfamiliar.probe_sets(model, unfitted)
-    phone_keep = run(as_a_phone_sends(unfitted[-2500:], rng))
-    trained_on = {n for n, r in zip(names, role) if r == 0}
-    crop_names, crop_images = readable(crops([(n, p) for n, p in pictures if n in trained_on], rng))
-    real = run(crop_images)
+    learnt_from = {n for n, r in zip(names, role) if r == outside_photos.LEARN}
+    _, crops = unfamiliar.photos_of(outside_photos.crops([(n, p) for n, p in pictures if n in learnt_from],
+                                                          np.random.default_rng(unfamiliar.SEEDS["crops"])))
+    sets = unfamiliar.probe_sets(model, unfamiliar.probe_photos(train_x, data.fit[0]), crops)
+    kept = unfamiliar.TRAIN_IMAGES + unfamiliar.GREY_TRAIN_IMAGES  # where the phone-style photos begin
+    without_phone = Outputs(sets.keep.logits[:kept], sets.keep.features[:kept])
     colour = Outputs(sets.keep.logits[: unfamiliar.TRAIN_IMAGES], sets.keep.features[: unfamiliar.TRAIN_IMAGES])
-    layers = shipped.layers
-    virtual = virtual_outliers(colour, colour.logits.argmax(1), layers, generator)  # by the class read
-    variants = {"as shipped": (sets.keep, sets.outliers),
-                "+ phone-style photos kept": (joined(sets.keep, phone_keep), sets.outliers),
-                "+ VOS's virtual outliers": (sets.keep, joined(sets.outliers, virtual)),
-                f"+ {len(crop_names):,} crops of a third of the sources": (sets.keep, joined(sets.outliers, real)),
-                "+ phone-style kept and the crops": (joined(sets.keep, phone_keep), joined(sets.outliers, real))}
-    probe = next(c for c in unfamiliar.CANDIDATES if c.score == "probe")  # calibrate's: every layer's [CLS]
-    print(f"\n3. the probe fitted again ({int((role == 1).sum())} pictures to choose on, {int((role == 2).sum())} "
-          f"to report on):\n")
-    print("| probe | test photos | most of a class | as a phone sends them | choose | report | the page's photos |")
-    print("|---|---:|---:|---:|---:|---:|---|")
-    for label, (keep, flag) in variants.items():
-        rule = unfamiliar.fit(probe, fit, fit_y, fit, temperature, share,
-                              dataclasses.replace(sets, keep=keep, outliers=flag))  # the probe learns from these alone
-        rule = unfamiliar.by_class(rule, fit, temperature, share)
-        if label == "as shipped":  # the same photos, outliers and fit as calibrate's: the same rule
-            assert np.allclose(rule.class_thresholds, shipped.class_thresholds, atol=1e-6), "not the shipped rule"
-        test_flags = flags(rule, test)
-        worst = max(float(test_flags[test_y == k].double().mean()) for k in range(10))
-        outside_flags = flags(rule, outside)
-        page = [n for n in PAGE_PHOTOS if outside_flags[names.index(n)]]
-        choose, report = (100 * float(outside_flags[role == r].double().mean()) for r in (1, 2))
-        print(f"| {label} | {100 * float(test_flags.double().mean()):.2f}% | {100 * worst:.1f}% | "
-              f"{rate(rule, phone):.2f}% | {choose:.1f}% | {report:.1f}% | "
-              f"{', '.join(page) or 'none'} flagged |")
+    no_crops = Outputs(sets.crops.logits[:0], sets.crops.features[:0])
+    virtual = virtual_outliers(colour, colour.logits.argmax(1), shipped.layers, generator)  # by the class read
+    variants = {"as calibrate's": sets,
+                "without the phone-style photos": dataclasses.replace(sets, keep=without_phone),
+                f"without the {len(crops):,} crops": dataclasses.replace(sets, crops=no_crops),
+                "without either": dataclasses.replace(sets, keep=without_phone, crops=no_crops),
+                "+ VOS's virtual outliers": dataclasses.replace(sets, crops=Outputs.joined(sets.crops, virtual))}
+    read_outs = [c for c in unfamiliar.CANDIDATES if c.score in ("probe", "mlp")]  # every layer's [CLS], each
+    print(f"\n3. the read-outs fitted again ({int((role == outside_photos.CHOOSE).sum())} pictures to choose on, "
+          f"{int((role == outside_photos.REPORT).sum())} to report on):\n")
+    print("| read-out | learnt from | test photos | most of a class | as a phone sends them | choose | report | "
+          "the page's photos |")
+    print("|---|---|---:|---:|---:|---:|---:|---|")
+    for candidate in read_outs:
+        for label, learnt in variants.items():
+            rule = unfamiliar.fit(candidate, fit, fit_y, fit, temperature, share, learnt)  # it learns from these alone
+            rule = unfamiliar.by_class(rule, fit, temperature, share)
+            if label == "as calibrate's" and candidate.score == shipped.score:  # calibrate's photos, outliers and fit
+                assert np.allclose(rule.class_thresholds, shipped.class_thresholds, atol=1e-6), "not the shipped rule"
+            test_flags = flags(rule, test)
+            worst = max(float(test_flags[test_y == k].double().mean()) for k in range(10))
+            outside_flags = flags(rule, outside)
+            page = [n for n in outside_photos.PAGE_PHOTOS if outside_flags[names.index(n)]]
+            choose, report = (100 * float(outside_flags[role == r].double().mean())
+                              for r in (outside_photos.CHOOSE, outside_photos.REPORT))
+            print(f"| {candidate.score} | {label} | {100 * float(test_flags.double().mean()):.2f}% | "
+                  f"{100 * worst:.1f}% | {rate(rule, phone):.2f}% | {choose:.1f}% | {report:.1f}% | "
+                  f"{', '.join(page) or 'none'} flagged |")
     print(f"\n{time.perf_counter() - start:.0f} s")
 
 

@@ -79,10 +79,10 @@ def main() -> None:
         print()
         print(f"| outliers drawn with | penalty | {' | '.join(familiar)} | outside, choose | outside, report |")
         print("|---|---:|" + "---:|" * (len(familiar) + 2))
-        candidate = next(c for c in unfamiliar.CANDIDATES if c.score == "probe")
+        candidate = next(c for c in unfamiliar.CANDIDATES if c.score == "probe")  # (the penalty is the probe's)
         for seed in range(unfamiliar.SEEDS["outliers"], unfamiliar.SEEDS["outliers"] + 3):
             drawn = sets.probe if seed == unfamiliar.SEEDS["outliers"] else dataclasses.replace(
-                sets.probe, outliers=unfamiliar.probe_outliers(model, sets.probe.photos, seed))
+                sets.probe, made=unfamiliar.probe_outliers(model, sets.probe.photos, seed))
             for penalty in PENALTIES:
                 rule = unfamiliar.fit(candidate, sets.train, sets.train_labels, sets.fit, info.temperature, share,
                                       dataclasses.replace(drawn, penalty=penalty))

@@ -64,7 +64,7 @@ OUTSIDE_DRAWINGS = {
                                      "Does it warn you?")}
 OUTSIDE_PHOTOS = {
     "astronaut": ("astronaut.png", "A person is none of its ten kinds of things, yet it must answer one of them. "
-                                   "Its warning misses some photos it cannot know: a percentage is no promise."),
+                                   "Does it warn you?"),
     "rocket": ("rocket.jpg", "A rocket is none of its ten either: its answer is the nearest of them, and a high "
                              "percentage does not make it right.")}
 

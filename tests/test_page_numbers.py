@@ -7,6 +7,7 @@ generated ones otherwise (the fixtures say which)."""
 from __future__ import annotations
 
 import base64
+import dataclasses
 import json
 import shutil
 import subprocess
@@ -59,15 +60,22 @@ def test_photo_numbers_match_pythons(cifar_root, tmp_path):
     check("cifar10", picked.permute(0, 2, 3, 1).numpy().astype(np.float32) / 255, tmp_path)
 
 
-@pytest.mark.parametrize("model", ["mnist", "cifar10"])
-def test_the_pages_unfamiliar_rule_is_pythons(model, tmp_path):
+@pytest.mark.parametrize("model, kind", [("mnist", "shipped"), ("cifar10", "shipped"), ("cifar10", "probe")])
+def test_the_pages_unfamiliar_rule_is_pythons(model, kind, tmp_path):
     # The page's rule (numbers.js familiarity, from the graph's calibrated logits and features and the rule as
-    # config.json keeps it) against unfamiliar_rule.UnfamiliarRule.scores, on images it flags and images it does not.
+    # config.json keeps it) against unfamiliar_rule.UnfamiliarRule.scores, on images it flags and images it does not:
+    # each shipped rule, and a linear probe of random weights on the photo model's features (the kind of rule a
+    # calibration may choose that neither ships), held to its median score.
     from vit_demo.data import sketches
     from vit_demo.data.outside_photos import outside_photos
+    from vit_demo.unfamiliar_rule import UnfamiliarRule
 
     clf = classifier(model)
     rule = clf.info.unfamiliar
+    if kind == "probe":
+        depth, dim = clf.model.config.depth, clf.model.config.dim
+        weights = np.random.default_rng(0).normal(0, 0.05, (depth, dim)).astype(np.float16)
+        rule = UnfamiliarRule("probe", 0.0, tuple(range(depth)), weights=weights, bias=0.5)
     if model == "mnist":
         drawings, _ = sketches.non_digit_drawings(24, seed=5)
         digits, _ = sketches.digit_drawings(24, seed=5)
@@ -79,6 +87,9 @@ def test_the_pages_unfamiliar_rule_is_pythons(model, tmp_path):
     with torch.no_grad():
         found = clf.model.forward_activations(images, stream=True)
     logits, features = found.logits, clf.cls_features(found.stream)
+    if kind == "probe":
+        median = float(rule.scores(logits, clf.temperature, features).median())
+        rule = dataclasses.replace(rule, threshold=median + 1e-3)
     scores = rule.scores(logits, clf.temperature, features).numpy()
     encode = lambda array: base64.b64encode(np.ascontiguousarray(array, dtype=np.float32).tobytes()).decode()  # noqa: E731
     cases = [{"rule": rule.to_dict(), "temperature": clf.temperature, "calibrated": encode(z / clf.temperature),

@@ -19,9 +19,9 @@ from vit_demo.training.calibrate import data_for
 from vit_demo import unfamiliar_rule
 from vit_demo.weights import WEIGHTS_ROOT, read_calibration
 
-# Issue 45's goals for the digits (issue 30 asked 80% of the drawings); the photos' are issue 30's.
+# Issue 45's goals for the digits (issue 30 asked 80% of the drawings); the photos' are issue 65's (issue 30's: 70%).
 DIGIT_GOALS = {"pen digits flagged": 0.02, "non-digits flagged": 0.95, "accuracy": 0.995}
-PHOTO_GOALS = {"test photos flagged": 0.05, "test photos of a class flagged": 0.06, "outside photos flagged": 0.70}
+PHOTO_GOALS = {"test photos flagged": 0.05, "test photos of a class flagged": 0.06, "outside photos flagged": 0.90}
 
 
 def flagged(outputs, clf, images: torch.Tensor) -> np.ndarray:
@@ -97,18 +97,21 @@ def test_the_drawings_a_visitor_makes_that_read_as_a_zero_are_flagged():
 def photo_rates(shipped_outputs):
     if not HAS_SHARED_CIFAR:
         pytest.skip("the real CIFAR-10 test set is not here")
-    from vit_demo.data.outside_photos import outside_photos
+    from vit_demo.data import outside_photos
 
+    try:
+        pictures = outside_photos.outside_photos() + outside_photos.wallpapers()
+    except outside_photos.OutsidePhotosMissing as exc:
+        pytest.skip(str(exc))
     clf = load_model("cifar10", device="cpu")
     test_x, test_y = load_split("cifar10", SHARED_DATA, "test", download=False)
-    pictures = outside_photos()
-    report_half = ~unfamiliar.split_photos([name for name, _ in pictures])
-    photos = torch.from_numpy(np.stack([clf.preprocess(p) for (_, p), keep in zip(pictures, report_half) if keep]))
+    names, photos = unfamiliar.photos_of(pictures)
+    reported = torch.from_numpy(outside_photos.roles(names) == outside_photos.REPORT)
     test_flags = flagged(shipped_outputs, clf, test_x)
     return {"test photos flagged": test_flags.mean(),
             "by class": [float(test_flags[test_y.numpy() == k].mean()) for k in range(len(clf.classes))],
             "test photos in grey flagged": flagged(shipped_outputs, clf, outliers.grey(test_x)).mean(),
-            "outside photos flagged": flagged(shipped_outputs, clf, photos.permute(0, 3, 1, 2)).mean(),
+            "outside photos flagged": flagged(shipped_outputs, clf, photos[reported]).mean(),
             "sample": torch.cat([test_x[::100], outliers.grey(test_x[::100])]).float() / 255}  # (200, 3, 32, 32)
 
 
@@ -128,9 +131,25 @@ def test_the_photo_rule_is_the_recorded_choice_and_flags_few_cifar_test_photos_o
 
 @pytest.mark.slow
 def test_the_photo_rule_flags_most_outside_photos(photo_rates):
-    # The outside photos it is reported on were neither trained on (the probe learns from outliers made in code) nor
-    # chosen on.
+    # The outside pictures it is reported on were neither trained on (the rule learns from outliers made in code and
+    # crops of another third of the sources) nor chosen on.
     assert photo_rates["outside photos flagged"] >= PHOTO_GOALS["outside photos flagged"]
+
+
+@pytest.mark.slow
+def test_a_visitors_own_photos_of_the_ten_are_flagged_no_more_often_than_before():
+    # 500 CIFAR-10 test photos, 50 a class, as a phone would send a photo of the same (enlarged, reframed, JPEG), read
+    # as the app reads an upload: the rule shipped before flagged 7.60% of 1,500 such photos
+    # (benchmarks/photo_rule_limits.py); and scikit-image's cat, a photo of one of the ten, is not flagged.
+    if not HAS_SHARED_CIFAR:
+        pytest.skip("the real CIFAR-10 test set is not here")
+    from vit_demo.data.outside_photos import _package_folder
+
+    clf = load_model("cifar10", device="cpu")
+    test_x, _ = load_split("cifar10", SHARED_DATA, "test", download=False)
+    sent = unfamiliar.as_a_phone_sends(test_x[::20], np.random.default_rng(0))  # (500, 3, 32, 32): every class
+    assert flagged_as_the_app_asks(clf, sent).mean() <= 0.076
+    assert not clf.predict(_package_folder("skimage", "data") / "chelsea.png").unfamiliar
 
 
 @pytest.mark.slow
@@ -208,6 +227,81 @@ def test_the_probe_learns_to_tell_outliers_apart_and_keeps_its_numbers_through_c
         rule.flags(logits, 1.0)
     with pytest.raises(ValueError, match="do not match"):
         unfamiliar_rule.UnfamiliarRule.from_dict({**rule.to_dict(), "layers": [0]})
+
+
+def test_the_hidden_layer_read_out_fences_in_what_one_plane_cannot_and_keeps_its_numbers_through_config_json():
+    # Features (N, 2, 8) to keep in a ball, outliers in a shell around it, in every direction: no plane tells them
+    # apart, a hidden layer of ReLU units can. Each flagged at the threshold that flags 5% of new images to keep.
+    generator = torch.Generator().manual_seed(0)
+
+    def clouds(n: int) -> tuple[torch.Tensor, torch.Tensor]:
+        keep = torch.randn(n, 2, 8, generator=generator) + 5.0
+        around = torch.nn.functional.normalize(torch.randn(n, 16, generator=generator), dim=1)  # (n, 16) unit
+        return keep, 5.0 + around.reshape(n, 2, 8) * (6.0 + torch.rand(n, 1, 1, generator=generator))
+
+    keep, flag = clouds(3000)
+    new_keep, new_flag = clouds(2000)
+    logits = torch.zeros(2000, 10)
+
+    def flagged_share(rule) -> float:
+        threshold = calibration.flag_threshold(rule.scores(logits, 1.0, new_keep), 0.05)
+        return float(dataclasses.replace(rule, threshold=threshold).flags(logits, 1.0, new_flag).double().mean())
+
+    rule = unfamiliar.mlp(keep, flag, (0, 1))
+    assert flagged_share(rule) > 0.9 and flagged_share(unfamiliar.probe(keep, flag, (0, 1))) < 0.3
+    assert rule.weights.dtype == np.float16 and rule.weights.shape == (2, 8, unfamiliar.MLP_HIDDEN)
+    assert np.array_equal(unfamiliar.mlp(keep, flag, (0, 1)).weights, rule.weights)  # seeded: the same rule again
+    # The score by hand, for one image: relu(x . W + b) . o + bias.
+    x, w = new_flag[0].double().numpy().ravel(), rule.weights.astype(np.float64).reshape(16, -1)
+    by_hand = np.maximum(x @ w + np.array(rule.hidden_bias), 0) @ np.array(rule.output) + rule.bias
+    assert float(rule.scores(logits[:1], 1.0, new_flag[:1])[0]) == pytest.approx(by_hand, rel=1e-12)
+    again = unfamiliar_rule.UnfamiliarRule.from_dict(json.loads(json.dumps(rule.to_dict())))
+    assert np.array_equal(again.weights, rule.weights) and again.layers == (0, 1)
+    assert torch.equal(again.scores(logits, 1.0, new_flag), rule.scores(logits, 1.0, new_flag))
+    with pytest.raises(ValueError, match="do not match"):
+        unfamiliar_rule.UnfamiliarRule.from_dict({**rule.to_dict(), "output": rule.output[1:]})
+
+
+def test_the_probe_keeps_training_photos_as_the_model_reads_them_and_as_a_phone_sends_them(monkeypatch):
+    # uint8 photos and the phone's float ones go through the model each as they are (joined as one tensor, the uint8
+    # ones would be read as floats of 0 to 255), and a float image outside [0, 1] is refused.
+    from vit_demo.model import VisionTransformer, ViTConfig
+
+    monkeypatch.setattr(unfamiliar, "OUTLIERS_PER_KIND", 2)
+    model = VisionTransformer(ViTConfig(image_size=32, in_channels=3, dim=16, depth=2, heads=2, mlp_dim=32,
+                                        mean=(0.5,) * 3, std=(0.25,) * 3)).eval()
+    photos = torch.randint(0, 256, (30, 3, 32, 32), generator=torch.Generator().manual_seed(0), dtype=torch.uint8)
+    crops = torch.rand(3, 3, 32, 32, generator=torch.Generator().manual_seed(1))
+    sets = unfamiliar.probe_sets(model, photos, crops)
+    colour = unfamiliar.outputs(model, photos)  # TRAIN_IMAGES of them, as many as there are
+    torch.testing.assert_close(sets.keep.features[:30], colour.features)
+    after = unfamiliar.TRAIN_IMAGES + unfamiliar.GREY_TRAIN_IMAGES + 3 * unfamiliar.OUTLIERS_PER_KIND  # the photos
+    sent = unfamiliar.as_a_phone_sends(photos[torch.arange(after, after + 30) % 30],  # after those made outliers of
+                                       np.random.default_rng(unfamiliar.SEEDS["phone"]))
+    assert sent.dtype == torch.float32 and 0 <= float(sent.min()) and float(sent.max()) <= 1
+    torch.testing.assert_close(sets.keep.features[-30:], unfamiliar.outputs(model, sent).features)
+    torch.testing.assert_close(sets.crops.features, unfamiliar.outputs(model, crops).features)
+    assert len(sets.outliers.logits) == 2 * len(outliers.KINDS) + 3
+    with pytest.raises(ValueError, match="in \\[0, 1\\]"):
+        unfamiliar.outputs(model, photos.float())
+
+
+def test_the_outside_pictures_are_split_by_source_and_the_pages_photos_are_reported_on():
+    from vit_demo.data import outside_photos
+
+    names = [f"{source}{part}" for source in ("a.png", "b.png", "c.png", "d.png", *outside_photos.PAGE_PHOTOS)
+             for part in ("", "#quarter1", "#quarter4")] + [f"lfw_subset.npy#face{i}" for i in range(1, 7)]
+    role = dict(zip(names, outside_photos.roles(names)))
+    for source in ("a.png", "b.png", "c.png", "d.png", *outside_photos.PAGE_PHOTOS):  # a picture's quarters with it
+        assert role[source] == role[f"{source}#quarter1"] == role[f"{source}#quarter4"]
+    assert [role[s] for s in ("a.png", "b.png", "c.png", "d.png")] == [0, 1, 2, 0]  # every third source
+    assert {role[p] for p in outside_photos.PAGE_PHOTOS} == {outside_photos.REPORT}
+    assert sorted(role[f"lfw_subset.npy#face{i}"] for i in range(1, 7)) == [0, 0, 1, 1, 2, 2]
+    picture = np.arange(300 * 400 * 3, dtype=np.uint8).reshape(300, 400, 3)
+    crops = outside_photos.crops([("a.png", picture), ("a.png#quarter1", picture[:150, :200])],
+                                 np.random.default_rng(0))
+    assert len(crops) == outside_photos.CROPS and {name for name, _ in crops} == {"a.png"}  # of whole pictures
+    assert all(c.shape[0] == c.shape[1] and 75 <= c.shape[0] <= 300 for _, c in crops)
 
 
 def test_outliers_are_made_the_same_way_each_time_half_of_each_kind_grey():

@@ -21,8 +21,8 @@ import dataclasses
 import numpy as np
 import torch
 
-UNFAMILIAR_SCORES = ("max_probability", "energy", "mahalanobis", "probe")
-FEATURE_SCORES = ("mahalanobis", "probe")  # the scores that read the [CLS] features, not the logits alone
+UNFAMILIAR_SCORES = ("max_probability", "energy", "mahalanobis", "probe", "mlp")
+FEATURE_SCORES = ("mahalanobis", "probe", "mlp")  # the scores that read the [CLS] features, not the logits alone
 
 
 def probabilities(logits: torch.Tensor, temperature: float = 1.0) -> torch.Tensor:
@@ -71,7 +71,9 @@ class UnfamiliarRule:
     from them in float64.
 
     For ``probe``, the score is a weighted sum of the features of the layers in ``layers`` plus ``bias``: a linear
-    read-out trained to tell the dataset's own images from outliers (``weights`` (P, D), float16 as kept).
+    read-out trained to tell the dataset's own images from outliers (``weights`` (P, D), float16 as kept). For
+    ``mlp``, a read-out with one hidden layer of H units: relu(features . ``weights`` (P, D, H) + ``hidden_bias``
+    (H,)) . ``output`` (H,) + ``bias``, the weights float16 as kept.
 
     With ``class_thresholds`` (one per class), an image is held to the threshold of the class the model reads it as
     instead: one threshold would flag some classes' images far more often than others' (CIFAR-10's airplanes 11%,
@@ -86,8 +88,10 @@ class UnfamiliarRule:
     whitenings: np.ndarray | None = None  # (P, D, D)
     centre: tuple[float, ...] = ()  # one per part: the layers, then the energy
     spread: tuple[float, ...] = ()
-    weights: np.ndarray | None = None  # probe: (P, D)
+    weights: np.ndarray | None = None  # probe: (P, D); mlp: (P, D, H)
     bias: float = 0.0
+    hidden_bias: tuple[float, ...] = ()  # mlp: (H,)
+    output: tuple[float, ...] = ()  # mlp: (H,)
     class_thresholds: tuple[float, ...] = ()  # (K,): by the class read, else ``threshold`` for every image
 
     def parts(self, logits: torch.Tensor, features: torch.Tensor) -> torch.Tensor:
@@ -106,9 +110,13 @@ class UnfamiliarRule:
             return unfamiliarity_score(logits, self.score, temperature)
         if features is None:
             raise ValueError(f"the {self.score} rule needs the [CLS] features after every layer")
+        read = features[:, list(self.layers)].double().flatten(1)  # (N, P * D)
+        as64 = lambda values: torch.from_numpy(np.asarray(values, dtype=np.float64))  # noqa: E731
         if self.score == "probe":
-            read = features[:, list(self.layers)].double()  # (N, P, D)
-            return (read * torch.from_numpy(np.asarray(self.weights, dtype=np.float64))).sum(dim=(1, 2)) + self.bias
+            return read @ as64(self.weights).flatten() + self.bias
+        if self.score == "mlp":
+            hidden = (read @ as64(self.weights).flatten(0, 1) + as64(self.hidden_bias)).relu()  # (N, H)
+            return hidden @ as64(self.output) + self.bias
         standard = (self.parts(logits, features) - torch.tensor(self.centre, dtype=torch.float64)) / torch.tensor(
             self.spread, dtype=torch.float64)
         return standard.sum(dim=1)
@@ -133,9 +141,11 @@ class UnfamiliarRule:
             found.update(layers=list(self.layers), energy=self.energy, shape=list(self.means.shape),
                          centre=list(self.centre), spread=list(self.spread), means=_text(self.means),
                          whitenings=_text(self.whitenings))
-        if self.score == "probe":
+        if self.score in ("probe", "mlp"):
             found.update(layers=list(self.layers), shape=list(self.weights.shape), weights=_text(self.weights),
                          bias=self.bias)
+        if self.score == "mlp":
+            found.update(hidden_bias=list(self.hidden_bias), output=list(self.output))
         return found
 
     @classmethod
@@ -147,10 +157,15 @@ class UnfamiliarRule:
                 "class_thresholds": tuple(map(float, values.get("class_thresholds", ())))}
         if score not in FEATURE_SCORES:
             return cls(score, **kept)
-        if score == "probe":
+        if score in ("probe", "mlp"):
             layers, shape = tuple(int(n) for n in values["layers"]), tuple(int(n) for n in values["shape"])
-            if len(shape) != 2 or len(layers) != shape[0]:
-                raise ValueError("the probe rule's layers do not match its shape")
+            if len(shape) != (2 if score == "probe" else 3) or len(layers) != shape[0]:
+                raise ValueError(f"the {score} rule's layers do not match its shape")
+            if score == "mlp":
+                kept.update(hidden_bias=tuple(map(float, values["hidden_bias"])),
+                            output=tuple(map(float, values["output"])))
+                if not len(kept["hidden_bias"]) == len(kept["output"]) == shape[2]:
+                    raise ValueError("the mlp rule's hidden biases and output do not match its shape")
             return cls(score, layers=layers, weights=_halves(values["weights"], shape), bias=float(values["bias"]),
                        **kept)
         parts, classes, dim = (int(n) for n in values["shape"])

@@ -28,7 +28,7 @@ from vit_demo.onnx.export import GRAPH_WEIGHTS_FILE, expected_metadata, stale_gr
 from vit_demo.page.layout import TABS, tabs
 from vit_demo.page.site import HOST, STYLES, build_site, locate, models_folder
 from vit_demo.progress import Steps
-from vit_demo.weights import WeightsError
+from vit_demo.weights import CONFIG_FILE, WeightsError
 
 MARKER = "<!-- Written by `python -m vit_demo static`: running it again rewrites this folder. -->"
 SHORT_DESCRIPTION = "Draw a digit: a ViT in your browser shows where it looks"  # the Hub takes 60 characters
@@ -57,7 +57,8 @@ def build(target: Path, progress: Steps | None = None) -> None:
                   for p in sorted(locate(site.roots, folder).rglob("*")) if p.is_file()]
     for tab in tabs():
         folder = models_folder(tab.model)
-        files += [folder + name for name in (*expected_metadata(weights_folder(tab.model)), GRAPH_WEIGHTS_FILE)]
+        files += [folder + name for name in (*expected_metadata(weights_folder(tab.model)), GRAPH_WEIGHTS_FILE,
+                                             CONFIG_FILE)]  # (its unfamiliar rule: description.page_rule)
     megabytes = sum(locate(site.roots, name).stat().st_size for name in files) / 1e6
     progress.step(f"copying {len(files)} files ({megabytes:.1f} MB): the page's scripts, onnxruntime-web, the examples "
                   "and every model's graphs")

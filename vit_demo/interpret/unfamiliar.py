@@ -13,9 +13,12 @@ images it is fitted on (the calibration's fit images, ``calibrate.data_for``):
   parts, or of the first layer, where low-level statistics (colour, texture) live. Measured only: the graph's
   ``features`` (vit_demo/onnx/export.py) carry the [CLS] token alone;
 - ``probe``: a linear read-out of the [CLS] features of every layer, trained (L2-penalised logistic regression) to
-  tell the dataset's own training images, in colour and in grey, from outliers made in code (``data/outliers.py``):
+  tell the dataset's own training images, in colour, in grey and as a phone sends them, from outliers made in code
+  (``data/outliers.py``) and crops of the outside pictures of the third learnt from (``outside_photos.roles``):
   outlier exposure (Hendrycks, Mazeika and Dietterich, 2019) with the model's weights left as they are, as Lee et
   al. train a logistic regression on their layers' scores. Photos only: for drawings there are no outliers made;
+- ``mlp``: the same read-out with one hidden layer of ``MLP_HIDDEN`` ReLU units, trained on the same images (AdamW,
+  seeded): it can fence the familiar photos in where one plane cannot;
 - ``knn``: the cosine similarity of the last layer's [CLS] features to the ``KNN``-th nearest of those training
   images (Sun, Ming, Zhu and Li, 2022, "Out-of-Distribution Detection with Deep Nearest Neighbors", ICML).
   Measured only: the page would have to download every training image's features to apply it.
@@ -26,21 +29,23 @@ digits the Gaussians are fitted on, the fit images the threshold is set on, and 
 the rule never saw. Also measured: the measure images as MNIST keeps them, and stroke digits (``sketches``). Outside:
 non-digit drawings (``sketches``), one set to choose on and one, drawn with another seed, to report. Photos: the
 training, fit and measure photos as they are, and the measure photos in grey (a rule should not flag a photo for
-its colour alone); outside, the sample photos that packages install (``outside_photos``), split by photo (a photo
-and its quarters stay together, faces alternate): one half to choose on, the other to report. Nothing outside is
-fitted on. The rule chosen: of those the page can apply, the one that flags the most outside images of the
-choosing set.
+its colour alone); outside, the sample photos that packages install and Debian's wallpapers (``outside_photos``),
+split by source into thirds (a photo and its quarters stay together; ``outside_photos.roles``): one whose crops the
+probes learn from, one to choose on, one to report. Nothing chosen or reported on is fitted on. The rule chosen: of
+those the page can apply, the one that flags the most outside images of the choosing set.
 """
 
 from __future__ import annotations
 
 import dataclasses
+import io
 from pathlib import Path
 
 import numpy as np
 import torch
+from PIL import Image
 
-from vit_demo.data import outliers, preprocess
+from vit_demo.data import outliers, outside_photos, preprocess
 from vit_demo.data.datasets import load_split
 from vit_demo.data.sketches import canvas_digits, drawing_set
 from vit_demo.interpret import calibration
@@ -54,10 +59,13 @@ TRAIN_IMAGES = 10_000  # training images the class means and covariances are fit
 KNN = 10
 DRAWINGS = 1160  # non-digit drawings in each of the two sets: 20 of each of the 58 kinds
 STROKE_DIGITS = 1000
-SEEDS = {"train": 11, "fit": 12, "measure": 13, "choose": 21, "report": 22, "strokes": 31, "outliers": 41}
+SEEDS = {"train": 11, "fit": 12, "measure": 13, "choose": 21, "report": 22, "strokes": 31, "outliers": 41,
+         "phone": 51, "crops": 61, "mlp": 71}
 OUTLIERS_PER_KIND = 2000  # the probe's outliers: this many of each kind outliers.KINDS
 GREY_TRAIN_IMAGES = 2500  # training photos in grey the probe learns to keep, besides the TRAIN_IMAGES in colour
+PHONE_TRAIN_IMAGES = 2500  # and training photos as a phone sends them (``as_a_phone_sends``)
 PROBE_PENALTY = 1.0  # the L2 penalty on the probe's weights (features standardised, each side weighing one half)
+MLP_HIDDEN, MLP_EPOCHS, MLP_WEIGHT_DECAY, MLP_BATCH, MLP_LEARNING_RATE = 64, 30, 1e-3, 512, 1e-3
 EIGEN_FLOOR = 1e-6  # directions of a covariance with less than this share of its largest variance are left out
 
 
@@ -84,7 +92,9 @@ CANDIDATES = (Candidate("max_probability", "max_probability"), Candidate("energy
                         False, ("cls", "patches")),
               Candidate("mahalanobis, mean patch tokens, first layer + energy", "mahalanobis", "first", True, False,
                         ("patches",)),
-              Candidate("probe against generated outliers, [CLS] of every layer", "probe", "every"),
+              Candidate("probe against outliers, [CLS] of every layer", "probe", "every"),
+              Candidate(f"read-out with a hidden layer of {MLP_HIDDEN} against outliers, [CLS] of every layer", "mlp",
+                        "every"),
               Candidate(f"knn, last layer (k={KNN})", "knn", page=False))
 
 
@@ -101,10 +111,17 @@ class Outputs:
     def depth(self) -> int:
         return self.features.shape[1] // 2
 
+    @staticmethod
+    def joined(*found: Outputs) -> Outputs:
+        """Several sets' outputs as one, in order."""
+        return Outputs(torch.cat([f.logits for f in found]), torch.cat([f.features for f in found]))
+
 
 @torch.no_grad()
 def outputs(model: torch.nn.Module, images: torch.Tensor, batch_size: int = 500) -> Outputs:
     """The model's outputs for images (N, C, H, W), uint8 or float in [0, 1], on the CPU."""
+    if images.is_floating_point() and len(images) and float(images.max()) > 1:
+        raise ValueError("float images must lie in [0, 1]: uint8 ones, as they are")
     device = next(model.parameters()).device
     logits, features = [], []
     for i in range(0, len(images), batch_size):
@@ -153,9 +170,9 @@ def fit(candidate: Candidate, train: Outputs, labels: torch.Tensor, familiar: Ou
     within = {"first": (0,), "last": (depth - 1,), "every": tuple(range(depth))}[candidate.layers]
     rows = {"cls": 0, "patches": depth}  # where each token's rows start in the features (N, 2L, D)
     layers = tuple(rows[token] + layer for token in candidate.tokens for layer in within)
-    if candidate.score == "probe":
-        rule = probe(probe_sets.keep.features[:, layers], probe_sets.outliers.features[:, layers], layers,
-                     probe_sets.penalty)
+    if candidate.score in ("probe", "mlp"):
+        keep, flag = probe_sets.keep.features[:, layers], probe_sets.outliers.features[:, layers]
+        rule = probe(keep, flag, layers, probe_sets.penalty) if candidate.score == "probe" else mlp(keep, flag, layers)
         return dataclasses.replace(rule, threshold=calibration.flag_threshold(rule.scores(
             familiar.logits, temperature, familiar.features), share))
     fitted = [whitening(train.features[:, layer], labels, train.logits.shape[1]) for layer in layers]
@@ -171,12 +188,18 @@ def fit(candidate: Candidate, train: Outputs, labels: torch.Tensor, familiar: Ou
 
 @dataclasses.dataclass(frozen=True)
 class ProbeSets:
-    """What the probe learns from: training photos in colour and in grey to keep, and outliers to flag."""
+    """What the probe learns from: training photos in colour, in grey and as a phone sends them to keep, and
+    outliers made in code and crops of outside pictures to flag."""
 
     keep: Outputs
-    outliers: Outputs
+    made: Outputs  # the outliers made in code (``probe_outliers``)
+    crops: Outputs  # and the crops
     photos: torch.Tensor  # the training photos both are made of, (N, 3, H, W) uint8: to draw other outliers of
     penalty: float = PROBE_PENALTY
+
+    @property
+    def outliers(self) -> Outputs:
+        return Outputs.joined(self.made, self.crops)
 
 
 def probe(keep: torch.Tensor, flag: torch.Tensor, layers: tuple[int, ...], penalty: float = PROBE_PENALTY
@@ -209,6 +232,40 @@ def probe(keep: torch.Tensor, flag: torch.Tensor, layers: tuple[int, ...], penal
     return UnfamiliarRule("probe", 0.0, layers, weights=weights.reshape(len(layers), -1), bias=bias)
 
 
+def mlp(keep: torch.Tensor, flag: torch.Tensor, layers: tuple[int, ...]) -> UnfamiliarRule:
+    """A read-out with one hidden layer of ``MLP_HIDDEN`` ReLU units, of features (N, P, D) to keep against features
+    (M, P, D) to flag, each side weighing one half, on features standardised by those to keep: ``MLP_EPOCHS`` of
+    AdamW over shuffled batches, seeded, so the same inputs give the same rule on the same machine. The
+    standardisation is folded into the first layer, whose weights are rounded to float16 as config.json keeps them,
+    its biases computed from the rounded weights. The threshold is left to the caller."""
+    x = torch.cat([keep, flag]).flatten(1).float()  # (N + M, P * D)
+    centre, scale = x[: len(keep)].mean(0), x[: len(keep)].std(0) + 1e-4
+    x = (x - centre) / scale
+    y = torch.cat([torch.ones(len(keep)), torch.zeros(len(flag))])
+    weight = torch.cat([torch.full((len(keep),), 0.5 / len(keep)), torch.full((len(flag),), 0.5 / len(flag))])
+    generator = torch.Generator().manual_seed(SEEDS["mlp"])
+    first, second = torch.nn.Linear(x.shape[1], MLP_HIDDEN), torch.nn.Linear(MLP_HIDDEN, 1)
+    with torch.no_grad():  # PyTorch's default initialisation, drawn from the seeded generator
+        for layer in (first, second):
+            bound = 1 / layer.in_features ** 0.5
+            layer.weight.uniform_(-bound, bound, generator=generator)
+            layer.bias.uniform_(-bound, bound, generator=generator)
+    net = torch.nn.Sequential(first, torch.nn.ReLU(), second)
+    solver = torch.optim.AdamW(net.parameters(), MLP_LEARNING_RATE, weight_decay=MLP_WEIGHT_DECAY)
+    for _ in range(MLP_EPOCHS):
+        for batch in torch.randperm(len(x), generator=generator).split(MLP_BATCH):
+            loss = torch.nn.functional.binary_cross_entropy_with_logits(net(x[batch])[:, 0], y[batch],
+                                                                        weight=weight[batch], reduction="sum")
+            solver.zero_grad()
+            (loss * len(x) / len(batch)).backward()
+            solver.step()
+    weights = (first.weight.detach().double().T / scale.double()[:, None]).numpy().astype(np.float16)  # (P * D, H)
+    hidden_bias = (first.bias.detach().double() - centre.double() @ torch.from_numpy(weights.astype(np.float64)))
+    return UnfamiliarRule("mlp", 0.0, layers, weights=weights.reshape(len(layers), -1, MLP_HIDDEN),
+                          bias=float(second.bias.detach()), hidden_bias=tuple(hidden_bias.tolist()),
+                          output=tuple(second.weight.detach()[0].double().tolist()))
+
+
 def scorer(fitted, temperature: float):
     """A fitted candidate as (score of ``Outputs``, threshold)."""
     if isinstance(fitted, UnfamiliarRule):
@@ -219,12 +276,40 @@ def scorer(fitted, temperature: float):
 # ---- The images -------------------------------------------------------------------------------------------------
 
 
-def split_photos(names: list[str]) -> np.ndarray:
-    """Which outside photos the rule is chosen on (True) and which it is reported on: every other source photo, with
-    its quarters, by name; every other face."""
-    sources = sorted({n.split("#")[0] for n in names if "#face" not in n})
-    choose = set(sources[::2])
-    return np.array([int(n.split("#face")[1]) % 2 == 1 if "#face" in n else n.split("#")[0] in choose for n in names])
+def as_a_phone_sends(photos: torch.Tensor, rng: np.random.Generator) -> torch.Tensor:
+    """uint8 photos (N, 3, 32, 32) as a visitor's phone would send a photo of the same: enlarged to 256-800 pixels,
+    a third framed wider (on the colour of a corner), a third cropped tighter, saved as JPEG at quality 60-95, and
+    read back as the app reads an upload: (N, 3, 32, 32) float32 in [0, 1]."""
+    sent = []
+    for i, photo in enumerate(photos):
+        side = int(rng.integers(256, 801))
+        image = Image.fromarray(photo.permute(1, 2, 0).numpy()).resize((side, side), Image.BICUBIC)
+        if i % 3 == 1:
+            w, h = (int(side * rng.uniform(1.0, 1.25)) for _ in range(2))
+            framed = Image.new("RGB", (w, h), image.getpixel((0, 0)))
+            framed.paste(image, (int(rng.integers(0, w - side + 1)), int(rng.integers(0, h - side + 1))))
+            image = framed
+        elif i % 3 == 2:
+            s = int(side * rng.uniform(0.8, 0.95))
+            x, y = (int(v) for v in rng.integers(0, side - s + 1, 2))
+            image = image.crop((x, y, x + s, y + s))
+        buffer = io.BytesIO()
+        image.save(buffer, "JPEG", quality=int(rng.integers(60, 96)))
+        sent.append(preprocess.preprocess_photo(preprocess.open_image(buffer.getvalue())))
+    return torch.from_numpy(np.stack(sent)).permute(0, 3, 1, 2)
+
+
+def photos_of(pictures: list[tuple[str, np.ndarray]]) -> tuple[list[str], torch.Tensor]:
+    """Pictures [(name, (H, W, 3) uint8)] as the app reads them, leaving out any of one flat colour (the app reads
+    none): (their names, (N, 3, 32, 32) float32 in [0, 1])."""
+    names, images = [], []
+    for name, picture in pictures:
+        try:
+            images.append(preprocess.preprocess_photo(np.ascontiguousarray(picture)))
+        except preprocess.NothingDrawn:
+            continue
+        names.append(name)
+    return names, torch.from_numpy(np.stack(images)).permute(0, 3, 1, 2)
 
 
 def not_among(images: torch.Tensor, others: torch.Tensor) -> torch.Tensor:
@@ -247,14 +332,17 @@ def probe_outliers(model: torch.nn.Module, photos: torch.Tensor, seed: int) -> O
     return outputs(model, made)
 
 
-def probe_sets(model: torch.nn.Module, photos: torch.Tensor) -> ProbeSets:
+def probe_sets(model: torch.nn.Module, photos: torch.Tensor, crops: torch.Tensor) -> ProbeSets:
     """What the probe learns from, out of training photos (N, 3, H, W) uint8 the calibration does not fit on:
-    ``TRAIN_IMAGES`` of them in colour and ``GREY_TRAIN_IMAGES`` more in grey to keep (as many as there are, of
-    a smaller split), and ``probe_outliers`` to flag."""
+    ``TRAIN_IMAGES`` of them in colour, ``GREY_TRAIN_IMAGES`` more in grey and ``PHONE_TRAIN_IMAGES`` more as a
+    phone sends them to keep (as many as there are, of a smaller split); ``probe_outliers`` and ``crops`` of
+    outside pictures (M, 3, H, W), float in [0, 1] (``photos_of``), to flag."""
     colour = _photos_from(photos, 0, min(TRAIN_IMAGES, len(photos)))
     grey = outliers.grey(_photos_from(photos, TRAIN_IMAGES, min(GREY_TRAIN_IMAGES, len(photos))))
-    return ProbeSets(outputs(model, torch.cat([colour, grey])), probe_outliers(model, photos, SEEDS["outliers"]),
-                     photos)
+    sent = as_a_phone_sends(_photos_from(photos, TRAIN_IMAGES + GREY_TRAIN_IMAGES + 3 * OUTLIERS_PER_KIND,
+                                         min(PHONE_TRAIN_IMAGES, len(photos))), np.random.default_rng(SEEDS["phone"]))
+    keep = Outputs.joined(outputs(model, torch.cat([colour, grey])), outputs(model, sent))  # uint8, then float
+    return ProbeSets(keep, probe_outliers(model, photos, SEEDS["outliers"]), outputs(model, crops), photos)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -302,16 +390,18 @@ def image_sets(model: torch.nn.Module, dataset: str, data_dir: str | Path, fit_i
         return ImageSets(train, train_y, fit_on, familiar, measure[1],
                          run(drawing_set("non-digits", DRAWINGS, SEEDS["choose"])[0]), run(report), names,
                          "non-digit drawings")
-    from vit_demo.data.outside_photos import outside_photos
-
-    pictures = outside_photos()
-    photos = torch.from_numpy(np.stack([preprocess.preprocess_photo(p) for _, p in pictures])).permute(0, 3, 1, 2)
-    chosen = torch.from_numpy(split_photos([name for name, _ in pictures]))
+    pictures = outside_photos.outside_photos() + outside_photos.wallpapers()
+    names, photos = photos_of(pictures)
+    role = torch.from_numpy(outside_photos.roles(names))
+    learnt_from = {name for name, r in zip(names, role) if r == outside_photos.LEARN}
+    _, crops = photos_of(outside_photos.crops([(n, p) for n, p in pictures if n in learnt_from],
+                                              np.random.default_rng(SEEDS["crops"])))
     familiar = {"test photos": run(measure[0]), "test photos in grey": run(outliers.grey(measure[0]))}
-    unfitted = probe_photos(every_x, fit_images)
+    reported = role == outside_photos.REPORT
     return ImageSets(run(train_x), train_y, run(fit_images), familiar, measure[1],
-                     run(photos[chosen]), run(photos[~chosen]), [n for (n, _), c in zip(pictures, chosen) if not c],
-                     "outside photos", probe_sets(model, unfitted))
+                     run(photos[role == outside_photos.CHOOSE]), run(photos[reported]),
+                     [n for n, r in zip(names, reported) if r], "outside photos",
+                     probe_sets(model, probe_photos(every_x, fit_images), crops))
 
 
 def _rate(flags: torch.Tensor) -> float:
@@ -334,7 +424,7 @@ def measure(sets: ImageSets, temperature: float, share: float, per_class: bool =
     report's own rates (``flagged``, ``flagged_by_class``, ``outside_flagged_*``) are the rule's as chosen."""
     rows, rules = [], {}
     for candidate in CANDIDATES:
-        if candidate.score == "probe" and sets.probe is None:
+        if candidate.score in ("probe", "mlp") and sets.probe is None:
             continue
         fitted = fit(candidate, sets.train, sets.train_labels, sets.fit, temperature, share, sets.probe)
         score, threshold = scorer(fitted, temperature)

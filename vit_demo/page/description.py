@@ -20,6 +20,8 @@ from vit_demo.onnx.patching import patching_kinds
 from vit_demo.page.captions import TEXTS, caption_html, image_text, unfamiliar_text
 from vit_demo.page.layout import LARGE
 from vit_demo.pictures import render
+from vit_demo.unfamiliar_rule import FEATURE_SCORES, UnfamiliarRule
+from vit_demo.weights import CONFIG_FILE
 
 # Multiply-adds an image (depth x block_macs) beyond which the app reads the model on its server, quicker there
 # (docs/import.md, a photo to every view: ViT-S's 4.5e9 496 ms in the page, 549 there; ViT-B's 1.7e10 1,501 and 1,146).
@@ -28,6 +30,15 @@ SERVER_FIRST_MACS = 1e10
 # 224 pixels (ViT-Ti's 1.2e9), not the shipped models (1.9e8 the photos), whose first answer would wait for WebGPU's
 # larger runtime (6.6 MB where WebAssembly's is 3.7).
 GPU_FIRST_MACS = 1e9
+
+
+def page_rule(rule: UnfamiliarRule | None) -> dict | None:
+    """The unfamiliar rule as the page gets it: whole where it reads the logits alone; where it reads the features,
+    its score and the file of the weights folder that holds it (``config.json``), which the page fetches with the
+    model's graphs: its arrays (0.3 MB of the photo model's read-out) would otherwise come with every page."""
+    if rule is None or rule.score not in FEATURE_SCORES:
+        return rule and rule.to_dict()
+    return {"score": rule.score, "file": CONFIG_FILE}
 
 
 def description(model: str, prompt: str, blank: str, folder: str, example: Path | None = None) -> dict:
@@ -40,7 +51,7 @@ def description(model: str, prompt: str, blank: str, folder: str, example: Path 
     epochs = f" of {run.epochs}" if run.epochs else ""  # (in the snapshots' notes)
     return {
         "name": model, "classes": list(clf.classes), "temperature": clf.temperature,
-        "unfamiliar": clf.info.unfamiliar.to_dict() if clf.info.unfamiliar else None,
+        "unfamiliar": page_rule(clf.info.unfamiliar),
         "preprocessing": clf.info.preprocessing.to_dict(),  # what source.js does to a photo (or a drawing)
         "height": config.image_size, "width": config.image_size, "channels": config.in_channels,
         "layers": config.depth, "heads": config.heads, "tokens": config.num_tokens, "grid": config.grid_size,

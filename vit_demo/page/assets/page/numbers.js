@@ -104,18 +104,31 @@ function probeScore(rule, features) {
   return sum;
 }
 
+function mlpScore(rule, features) {
+  // The read-out with one hidden layer: relu(features . weights (P, D, H) + hidden_bias) . output + bias.
+  if (!decoded.has(rule)) decoded.set(rule, halves(rule.weights));
+  const weights = decoded.get(rule), [, D, H] = rule.shape, hidden = new Float64Array(H);
+  for (const [p, layer] of rule.layers.entries())
+    for (let d = 0; d < D; d++) {
+      const x = features[layer * D + d], row = (p * D + d) * H;
+      for (let h = 0; h < H; h++) hidden[h] += x * weights[row + h];
+    }
+  return hidden.reduce((sum, v, h) => sum + Math.max(v + rule.hidden_bias[h], 0) * rule.output[h], 0) + rule.bias;
+}
+
 export function familiarity(calibrated, temperature, rule, features) {
   // unfamiliar_rule.UnfamiliarRule.scores for one image, higher = more familiar: from its calibrated logits (K) and,
-  // for the mahalanobis and probe rules, its [CLS] features after every layer (L, D), the graph's ``features``.
+  // for the mahalanobis, probe and mlp rules, its [CLS] features after every layer (L, D), the graph's ``features``.
   const energy = () => { // the log-sum-exp of the raw logits
     const raw = Array.from(calibrated, (z) => z * temperature), peak = Math.max(...raw);
     return peak + Math.log(raw.reduce((sum, v) => sum + Math.exp(v - peak), 0));
   };
   if (rule.score === "energy") return energy();
   if (rule.score === "max_probability") return Math.max(...softmax(calibrated));
-  if (rule.score !== "mahalanobis" && rule.score !== "probe") throw new Error(`unknown unfamiliar score ${rule.score}`);
+  if (!["mahalanobis", "probe", "mlp"].includes(rule.score)) throw new Error(`unknown unfamiliar score ${rule.score}`);
   if (!features) throw new Error(`the ${rule.score} rule needs the graph's features`);
   if (rule.score === "probe") return probeScore(rule, features);
+  if (rule.score === "mlp") return mlpScore(rule, features);
   const { whitenings, meansWhitened } = whitened(rule), D = rule.shape[2];
   const parts = rule.layers.map((layer, p) => { // minus the squared distance to the nearest class
     const xw = whiten(features, layer * D, whitenings, p, D);

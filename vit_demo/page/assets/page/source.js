@@ -51,8 +51,18 @@ export function pageSource(described, base, where = {}) {
   let forward = null; // the forward pass, once chosen (a failure is not kept: the next reading tries again)
   // The server where asked, where the graphs are missing or older than the weights, or for a model it reads quicker
   const forced = where.forced || model.pageGraphs === false || Boolean(where.server && model.serverFirst);
-  const pass = remembered(() => choose(new URL(model.folder, base).href, model.graph,
-    { ...where, forced, gpu: model.gpu, shared: model.shared }).then((found) => (forward = found)));
+  const folder = new URL(model.folder, base).href;
+  const rule = async () => { // the unfamiliar rule, whole: one that reads the features comes with the model, in a
+    if (!described.unfamiliar?.file) return described.unfamiliar; // file of its folder (description.py: page_rule)
+    const answer = await fetch(new URL(described.unfamiliar.file, folder));
+    if (!answer.ok) throw new Error(`the model's unfamiliar rule did not load (${answer.status})`);
+    return (await answer.json()).unfamiliar;
+  };
+  const pass = remembered(() => Promise.all([choose(folder, model.graph,
+    { ...where, forced, gpu: model.gpu, shared: model.shared }), rule()]).then(([found, whole]) => {
+    model.unfamiliar = whole;
+    return (forward = found);
+  }));
   const session = async (name) => (await pass()).session(name); // the graph ``name``, loaded once
   const graph = Object.fromEntries(Object.entries({ run, relevance, patching }).map(([kind, runs]) => // model.js'
     [kind, async (name, ...args) => runs(await session(name), model, ...args)])); // runs of the graph ``name``
