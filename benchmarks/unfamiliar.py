@@ -5,11 +5,11 @@
 
 For each candidate: the share of the dataset's own held-out images it flags (for digits: MNIST test digits written on
 the canvas, the same as MNIST keeps them, and stroke digits), the share of outside images it flags on the set it
-is chosen on and on the set it is reported on (non-digit drawings, or the sample photos packages install), and the
+is chosen on and on the set it is reported on (non-digit drawings, or the outside pictures), and the
 area under the ROC curve; then the rule chosen. The same fit and choice as ``python -m vit_demo calibrate``, with the
-weights' own temperature; it writes nothing. With ``--probe-sensitivity`` (photos), the probe is also fitted again
-with two other draws of outliers and each of three penalties. The first run draws some 24,000 digits and drawings
-(a few minutes on two cores) and keeps them in the cache folder.
+weights' own temperature; it writes nothing. With ``--probe-sensitivity`` (photos), the two read-outs are also
+fitted again with two other draws of the outliers made in code, and the linear probe with each of three penalties.
+The first run draws some 24,000 digits and drawings (a few minutes on two cores) and keeps them in the cache folder.
 """
 
 from __future__ import annotations
@@ -36,7 +36,7 @@ def main() -> None:
     parser.add_argument("--data-dir", required=True, help="dataset root (MNIST/raw/ or cifar10/<split>/<class>/)")
     parser.add_argument("--device", default="cpu")
     parser.add_argument("--probe-sensitivity", action="store_true",
-                        help="photos: fit the probe again with two other draws of outliers and other penalties")
+                        help="photos: fit the read-outs again with other outliers made, the probe with other penalties")
     args = parser.parse_args()
     start = time.perf_counter()
     info, model = load_weights(args.model, args.device)
@@ -75,22 +75,24 @@ def main() -> None:
                                                               for kind, rate in report["report_by_kind"].items()))
     if args.probe_sensitivity and sets.probe is not None:
         print()
-        print("The probe fitted again with other outliers drawn and other penalties:")
+        print("The read-outs fitted again with other outliers made (the probe also with other penalties):")
         print()
-        print(f"| outliers drawn with | penalty | {' | '.join(familiar)} | outside, choose | outside, report |")
-        print("|---|---:|" + "---:|" * (len(familiar) + 2))
-        candidate = next(c for c in unfamiliar.CANDIDATES if c.score == "probe")  # (the penalty is the probe's)
-        for seed in range(unfamiliar.SEEDS["outliers"], unfamiliar.SEEDS["outliers"] + 3):
-            drawn = sets.probe if seed == unfamiliar.SEEDS["outliers"] else dataclasses.replace(
-                sets.probe, made=unfamiliar.probe_outliers(model, sets.probe.photos, seed))
-            for penalty in PENALTIES:
-                rule = unfamiliar.fit(candidate, sets.train, sets.train_labels, sets.fit, info.temperature, share,
-                                      dataclasses.replace(drawn, penalty=penalty))
-                rate = lambda found: 100 * float(rule.flags(found.logits, info.temperature,  # noqa: E731
-                                                            found.features).double().mean())
-                cells = [f"{rate(found):.2f}%" for found in sets.familiar.values()]
-                print(f"| seed {seed} | {penalty:g} | " + " | ".join(cells) +
-                      f" | {rate(sets.choose):.1f}% | {rate(sets.report):.1f}% |")
+        print(f"| read-out | outliers made with | penalty | {' | '.join(familiar)} | outside, choose | "
+              "outside, report |")
+        print("|---|---|---:|" + "---:|" * (len(familiar) + 2))
+        for candidate in (c for c in unfamiliar.CANDIDATES if c.score in ("probe", "mlp")):
+            for seed in range(unfamiliar.SEEDS["outliers"], unfamiliar.SEEDS["outliers"] + 3):
+                drawn = sets.probe if seed == unfamiliar.SEEDS["outliers"] else dataclasses.replace(
+                    sets.probe, made=unfamiliar.probe_outliers(model, sets.probe.photos, seed))
+                for penalty in PENALTIES if candidate.score == "probe" else (None,):
+                    learnt = drawn if penalty is None else dataclasses.replace(drawn, penalty=penalty)
+                    rule = unfamiliar.fit(candidate, sets.train, sets.train_labels, sets.fit, info.temperature, share,
+                                          learnt)
+                    rate = lambda found: 100 * float(rule.flags(found.logits, info.temperature,  # noqa: E731
+                                                                found.features).double().mean())
+                    cells = [f"{rate(found):.2f}%" for found in sets.familiar.values()]
+                    print(f"| {candidate.score} | seed {seed} | {'' if penalty is None else f'{penalty:g}'} | "
+                          + " | ".join(cells) + f" | {rate(sets.choose):.1f}% | {rate(sets.report):.1f}% |")
     print(f"{time.perf_counter() - start:.0f} s")
 
 

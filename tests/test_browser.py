@@ -343,6 +343,8 @@ def test_also_try_things_it_was_never_taught_each_with_its_lesson(page):
     wait_for_label(page, "ship", panel="photo", timeout=60)  # sure of it, and wrong: the lesson says so
     assert "a high percentage does not make it right" in page.inner_text("#tab-photo .vd-lesson")
     assert page.locator("#photo-notice").is_hidden()  # the warning misses it
+    page.locator("#photo-input input[type='file']").set_input_files(str(PHOTOS / "ship.png"))  # dropped: no click
+    page.locator("#tab-photo .vd-lesson").wait_for(state="hidden", timeout=5000)
     assert page.console_errors == []
 
 

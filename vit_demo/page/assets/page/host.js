@@ -71,8 +71,9 @@ export function start(root, page, server) {
                                    photoAsked, unreadable: page.models[prefix].texts.unreadable });
   }
   mountTalk(root);
-  for (const type of ["pointerdown", "click"]) root.addEventListener(type, (event) => {
-    // An "Also try" example's lesson, said under it once clicked, until the next input of its tab.
+  for (const type of ["pointerdown", "click", "change"]) root.addEventListener(type, (event) => {
+    // An "Also try" example's lesson, said under it once clicked, until the next input of its tab (a file dropped
+    // on the upload changes it with no click).
     const input = event.target.closest(".vd-input"), lesson = input?.querySelector(".vd-lesson");
     if (!lesson || event.target.closest(".vd-lesson")) return;
     lesson.textContent = event.target.closest("[data-lesson]")?.dataset.lesson ?? "";
