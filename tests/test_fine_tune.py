@@ -62,7 +62,9 @@ def test_no_augment_trains_on_the_images_as_they_are(mnist_root):
 
 
 def test_training_drawings_are_none_the_unfamiliar_rule_is_measured_on():
-    assert not set(loop.DRAWING_SEEDS.values()) & set(unfamiliar.SEEDS.values())
+    # (The rule's other seeds draw photos: outliers made in code, photos as a phone sends them, crops, its read-out.)
+    drawn = {unfamiliar.SEEDS[name] for name in ("train", "fit", "measure", "choose", "report", "strokes")}
+    assert not set(loop.DRAWING_SEEDS.values()) & drawn
 
 
 @pytest.mark.slow
@@ -106,3 +108,31 @@ def test_the_two_halves_of_the_kinds_are_every_kind_once():
     assert "doodle/heart" in even and "doodle/cat face" in odd
     _, names = sketches.drawing_set("non-digits", 29, 5, "odd")
     assert names == odd
+
+
+@pytest.mark.slow  # reads every outside picture (2 minutes on two cores)
+def test_pictures_of_no_class_for_photos_are_made_and_cropped_from_the_third_the_rule_learns_from(cifar_root):
+    # Half made in code, half crops of the outside pictures of the third the unfamiliar rule learns from (its crops
+    # are drawn with another seed; the thirds it is chosen and reported on are never cropped), all of no class.
+    from vit_demo.data import outside_photos
+
+    try:
+        outside_photos.wallpapers()
+    except outside_photos.OutsidePhotosMissing as exc:
+        pytest.skip(str(exc))
+    photos, _ = load_split("cifar10", cifar_root, "test", download=False)
+    recipe = dataclasses.replace(RECIPES["cifar10"], outlier_photos=30, mixup_alpha=0.0, cutmix_alpha=0.0)
+    found, labels = loop.photo_outliers(recipe, dataset_spec("cifar10"), photos[:200], seed=0)
+    assert found.shape == (30, 3, 32, 32) and found.dtype == torch.uint8 and (labels == NO_CLASS).all()
+    again, _ = loop.photo_outliers(recipe, dataset_spec("cifar10"), photos[:200], seed=0)
+    assert torch.equal(found, again)
+    assert not torch.equal(found[15:], loop.photo_outliers(recipe, dataset_spec("cifar10"), photos[:200], 1)[0][15:])
+    assert loop.PHOTO_OUTLIER_SEED not in unfamiliar.SEEDS.values()
+    # Their target: the uniform distribution, weighted.
+    _, target = training_batches(found[:4], labels[:4], recipe, dataset_spec("cifar10"),
+                                 torch.Generator().manual_seed(0), 4)
+    assert torch.allclose(target, torch.full((4, 10), recipe.outlier_weight / 10))
+    with pytest.raises(SystemExit, match="for cifar10 only"):
+        loop.photo_outliers(recipe, dataset_spec("mnist"), photos[:200], seed=0)
+    with pytest.raises(ValueError, match="not mixed with MixUp or CutMix"):
+        dataclasses.replace(RECIPES["cifar10"], outlier_photos=30)  # as the photo recipe's batches are

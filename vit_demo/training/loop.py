@@ -9,6 +9,7 @@ import sys
 import time
 from pathlib import Path
 
+import numpy as np
 import torch
 import torch.distributed as dist
 from torch import nn
@@ -16,11 +17,12 @@ from torch.nn.parallel import DistributedDataParallel
 from tqdm import tqdm
 
 from vit_demo.atomic import atomic_write, atomic_write_text
-from vit_demo.data import sketches
+from vit_demo.data import outliers, outside_photos, sketches
 from vit_demo.data.datasets import (DATASETS, DatasetNotFound, DatasetSpec, dataset_spec, image_folder_record,
                                     load_split)
 from vit_demo.device import device_name
 from vit_demo.interpret.heads import mean_sample, write_head_means
+from vit_demo.interpret import unfamiliar
 from vit_demo.interpret.inside import write_attention_distance
 from vit_demo.model import VisionTransformer
 from vit_demo.pictures.figures import training_curves
@@ -39,6 +41,7 @@ CHECKPOINT_FILE = "checkpoint.pt"
 # unfamiliar rule is fitted and measured with (interpret/unfamiliar.py's SEEDS): its measures stay on drawings never
 # trained on. A run's --seed moves them by 1,000 each.
 DRAWING_SEEDS = {"canvas digits": 61, "non-digits": 62}
+PHOTO_OUTLIER_SEED = 64  # the pictures of no class a photo recipe trains on (Recipe.outlier_photos), moved likewise
 # What metrics.json keeps of the run a fine-tune continues (the rest, its history, carries on in the fine-tune's).
 CONTINUED_FIELDS = ("command", "epochs", "train_images", "wall_time_s", "device_name", "test_accuracy", "recipe")
 
@@ -67,6 +70,33 @@ def drawings(recipe: Recipe, spec: DatasetSpec, train_x: torch.Tensor, train_y: 
         found_x.append(drawn)
         found_y.append(torch.full((len(drawn),), NO_CLASS, dtype=train_y.dtype))
     return torch.cat(found_x).mul(255).round().to(torch.uint8), torch.cat(found_y)
+
+
+def photo_outliers(recipe: Recipe, spec: DatasetSpec, train_x: torch.Tensor, seed: int
+                   ) -> tuple[torch.Tensor, torch.Tensor]:
+    """The pictures of no class ``recipe`` trains on besides the training photos (uint8 (N, 3, 32, 32)): half made
+    in code of the photos (data/outliers.py), half random crops of the outside pictures the unfamiliar rule learns
+    from (never those it is chosen or reported on), drawn with a seed of their own; uint8 (M, 3, 32, 32) and labels
+    (M,) all NO_CLASS."""
+    if spec.name != "cifar10":
+        raise SystemExit("train.py: error: --outlier-photos are photos of no class, for cifar10 only")
+    rng, count = np.random.default_rng(PHOTO_OUTLIER_SEED + 1000 * seed), recipe.outlier_photos
+    per_kind = -(-(count // 2) // len(outliers.KINDS))  # (rounded up)
+    source = train_x[torch.randperm(len(train_x), generator=torch.Generator().manual_seed(seed))][: 3 * per_kind]
+    made = outliers.outliers(source, per_kind, PHOTO_OUTLIER_SEED + 1000 * seed)[: count // 2]
+    try:
+        pictures = outside_photos.outside_photos() + outside_photos.wallpapers()
+    except outside_photos.OutsidePhotosMissing as exc:
+        raise SystemExit(f"train.py: error: --outlier-photos: {exc}") from None
+    names, _ = unfamiliar.photos_of(pictures)
+    learnt_from = {n for n, r in zip(names, outside_photos.roles(names)) if r == outside_photos.LEARN}
+    crops, wanted = [], count - len(made)
+    while len(crops) < wanted:  # each draw: 150 crops of each whole picture, in a random order
+        drawn = outside_photos.crops([(n, p) for n, p in pictures if n in learnt_from], rng)
+        crops += [drawn[i] for i in rng.permutation(len(drawn))]
+    _, cropped = unfamiliar.photos_of(crops[:wanted])  # (wanted, 3, 32, 32) in [0, 1]
+    found = torch.cat([made, cropped.mul(255).round().to(torch.uint8)])
+    return found, torch.full((len(found),), NO_CLASS, dtype=torch.int64)
 
 
 def training_dataset(args: argparse.Namespace) -> DatasetSpec:
@@ -115,6 +145,9 @@ def training_data(args: argparse.Namespace, spec: DatasetSpec, device: torch.dev
     if recipe is not None and (recipe.canvas_digits or recipe.outlier_drawings):
         drawn_x, drawn_y = drawings(recipe, spec, train_x, train_y, args.seed)
         train_x, train_y = torch.cat([train_x, drawn_x]), torch.cat([train_y, drawn_y])
+    if recipe is not None and recipe.outlier_photos:
+        made_x, made_y = photo_outliers(recipe, spec, train_x, args.seed)
+        train_x, train_y = torch.cat([train_x, made_x]), torch.cat([train_y, made_y.to(train_y.dtype)])
     test_x, test_y = subset(*test, args.test_limit, args.seed + 1)
     if device.type == "cuda":
         train_x, train_y, test_x, test_y = (t.to(device) for t in (train_x, train_y, test_x, test_y))

@@ -45,9 +45,12 @@ FLAG_HELP = {  # what a flag's name does not say
                      "reads a drawing, trained on beside MNIST's own",
     "outlier_drawings": "mnist: this many drawings of no digit (letters, doodles, shapes...) trained towards the "
                         "uniform distribution (outlier exposure; docs/calibration.md)",
-    "outlier_weight": "their loss's weight against a digit's (default: 0.5)",
+    "outlier_weight": "their loss's weight against a digit's or a photo's (default: 0.5)",
     "outlier_kinds": "the kinds they are drawn from (default: every): every other kind, even or odd, leaves the "
                      "rest to measure on",
+    "outlier_photos": "photos: this many pictures of no class trained towards the uniform distribution (outlier "
+                      "exposure): half made in code, half crops of the third of Debian's wallpapers and the sample "
+                      "photos that the unfamiliar rule learns from (docs/calibration.md)",
     "mask_ratio": "--pretrain mae: share of each image's patches hidden from the encoder (recipe: 0.75)",
     "decoder_dim": "--pretrain mae: the decoder's width",
     "decoder_depth": "--pretrain mae: the decoder's blocks",

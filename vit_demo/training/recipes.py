@@ -34,12 +34,15 @@ class Recipe:
     outlier_drawings: int = 0
     outlier_weight: float = 0.5
     outlier_kinds: str = "every"  # or every other kind ("even", "odd"), to measure on kinds never trained on
+    # Pictures of no class, for photos (outlier exposure too, weighted by outlier_weight): half made in code
+    # (data/outliers.py), half crops of the outside pictures the unfamiliar rule learns from (outside_photos.roles).
+    outlier_photos: int = 0
 
     def __post_init__(self) -> None:
         if self.trivial_augment and self.auto_augment:
             raise ValueError("a recipe uses TrivialAugment or AutoAugment, not both")
-        if self.outlier_drawings and (self.mixup_alpha > 0 or self.cutmix_alpha > 0):
-            raise ValueError("drawings of no digit are not mixed with MixUp or CutMix")
+        if (self.outlier_drawings or self.outlier_photos) and (self.mixup_alpha > 0 or self.cutmix_alpha > 0):
+            raise ValueError("pictures of no class are not mixed with MixUp or CutMix")
 
 
 def _vit_for(spec: DatasetSpec, **arch: int | float) -> ViTConfig:

@@ -17,7 +17,7 @@ from vit_demo.training.recipes import Recipe
 
 GRAPH_WARMUP_STEPS = 3  # eager steps on a side stream before the capture, as in PyTorch's CUDA graphs notes
 GRAPH_CHUNK_BATCHES = 64  # with --graph-step, batches augmented at once (8,192 CIFAR-10 images at batch 128)
-NO_CLASS = -1  # the label of a training image of no class (a drawing of no digit, Recipe.outlier_drawings)
+NO_CLASS = -1  # the label of a training image of no class (Recipe.outlier_drawings, outlier_photos)
 
 
 def training_batches(images: torch.Tensor, labels: torch.Tensor, recipe: Recipe, spec: DatasetSpec,
@@ -42,7 +42,7 @@ def training_batches(images: torch.Tensor, labels: torch.Tensor, recipe: Recipe,
         x = random_erasing(x, generator, recipe.random_erasing, spec.mean)
     # (N * B, classes) one-hot; a comparison, not F.one_hot, whose range check waits for a GPU.
     target = (labels[:, None] == torch.arange(len(spec.classes), device=labels.device)).float()
-    if recipe.outlier_drawings:
+    if recipe.outlier_drawings or recipe.outlier_photos:
         target = torch.where(labels[:, None] == NO_CLASS, recipe.outlier_weight / len(spec.classes), target)
     if recipe.mixup_alpha > 0 or recipe.cutmix_alpha > 0:
         x, target = mix_batches(x, target, batch_size, generator, recipe.mix_prob, recipe.mixup_alpha,
