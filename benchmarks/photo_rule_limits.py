@@ -39,6 +39,7 @@ from vit_demo.data.datasets import load_split  # noqa: E402
 from vit_demo.interpret import unfamiliar  # noqa: E402
 from vit_demo.interpret.unfamiliar import Outputs  # noqa: E402
 from vit_demo.training.calibrate import data_for  # noqa: E402
+from vit_demo.unfamiliar_rule import READ_OUTS  # noqa: E402
 from vit_demo.weights import load_weights  # noqa: E402
 
 PHONE_PHOTOS = 1500  # test photos sent as a phone sends them: every k-th, so every class
@@ -76,9 +77,8 @@ def main() -> None:
     fit_y, test_y = data.fit[1], data.measure[1]
     sent = torch.linspace(0, len(test_y) - 1, PHONE_PHOTOS).long()  # (PHONE_PHOTOS,): spread over the classes
     phone = run(unfamiliar.as_a_phone_sends(data.measure[0][sent], rng))
-    pictures = outside_photos.outside_photos() + outside_photos.wallpapers()
-    names, images = unfamiliar.photos_of(pictures)
-    outside, role = run(images), outside_photos.roles(names)
+    pictures = unfamiliar.outside_pictures()
+    names, role, outside = pictures.names, pictures.roles, run(pictures.images)
     flags = lambda rule, found: rule.flags(found.logits, temperature, found.features)  # noqa: E731
     rate = lambda rule, found: 100 * float(flags(rule, found).double().mean())  # noqa: E731
 
@@ -96,9 +96,7 @@ def main() -> None:
 
     # What calibrate's probe learns from (unfamiliar.image_sets), then the same without some of it.
     train_x, _ = load_split("cifar10", args.data_dir, "train")
-    learnt_from = {n for n, r in zip(names, role) if r == outside_photos.LEARN}
-    _, crops = unfamiliar.photos_of(outside_photos.crops([(n, p) for n, p in pictures if n in learnt_from],
-                                                          np.random.default_rng(unfamiliar.SEEDS["crops"])))
+    _, crops = unfamiliar.photos_of(pictures.crops(np.random.default_rng(unfamiliar.SEEDS["crops"])))
     sets = unfamiliar.probe_sets(model, unfamiliar.probe_photos(train_x, data.fit[0]), crops)
     kept = unfamiliar.TRAIN_IMAGES + unfamiliar.GREY_TRAIN_IMAGES  # where the phone-style photos begin
     without_phone = Outputs(sets.keep.logits[:kept], sets.keep.features[:kept])
@@ -110,7 +108,7 @@ def main() -> None:
                 f"without the {len(crops):,} crops": dataclasses.replace(sets, crops=no_crops),
                 "without either": dataclasses.replace(sets, keep=without_phone, crops=no_crops),
                 "+ VOS's virtual outliers": dataclasses.replace(sets, crops=Outputs.joined(sets.crops, virtual))}
-    read_outs = [c for c in unfamiliar.CANDIDATES if c.score in ("probe", "mlp")]  # every layer's [CLS], each
+    read_outs = [c for c in unfamiliar.CANDIDATES if c.score in READ_OUTS]  # every layer's [CLS], each
     print(f"\n3. the read-outs fitted again ({int((role == outside_photos.CHOOSE).sum())} pictures to choose on, "
           f"{int((role == outside_photos.REPORT).sum())} to report on):\n")
     print("| read-out | learnt from | test photos | most of a class | as a phone sends them | choose | report | "

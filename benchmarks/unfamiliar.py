@@ -24,6 +24,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from vit_demo.interpret import unfamiliar  # noqa: E402
 from vit_demo.training.calibrate import data_for  # noqa: E402
+from vit_demo.unfamiliar_rule import READ_OUTS  # noqa: E402
 from vit_demo.weights import load_weights  # noqa: E402
 
 
@@ -80,7 +81,7 @@ def main() -> None:
         print(f"| read-out | outliers made with | penalty | {' | '.join(familiar)} | outside, choose | "
               "outside, report |")
         print("|---|---|---:|" + "---:|" * (len(familiar) + 2))
-        for candidate in (c for c in unfamiliar.CANDIDATES if c.score in ("probe", "mlp")):
+        for candidate in (c for c in unfamiliar.CANDIDATES if c.score in READ_OUTS):
             for seed in range(unfamiliar.SEEDS["outliers"], unfamiliar.SEEDS["outliers"] + 3):
                 drawn = sets.probe if seed == unfamiliar.SEEDS["outliers"] else dataclasses.replace(
                     sets.probe, made=unfamiliar.probe_outliers(model, sets.probe.photos, seed))

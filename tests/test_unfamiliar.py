@@ -100,18 +100,17 @@ def photo_rates(shipped_outputs):
     from vit_demo.data import outside_photos
 
     try:
-        pictures = outside_photos.outside_photos() + outside_photos.wallpapers()
+        outside = unfamiliar.outside_pictures()
     except outside_photos.OutsidePhotosMissing as exc:
         pytest.skip(str(exc))
     clf = load_model("cifar10", device="cpu")
     test_x, test_y = load_split("cifar10", SHARED_DATA, "test", download=False)
-    names, photos = unfamiliar.photos_of(pictures)
-    reported = torch.from_numpy(outside_photos.roles(names) == outside_photos.REPORT)
+    reported = torch.from_numpy(outside.roles == outside_photos.REPORT)
     test_flags = flagged(shipped_outputs, clf, test_x)
     return {"test photos flagged": test_flags.mean(),
             "by class": [float(test_flags[test_y.numpy() == k].mean()) for k in range(len(clf.classes))],
             "test photos in grey flagged": flagged(shipped_outputs, clf, outliers.grey(test_x)).mean(),
-            "outside photos flagged": flagged(shipped_outputs, clf, photos[reported]).mean(),
+            "outside photos flagged": flagged(shipped_outputs, clf, outside.images[reported]).mean(),
             "sample": torch.cat([test_x[::100], outliers.grey(test_x[::100])]).float() / 255}  # (200, 3, 32, 32)
 
 

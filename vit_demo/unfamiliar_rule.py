@@ -23,6 +23,7 @@ import torch
 
 UNFAMILIAR_SCORES = ("max_probability", "energy", "mahalanobis", "probe", "mlp")
 FEATURE_SCORES = ("mahalanobis", "probe", "mlp")  # the scores that read the [CLS] features, not the logits alone
+READ_OUTS = ("probe", "mlp")  # those that are read-outs trained against outliers: weights and a bias
 
 
 def probabilities(logits: torch.Tensor, temperature: float = 1.0) -> torch.Tensor:
@@ -141,7 +142,7 @@ class UnfamiliarRule:
             found.update(layers=list(self.layers), energy=self.energy, shape=list(self.means.shape),
                          centre=list(self.centre), spread=list(self.spread), means=_text(self.means),
                          whitenings=_text(self.whitenings))
-        if self.score in ("probe", "mlp"):
+        if self.score in READ_OUTS:
             found.update(layers=list(self.layers), shape=list(self.weights.shape), weights=_text(self.weights),
                          bias=self.bias)
         if self.score == "mlp":
@@ -157,7 +158,7 @@ class UnfamiliarRule:
                 "class_thresholds": tuple(map(float, values.get("class_thresholds", ())))}
         if score not in FEATURE_SCORES:
             return cls(score, **kept)
-        if score in ("probe", "mlp"):
+        if score in READ_OUTS:
             layers, shape = tuple(int(n) for n in values["layers"]), tuple(int(n) for n in values["shape"])
             if len(shape) != (2 if score == "probe" else 3) or len(layers) != shape[0]:
                 raise ValueError(f"the {score} rule's layers do not match its shape")

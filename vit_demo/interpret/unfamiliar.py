@@ -49,7 +49,7 @@ from vit_demo.data import outliers, outside_photos, preprocess
 from vit_demo.data.datasets import load_split
 from vit_demo.data.sketches import canvas_digits, drawing_set
 from vit_demo.interpret import calibration
-from vit_demo.unfamiliar_rule import FEATURE_SCORES, UnfamiliarRule, unfamiliarity_score
+from vit_demo.unfamiliar_rule import FEATURE_SCORES, READ_OUTS, UnfamiliarRule, unfamiliarity_score
 
 FLAGGED_SHARE = {"mnist": 0.015, "cifar10": 0.04}  # goals: at most 2% of pen digits, 5% of CIFAR-10 test photos
 # Whether the rule chosen gets a threshold per class read (``by_class``): photos, whose one threshold flagged 11% of
@@ -170,7 +170,7 @@ def fit(candidate: Candidate, train: Outputs, labels: torch.Tensor, familiar: Ou
     within = {"first": (0,), "last": (depth - 1,), "every": tuple(range(depth))}[candidate.layers]
     rows = {"cls": 0, "patches": depth}  # where each token's rows start in the features (N, 2L, D)
     layers = tuple(rows[token] + layer for token in candidate.tokens for layer in within)
-    if candidate.score in ("probe", "mlp"):
+    if candidate.score in READ_OUTS:
         keep, flag = probe_sets.keep.features[:, layers], probe_sets.outliers.features[:, layers]
         rule = probe(keep, flag, layers, probe_sets.penalty) if candidate.score == "probe" else mlp(keep, flag, layers)
         return dataclasses.replace(rule, threshold=calibration.flag_threshold(rule.scores(
@@ -312,6 +312,30 @@ def photos_of(pictures: list[tuple[str, np.ndarray]]) -> tuple[list[str], torch.
     return names, torch.from_numpy(np.stack(images)).permute(0, 3, 1, 2)
 
 
+@dataclasses.dataclass(frozen=True)
+class OutsidePictures:
+    """The outside pictures as the photo rule's sets take them: every picture read (``outside_photos.outside_photos``
+    and ``wallpapers``), the names of those the app reads and their images (N, 3, 32, 32) in [0, 1] (``photos_of``),
+    and each one's role (``outside_photos.roles``)."""
+
+    pictures: list[tuple[str, np.ndarray]]
+    names: list[str]
+    images: torch.Tensor
+    roles: np.ndarray
+
+    def crops(self, rng: np.random.Generator) -> list[tuple[str, np.ndarray]]:
+        """``outside_photos.crops`` of the pictures of the third the rule learns from."""
+        learnt_from = {n for n, r in zip(self.names, self.roles) if r == outside_photos.LEARN}
+        return outside_photos.crops([(n, p) for n, p in self.pictures if n in learnt_from], rng)
+
+
+def outside_pictures() -> OutsidePictures:
+    """Raises ``outside_photos.OutsidePhotosMissing`` where the packages that hold them are not installed."""
+    pictures = outside_photos.outside_photos() + outside_photos.wallpapers()
+    names, images = photos_of(pictures)
+    return OutsidePictures(pictures, names, images, outside_photos.roles(names))
+
+
 def not_among(images: torch.Tensor, others: torch.Tensor) -> torch.Tensor:
     """Which of ``images`` (N, ...) are none of ``others`` (M, ...), pixel for pixel: (N,) bool."""
     seen = {row.tobytes() for row in others.flatten(1).numpy()}
@@ -390,17 +414,14 @@ def image_sets(model: torch.nn.Module, dataset: str, data_dir: str | Path, fit_i
         return ImageSets(train, train_y, fit_on, familiar, measure[1],
                          run(drawing_set("non-digits", DRAWINGS, SEEDS["choose"])[0]), run(report), names,
                          "non-digit drawings")
-    pictures = outside_photos.outside_photos() + outside_photos.wallpapers()
-    names, photos = photos_of(pictures)
-    role = torch.from_numpy(outside_photos.roles(names))
-    learnt_from = {name for name, r in zip(names, role) if r == outside_photos.LEARN}
-    _, crops = photos_of(outside_photos.crops([(n, p) for n, p in pictures if n in learnt_from],
-                                              np.random.default_rng(SEEDS["crops"])))
+    outside = outside_pictures()
+    _, crops = photos_of(outside.crops(np.random.default_rng(SEEDS["crops"])))
     familiar = {"test photos": run(measure[0]), "test photos in grey": run(outliers.grey(measure[0]))}
+    role = torch.from_numpy(outside.roles)
     reported = role == outside_photos.REPORT
     return ImageSets(run(train_x), train_y, run(fit_images), familiar, measure[1],
-                     run(photos[role == outside_photos.CHOOSE]), run(photos[reported]),
-                     [n for n, r in zip(names, reported) if r], "outside photos",
+                     run(outside.images[role == outside_photos.CHOOSE]), run(outside.images[reported]),
+                     [n for n, r in zip(outside.names, reported) if r], "outside photos",
                      probe_sets(model, probe_photos(every_x, fit_images), crops))
 
 
@@ -424,7 +445,7 @@ def measure(sets: ImageSets, temperature: float, share: float, per_class: bool =
     report's own rates (``flagged``, ``flagged_by_class``, ``outside_flagged_*``) are the rule's as chosen."""
     rows, rules = [], {}
     for candidate in CANDIDATES:
-        if candidate.score in ("probe", "mlp") and sets.probe is None:
+        if candidate.score in READ_OUTS and sets.probe is None:
             continue
         fitted = fit(candidate, sets.train, sets.train_labels, sets.fit, temperature, share, sets.probe)
         score, threshold = scorer(fitted, temperature)

@@ -85,14 +85,12 @@ def photo_outliers(recipe: Recipe, spec: DatasetSpec, train_x: torch.Tensor, see
     source = train_x[torch.randperm(len(train_x), generator=torch.Generator().manual_seed(seed))][: 3 * per_kind]
     made = outliers.outliers(source, per_kind, PHOTO_OUTLIER_SEED + 1000 * seed)[: count // 2]
     try:
-        pictures = outside_photos.outside_photos() + outside_photos.wallpapers()
+        outside = unfamiliar.outside_pictures()
     except outside_photos.OutsidePhotosMissing as exc:
         raise SystemExit(f"train.py: error: --outlier-photos: {exc}") from None
-    names, _ = unfamiliar.photos_of(pictures)
-    learnt_from = {n for n, r in zip(names, outside_photos.roles(names)) if r == outside_photos.LEARN}
     crops, wanted = [], count - len(made)
     while len(crops) < wanted:  # each draw: 150 crops of each whole picture, in a random order
-        drawn = outside_photos.crops([(n, p) for n, p in pictures if n in learnt_from], rng)
+        drawn = outside.crops(rng)
         crops += [drawn[i] for i in rng.permutation(len(drawn))]
     _, cropped = unfamiliar.photos_of(crops[:wanted])  # (wanted, 3, 32, 32) in [0, 1]
     found = torch.cat([made, cropped.mul(255).round().to(torch.uint8)])
